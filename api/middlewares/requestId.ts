@@ -1,0 +1,34 @@
+/**
+ * Gives every request an id (an incoming `x-request-id` when well-formed, else a new UUID), echoes it on the
+ * response, attaches a child logger, and logs one line per request (4xx warn, 5xx error).
+ */
+import { randomUUID } from 'node:crypto';
+import type { Next } from 'koa';
+import type { AppContext } from '../context';
+import type { Logger } from '../../lib/logger';
+
+const ACCEPTED_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * @param logger root logger.
+ * @returns the middleware.
+ */
+export function requestId(logger: Logger) {
+  return async function requestIdMiddleware(ctx: AppContext, next: Next): Promise<void> {
+    const incoming = ctx.get('x-request-id');
+    const id = ACCEPTED_ID.test(incoming) ? incoming : randomUUID();
+    ctx.state.requestId = id;
+    ctx.state.log = logger.child({ reqId: id });
+    ctx.set('x-request-id', id);
+    const started = process.hrtime.bigint();
+    try {
+      await next();
+    } finally {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      const line = { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 };
+      if (ctx.status >= 500) ctx.state.log.error(line, 'request');
+      else if (ctx.status >= 400) ctx.state.log.warn(line, 'request');
+      else ctx.state.log.info(line, 'request');
+    }
+  };
+}

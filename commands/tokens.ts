@@ -1,0 +1,108 @@
+/**
+ * Access tokens: creation (clear value returned once), resolution of a presented token, revocation.
+ */
+import { generateToken, sha256Hex, TOKEN_PREFIX, type TokenKind } from '../lib/crypto';
+import { NotFoundError, ValidationError } from '../lib/errors';
+import { ApiToken, Membership, SCOPES, type ApiTokenDoc, type Scope } from '../models';
+
+/** Who is calling: set on ctx.state.auth by the auth middleware. */
+export interface AuthContext {
+  organizationId: string;
+  userId: string;
+  tokenId: string;
+  kind: TokenKind;
+  scopes: Scope[];
+  role: string;
+}
+
+/** Why a presented token was refused (mapped to the spec's 401 messages by the auth middleware). */
+export type TokenRefusal = 'invalid' | 'expired';
+
+/** lastUsedAt is written at most this often per token, so authentication is not a write per request. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+export interface CreateTokenInput {
+  organizationId: string;
+  userId: string;
+  kind: TokenKind;
+  name?: string;
+  scopes?: string[];
+  expiresAt?: Date | null;
+}
+
+/**
+ * Creates a token for a member of an organization.
+ * @param input owner, kind, optional name, scopes (service tokens; default `*`) and expiry.
+ * @returns the clear token (show once) and the stored record.
+ */
+export async function createToken(input: CreateTokenInput): Promise<{ token: string; record: ApiTokenDoc }> {
+  const member = await Membership.exists({ organizationId: input.organizationId, userId: input.userId });
+  if (!member) throw new NotFoundError('User is not a member of this organization');
+  const scopes = input.kind === 'service' ? (input.scopes?.length ? input.scopes : ['*']) : [];
+  const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
+  if (unknown.length) throw new ValidationError(`Unknown scope: ${unknown.join(', ')}. Must be: ${SCOPES.join(', ')}`);
+  if (input.expiresAt && input.expiresAt.getTime() <= Date.now())
+    throw new ValidationError('expiresAt must be in the future');
+  const token = generateToken(input.kind);
+  const record = await ApiToken.create({
+    kind: input.kind,
+    name: input.name ?? '',
+    hash: sha256Hex(token),
+    hint: token.slice(0, TOKEN_PREFIX[input.kind].length + 4),
+    organizationId: input.organizationId,
+    userId: input.userId,
+    scopes,
+    expiresAt: input.expiresAt ?? null,
+  });
+  return { token, record: record.toObject() as ApiTokenDoc };
+}
+
+/**
+ * Resolves a presented clear token.
+ * @param token the bearer token.
+ * @param kind which kind the surface accepts.
+ * @returns the caller, or the reason for refusal.
+ */
+export async function resolveToken(token: string, kind: TokenKind): Promise<AuthContext | TokenRefusal> {
+  if (token.length > 200) return 'invalid';
+  const record = await ApiToken.findOne({ hash: sha256Hex(token) }).lean<ApiTokenDoc>();
+  if (!record || record.kind !== kind || record.revokedAt) return 'invalid';
+  if (record.expiresAt && record.expiresAt.getTime() <= Date.now()) return 'expired';
+  const membership = await Membership.findOne({ organizationId: record.organizationId, userId: record.userId }).lean();
+  if (!membership) return 'invalid';
+  const now = Date.now();
+  if (!record.lastUsedAt || now - record.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
+    // Best effort: a failed bookkeeping write must not fail the request.
+    ApiToken.updateOne({ _id: record._id }, { $set: { lastUsedAt: new Date(now) } }).catch(() => undefined);
+  }
+  return {
+    organizationId: record.organizationId,
+    userId: record.userId,
+    tokenId: record._id,
+    kind: record.kind as TokenKind,
+    scopes: record.scopes as Scope[],
+    role: membership.role,
+  };
+}
+
+/**
+ * Revokes a token of an organization (idempotent).
+ * @param organizationId owner organization.
+ * @param tokenId token id.
+ * @param userId when set, only this user's token may be revoked.
+ */
+export async function revokeToken(organizationId: string, tokenId: string, userId?: string): Promise<void> {
+  const filter = userId ? { _id: tokenId, organizationId, userId } : { _id: tokenId, organizationId };
+  const res = await ApiToken.updateOne(filter, { $set: { revokedAt: new Date() } });
+  if (res.matchedCount === 0) throw new NotFoundError('Token not found');
+}
+
+/**
+ * Whether a scope list grants a scope.
+ * @param scopes the token's scopes.
+ * @param needed the scope an endpoint requires.
+ * @returns true when granted.
+ */
+export function hasScope(scopes: readonly string[], needed: Scope): boolean {
+  return scopes.includes('*') || scopes.includes(needed);
+}

@@ -1,0 +1,15 @@
+/**
+ * Jest runs every test against real servers: the global setup provisions (or reuses) the temporal CLI dev
+ * server and a MongoDB-wire-protocol server once per run; each test file gets its own database.
+ * @type {import('jest').Config}
+ */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  transform: { '^.+\\.ts$': ['ts-jest', { diagnostics: false }] },
+  globalSetup: '<rootDir>/test/globalSetup.ts',
+  globalTeardown: '<rootDir>/test/globalTeardown.ts',
+  testTimeout: 30000,
+  maxWorkers: 2,
+};

@@ -1,0 +1,223 @@
+/**
+ * The service configuration: the ONLY module that reads `process.env` (ARCHITECTURE.md §9).
+ *
+ * `loadConfig(env)` is pure: it validates every variable at once and throws a ConfigError listing each problem,
+ * so start-up prints all bad values together (one line each) and exits 1. Everyone else receives a frozen
+ * `Config` object.
+ */
+import os from 'node:os';
+import path from 'node:path';
+
+/** Validated, typed configuration of the api, the worker and the scripts. */
+export interface Config {
+  /** HTTP port of the api. @default 3000 */
+  port: number;
+  /** Interface the api listens on. @default 127.0.0.1 */
+  host: string;
+  /** Public base address of the current surface (links, manifests). @default http://<host>:<port> */
+  appUrl: string;
+  /** MongoDB connection string; unset in `npm run dev` means "start the embedded server". */
+  mongodbUri?: string;
+  /** Temporal frontend address (host:port); unset in `npm run dev` means "start the embedded dev server". */
+  temporalAddress?: string;
+  /** Temporal namespace. @default default */
+  temporalNamespace: string;
+  /** Task queue served by the worker. @default agent-service */
+  temporalTaskQueue: string;
+  anthropicApiKey?: string;
+  anthropicBaseUrl?: string;
+  openaiApiKey?: string;
+  openaiBaseUrl?: string;
+  /** Model used when an agent names none. @default builtin */
+  defaultModel: string;
+  /** 32-byte key (64 hex chars or base64) for AES-256-GCM secrets at rest. */
+  encryptionKey?: Buffer;
+  /** Allow webhooks and clones to private / loopback addresses. @default false */
+  webhookAllowPrivate: boolean;
+  /** pino level. @default info */
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Human-readable logs (dev launcher). @default false */
+  logPretty: boolean;
+  /** Largest accepted JSON body in bytes. @default 1 MiB */
+  bodyLimitBytes: number;
+  /** Where `npm run dev` keeps embedded server data and the admin CLI finds their addresses. @default .data */
+  dataDir: string;
+  /** Deployment environment name. @default development */
+  nodeEnv: string;
+  /** Ports of the servers `npm run dev` embeds. @default 27017, 7233, 8233 */
+  devPorts: { mongo: number; temporal: number; temporalUi: number };
+}
+
+/** Locations of local tools used by the server provisioning scripts. */
+export interface ToolConfig {
+  temporalCliPath?: string;
+  mongodPath?: string;
+  /** Per-user cache of built server binaries. */
+  cacheDir: string;
+  /** Directories of PATH, in order. */
+  pathDirs: string[];
+  /** True under CI (CI=true). */
+  ci: boolean;
+}
+
+/** Thrown by loadConfig with every problem found. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+function nonEmpty(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? undefined : v.trim();
+}
+
+/**
+ * Reads and validates the configuration.
+ * @param env the environment to read; defaults to process.env.
+ * @returns a frozen Config.
+ * @throws ConfigError listing every invalid value.
+ */
+export function loadConfig(env: Env = process.env): Readonly<Config> {
+  const problems: string[] = [];
+
+  const int = (name: string, def: number, min: number, max: number): number => {
+    const raw = nonEmpty(env, name);
+    if (raw === undefined) return def;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      problems.push(`${name}=${JSON.stringify(raw)}: must be an integer between ${min} and ${max}`);
+      return def;
+    }
+    return n;
+  };
+  const bool = (name: string, def: boolean): boolean => {
+    const raw = nonEmpty(env, name);
+    if (raw === undefined) return def;
+    if (/^(true|1|yes)$/i.test(raw)) return true;
+    if (/^(false|0|no)$/i.test(raw)) return false;
+    problems.push(`${name}=${JSON.stringify(raw)}: must be true or false`);
+    return def;
+  };
+  const url = (name: string, protocols: string[]): string | undefined => {
+    const raw = nonEmpty(env, name);
+    if (raw === undefined) return undefined;
+    try {
+      const u = new URL(raw);
+      if (!protocols.includes(u.protocol)) throw new Error('protocol');
+      return raw.replace(/\/+$/, '');
+    } catch {
+      problems.push(`${name}=${JSON.stringify(raw)}: must be a ${protocols.join(' or ')} URL`);
+      return undefined;
+    }
+  };
+
+  const port = int('PORT', 3000, 0, 65535);
+  const host = nonEmpty(env, 'HOST') ?? '127.0.0.1';
+  const appUrl = url('APP_URL', ['http:', 'https:']) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const mongodbUri = url('MONGODB_URI', ['mongodb:', 'mongodb+srv:']);
+
+  const temporalAddress = nonEmpty(env, 'TEMPORAL_ADDRESS');
+  if (temporalAddress !== undefined && !/^[A-Za-z0-9.\-_[\]:]+:\d{1,5}$/.test(temporalAddress)) {
+    problems.push(`TEMPORAL_ADDRESS=${JSON.stringify(temporalAddress)}: must be host:port`);
+  }
+
+  const logLevelRaw = nonEmpty(env, 'LOG_LEVEL') ?? 'info';
+  let logLevel: Config['logLevel'] = 'info';
+  if ((LOG_LEVELS as readonly string[]).includes(logLevelRaw)) logLevel = logLevelRaw as Config['logLevel'];
+  else problems.push(`LOG_LEVEL=${JSON.stringify(logLevelRaw)}: must be one of ${LOG_LEVELS.join(', ')}`);
+
+  let encryptionKey: Buffer | undefined;
+  const keyRaw = nonEmpty(env, 'ENCRYPTION_KEY');
+  if (keyRaw !== undefined) {
+    const key = /^[0-9a-fA-F]{64}$/.test(keyRaw) ? Buffer.from(keyRaw, 'hex') : Buffer.from(keyRaw, 'base64');
+    if (key.length !== 32) problems.push('ENCRYPTION_KEY: must be 32 bytes, as 64 hex characters or base64');
+    else encryptionKey = key;
+  }
+
+  const nodeEnv = nonEmpty(env, 'NODE_ENV') ?? 'development';
+  if (nodeEnv === 'production' && encryptionKey === undefined && problems.every((p) => !p.startsWith('ENCRYPTION'))) {
+    problems.push('ENCRYPTION_KEY: required when NODE_ENV=production');
+  }
+
+  const config: Config = {
+    port,
+    host,
+    appUrl,
+    mongodbUri,
+    temporalAddress,
+    temporalNamespace: nonEmpty(env, 'TEMPORAL_NAMESPACE') ?? 'default',
+    temporalTaskQueue: nonEmpty(env, 'TEMPORAL_TASK_QUEUE') ?? 'agent-service',
+    anthropicApiKey: nonEmpty(env, 'ANTHROPIC_API_KEY'),
+    anthropicBaseUrl: url('ANTHROPIC_BASE_URL', ['http:', 'https:']),
+    openaiApiKey: nonEmpty(env, 'OPENAI_API_KEY'),
+    openaiBaseUrl: url('OPENAI_BASE_URL', ['http:', 'https:']),
+    defaultModel: nonEmpty(env, 'DEFAULT_MODEL') ?? 'builtin',
+    encryptionKey,
+    webhookAllowPrivate: bool('WEBHOOK_ALLOW_PRIVATE', false),
+    logLevel,
+    logPretty: bool('LOG_PRETTY', false),
+    bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    dataDir: path.resolve(nonEmpty(env, 'DATA_DIR') ?? '.data'),
+    nodeEnv,
+    devPorts: {
+      mongo: int('DEV_MONGO_PORT', 27017, 1, 65535),
+      temporal: int('DEV_TEMPORAL_PORT', 7233, 1, 65535),
+      temporalUi: int('DEV_TEMPORAL_UI_PORT', 8233, 1, 65535),
+    },
+  };
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(config);
+}
+
+/**
+ * Loads the configuration or, when invalid, prints one line per problem to stderr and exits 1.
+ * @param env the environment to read; defaults to process.env.
+ * @returns the frozen Config.
+ */
+export function loadConfigOrExit(env: Env = process.env): Readonly<Config> {
+  try {
+    return loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      for (const p of err.problems) process.stderr.write(`config error: ${p}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+}
+
+/**
+ * Reads the locations used by server provisioning (scripts only).
+ * @param env the environment to read; defaults to process.env.
+ * @returns the tool configuration.
+ */
+export function loadToolConfig(env: Env = process.env): ToolConfig {
+  const cacheRoot = nonEmpty(env, 'XDG_CACHE_HOME') ?? path.join(os.homedir(), '.cache');
+  return {
+    temporalCliPath: nonEmpty(env, 'TEMPORAL_CLI_PATH'),
+    mongodPath: nonEmpty(env, 'MONGOD_PATH'),
+    cacheDir: path.join(cacheRoot, 'agent-automation-service'),
+    pathDirs: (env.PATH ?? '').split(path.delimiter).filter(Boolean),
+    ci: bool2(env.CI),
+  };
+}
+
+function bool2(v: string | undefined): boolean {
+  return v !== undefined && /^(true|1|yes)$/i.test(v.trim());
+}
+
+/**
+ * The environment a launcher passes to the processes it starts (the dev launcher and `npm start`).
+ * @param overrides variables to set on top of the current environment.
+ * @returns a new environment object.
+ */
+export function childEnv(overrides: Env): NodeJS.ProcessEnv {
+  return { ...process.env, ...overrides };
+}

@@ -1,0 +1,104 @@
+/**
+ * One error vocabulary for both HTTP surfaces. Handlers throw these; api/middlewares/errors.ts renders them as
+ * the v1 body `{error:true,statusCode,statusMessage,message}` or the current body `{error:{code,message}}`.
+ * `expose` is false only for 5xx: their messages never reach clients.
+ */
+
+/** Base class: an HTTP status, a stable machine code and a client-safe message. */
+export class AppError extends Error {
+  readonly expose: boolean;
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly headers: Record<string, string> = {}
+  ) {
+    super(message);
+    this.name = new.target.name;
+    this.expose = status < 500;
+  }
+}
+
+/** 400: the request is malformed or a value is invalid. */
+export class ValidationError extends AppError {
+  constructor(message: string) {
+    super(400, 'validation_error', message);
+  }
+}
+
+/** 400: the body is not valid JSON. */
+export class InvalidJsonError extends AppError {
+  constructor() {
+    super(400, 'invalid_json', 'Invalid JSON in request body');
+  }
+}
+
+/** 401: missing, invalid or expired credentials (messages fixed by the spec). */
+export class UnauthorizedError extends AppError {
+  constructor(message: string) {
+    super(401, 'unauthorized', message, { 'www-authenticate': 'Bearer' });
+  }
+}
+
+/** 403: authenticated but not permitted. */
+export class ForbiddenError extends AppError {
+  constructor(message = "You don't have permission to access this resource") {
+    super(403, 'forbidden', message);
+  }
+}
+
+/** 404: unknown id, deleted resource, another organization's resource, or unknown route. */
+export class NotFoundError extends AppError {
+  constructor(message = 'Not found') {
+    super(404, 'not_found', message);
+  }
+}
+
+/** 405: the path exists but not with this method. */
+export class MethodNotAllowedError extends AppError {
+  constructor(allowed: string[]) {
+    super(405, 'method_not_allowed', 'Method not allowed', { allow: allowed.join(', ') });
+  }
+}
+
+/** 409: the request conflicts with the current state (duplicate, busy session, illegal state). */
+export class ConflictError extends AppError {
+  constructor(message: string) {
+    super(409, 'conflict', message);
+  }
+}
+
+/** 413: the body is larger than the configured limit. */
+export class PayloadTooLargeError extends AppError {
+  constructor(limitBytes: number) {
+    super(413, 'payload_too_large', `Request body exceeds the limit of ${limitBytes} bytes`);
+  }
+}
+
+/** 415: a body was sent with a media type other than JSON. */
+export class UnsupportedMediaTypeError extends AppError {
+  constructor() {
+    super(415, 'unsupported_media_type', 'Content-Type must be application/json');
+  }
+}
+
+/** 429: the identity's request budget is spent. */
+export class RateLimitedError extends AppError {
+  constructor(retryAfterSeconds: number) {
+    super(429, 'rate_limited', 'Too many requests', { 'retry-after': String(retryAfterSeconds) });
+  }
+}
+
+/** 500: anything unexpected; the real cause goes to the log only. */
+export class InternalError extends AppError {
+  constructor(message = 'An unexpected error occurred') {
+    super(500, 'internal_error', message);
+  }
+}
+
+/** 503: a dependency (MongoDB, Temporal) is unreachable. */
+export class ServiceUnavailableError extends AppError {
+  constructor() {
+    super(503, 'service_unavailable', 'Service temporarily unavailable. Please retry.', { 'retry-after': '1' });
+  }
+}

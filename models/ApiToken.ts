@@ -1,0 +1,42 @@
+/**
+ * An access token: a v1 personal access token (`td_...`) or a scoped service token (`svc_...`). Only the SHA-256
+ * hash of the token is stored; the clear value is shown once at creation.
+ */
+import mongoose, { type InferSchemaType } from 'mongoose';
+import { newId } from '../lib/ids';
+
+/** Scopes of service tokens (SPEC "Authentication"); `*` grants everything. */
+export const SCOPES = [
+  'agents:read',
+  'chats:write',
+  'jobs:read',
+  'jobs:write',
+  'missions:write',
+  'webhooks:write',
+  'mcp',
+  '*',
+] as const;
+export type Scope = (typeof SCOPES)[number];
+
+const schema = new mongoose.Schema(
+  {
+    _id: { type: String, default: () => newId('tok') },
+    kind: { type: String, enum: ['v1', 'service'], required: true },
+    name: { type: String, maxlength: 200, default: '' },
+    hash: { type: String, required: true },
+    /** First characters of the token, for recognising it in lists. */
+    hint: { type: String, required: true },
+    organizationId: { type: String, required: true },
+    userId: { type: String, required: true },
+    scopes: { type: [String], default: [] },
+    expiresAt: { type: Date, default: null },
+    revokedAt: { type: Date, default: null },
+    lastUsedAt: { type: Date, default: null },
+  },
+  { timestamps: true, versionKey: false }
+);
+schema.index({ hash: 1 }, { unique: true });
+schema.index({ organizationId: 1, userId: 1, kind: 1 });
+
+export type ApiTokenDoc = InferSchemaType<typeof schema> & { _id: string };
+export const ApiToken = mongoose.model('ApiToken', schema, 'api_tokens');

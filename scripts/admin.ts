@@ -1,0 +1,144 @@
+/**
+ * Admin CLI (ARCHITECTURE.md §9). Each command prints one JSON line on stdout; errors print one line on stderr
+ * and exit 1 (2 for usage errors).
+ *   bootstrap --org <name> --email <email> [--name <display name>]
+ *       → {organizationId,userId,apiToken,serviceToken}
+ *   token create --org <orgId> --user <userId> [--kind v1|service] [--scopes a,b] [--expires-in 2s] [--name n]
+ *       → {token,scopes,expiresAt}
+ *   token revoke --org <orgId> (--id <tokenId> | --token <clear token>)
+ *       → {revoked:<tokenId>}
+ * The database is MONGODB_URI, else the one `npm run dev` runs (its address is in .data/servers.json).
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import ms from 'ms';
+import { bootstrapOrganization } from '../commands/bootstrap';
+import { createToken, revokeToken } from '../commands/tokens';
+import { loadConfigOrExit } from '../lib/config';
+import { sha256Hex } from '../lib/crypto';
+import { AppError } from '../lib/errors';
+import { connectMongo, disconnectMongo } from '../lib/mongo';
+import { ApiToken } from '../models';
+
+class UsageError extends Error {}
+
+const USAGE = `usage:
+  admin bootstrap --org <name> --email <email> [--name <display name>]
+  admin token create --org <orgId> --user <userId> [--kind v1|service] [--scopes a,b] [--expires-in 2s] [--name <name>]
+  admin token revoke --org <orgId> (--id <tokenId> | --token <token>)`;
+
+function need(values: Record<string, unknown>, name: string): string {
+  const v = values[name];
+  if (typeof v !== 'string' || v.trim() === '') throw new UsageError(`--${name} is required`);
+  return v.trim();
+}
+
+function mongoUri(configured: string | undefined, dataDir: string): string {
+  if (configured) return configured;
+  const file = path.join(dataDir, 'servers.json');
+  if (existsSync(file)) {
+    const servers = JSON.parse(readFileSync(file, 'utf8')) as { mongodbUri?: string };
+    if (servers.mongodbUri) return servers.mongodbUri;
+  }
+  throw new Error(
+    'no database: set MONGODB_URI, or start `npm run dev` first (it records its MongoDB address in .data/servers.json)'
+  );
+}
+
+async function run(argv: string[]): Promise<unknown> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      org: { type: 'string' },
+      email: { type: 'string' },
+      name: { type: 'string' },
+      user: { type: 'string' },
+      kind: { type: 'string', default: 'v1' },
+      scopes: { type: 'string' },
+      'expires-in': { type: 'string' },
+      id: { type: 'string' },
+      token: { type: 'string' },
+    },
+  });
+  const command = positionals.join(' ');
+  if (!['bootstrap', 'token create', 'token revoke'].includes(command))
+    throw new UsageError(`unknown command "${command}"`);
+
+  // Validate arguments before touching the database.
+  let action: () => Promise<unknown>;
+  if (command === 'bootstrap') {
+    const org = need(values, 'org');
+    const email = need(values, 'email');
+    if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new UsageError(`--email ${email} is not an email address`);
+    action = () => bootstrapOrganization({ org, email, name: values.name });
+  } else if (command === 'token create') {
+    const organizationId = need(values, 'org');
+    const userId = need(values, 'user');
+    const kind = values.kind;
+    if (kind !== 'v1' && kind !== 'service') throw new UsageError('--kind must be v1 or service');
+    let expiresAt: Date | null = null;
+    if (values['expires-in'] !== undefined) {
+      const span = ms(values['expires-in'] as ms.StringValue) as number | undefined;
+      if (typeof span !== 'number' || !(span > 0))
+        throw new UsageError(`--expires-in ${values['expires-in']} is not a duration such as 30s, 15m, 12h or 90d`);
+      expiresAt = new Date(Date.now() + span);
+    }
+    const scopes = values.scopes
+      ?.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+    if (kind === 'v1' && scopes?.length) throw new UsageError('--scopes applies to service tokens (--kind service)');
+    action = async () => {
+      const { token, record } = await createToken({
+        organizationId,
+        userId,
+        kind,
+        scopes,
+        expiresAt,
+        name: values.name,
+      });
+      return { token, scopes: record.scopes, expiresAt: record.expiresAt ? record.expiresAt.toISOString() : null };
+    };
+  } else {
+    const organizationId = need(values, 'org');
+    if (!values.id && !values.token) throw new UsageError('--id or --token is required');
+    action = async () => {
+      let id = values.id;
+      if (!id) {
+        const found = await ApiToken.findOne({ hash: sha256Hex(values.token as string), organizationId })
+          .select({ _id: 1 })
+          .lean();
+        if (!found) throw new Error('Token not found');
+        id = found._id;
+      }
+      await revokeToken(organizationId, id);
+      return { revoked: id };
+    };
+  }
+
+  const config = loadConfigOrExit();
+  await connectMongo(mongoUri(config.mongodbUri, config.dataDir));
+  try {
+    return await action();
+  } finally {
+    await disconnectMongo();
+  }
+}
+
+run(process.argv.slice(2)).then(
+  (result) => {
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+    process.exit(0);
+  },
+  (err: unknown) => {
+    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`admin: ${(err as Error).message}\n${USAGE}\n`);
+      process.exit(2);
+    }
+    const message = err instanceof AppError || err instanceof Error ? err.message : String(err);
+    process.stderr.write(`admin: ${message}\n`);
+    process.exit(1);
+  }
+);

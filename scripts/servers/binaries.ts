@@ -1,0 +1,238 @@
+/**
+ * Finds or builds the server binaries (ARCHITECTURE.md §2):
+ *   temporal: TEMPORAL_CLI_PATH → `temporal` on PATH → .tools/bin/temporal → `go install …/cli/cmd/temporal@v1.5.1`
+ *   MongoDB:  MONGOD_PATH → `mongod` on PATH → .tools/bin/ferretdb → FerretDB 1.24 built from tools/ferretdb
+ * Builds go to a temporary directory and are renamed into the per-user cache only when complete, so an
+ * interrupted build never leaves a half-written binary; the cached binary is linked into .tools/bin.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import {
+  accessSync,
+  constants,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  lstatSync,
+} from 'node:fs';
+import path from 'node:path';
+import type { ToolConfig } from '../../lib/config';
+import { projectRoot, toolsBinDir } from './paths';
+
+export const TEMPORAL_CLI_VERSION = 'v1.5.1';
+export const FERRETDB_VERSION = 'v1.24.2';
+
+/** A clear, one-line provisioning failure (printed without a stack trace). */
+export class ProvisionError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ProvisionError';
+  }
+}
+
+export type Say = (line: string) => void;
+
+export interface MongoBinary {
+  kind: 'mongod' | 'ferretdb';
+  path: string;
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function onPath(tools: ToolConfig, name: string): string | undefined {
+  return tools.pathDirs.map((d) => path.join(d, name)).find(isExecutable);
+}
+
+function findGo(tools: ToolConfig): string | undefined {
+  return onPath(tools, 'go') ?? ['/usr/local/go/bin/go', '/usr/lib/go/bin/go'].find(isExecutable);
+}
+
+function link(target: string, name: string): string {
+  const dir = toolsBinDir();
+  mkdirSync(dir, { recursive: true });
+  const linkPath = path.join(dir, name);
+  try {
+    if (lstatSync(linkPath)) unlinkSync(linkPath);
+  } catch {
+    // no previous link
+  }
+  symlinkSync(target, linkPath);
+  return linkPath;
+}
+
+/**
+ * Runs a Go build into a fresh temporary directory, printing a progress line every 30 s.
+ * @returns the directory holding the built binary.
+ */
+async function goBuild(opts: {
+  go: string;
+  args: string[];
+  cwd: string;
+  label: string;
+  cacheDir: string;
+  gobin?: boolean;
+  say: Say;
+}): Promise<string> {
+  const tmp = path.join(opts.cacheDir, `tmp-${process.pid}-${Date.now()}`);
+  mkdirSync(tmp, { recursive: true });
+  const logFile = path.join(opts.cacheDir, `${opts.label.replace(/\W+/g, '-')}-build.log`);
+  const log = createWriteStream(logFile);
+  const started = Date.now();
+  opts.say(`building ${opts.label} with Go (first run only; several minutes on 2 cores), log: ${logFile}`);
+  const timer = setInterval(
+    () => opts.say(`still building ${opts.label} (${Math.round((Date.now() - started) / 1000)} s)`),
+    30_000
+  );
+  try {
+    const code = await new Promise<number>((resolve, reject) => {
+      const child = spawn(
+        opts.go,
+        opts.args.map((a) => a.replace('$OUT', tmp)),
+        {
+          cwd: opts.cwd,
+          env: { ...process.env, ...(opts.gobin ? { GOBIN: tmp } : {}), CGO_ENABLED: '0', GOFLAGS: '-buildvcs=false' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        }
+      );
+      child.stdout.pipe(log, { end: false });
+      child.stderr.pipe(log, { end: false });
+      child.on('error', reject);
+      child.on('close', (c) => resolve(c ?? 1));
+    });
+    if (code !== 0) {
+      const tail = readFileSync(logFile, 'utf8').trim().split('\n').slice(-5).join('\n    ');
+      throw new ProvisionError(
+        `building ${opts.label} failed (exit ${code}); last lines:\n    ${tail}\n  full log: ${logFile}`
+      );
+    }
+    opts.say(`built ${opts.label} in ${Math.round((Date.now() - started) / 1000)} s`);
+    return tmp;
+  } catch (err) {
+    rmSync(tmp, { recursive: true, force: true });
+    throw err;
+  } finally {
+    clearInterval(timer);
+    log.end();
+  }
+}
+
+async function buildCached(opts: {
+  tools: ToolConfig;
+  name: string;
+  key: string;
+  label: string;
+  args: string[];
+  cwd: string;
+  gobin?: boolean;
+  say: Say;
+}): Promise<string> {
+  const binDir = path.join(opts.tools.cacheDir, 'bin');
+  const final = path.join(binDir, opts.key, opts.name);
+  if (isExecutable(final)) return link(final, opts.name);
+  const go = findGo(opts.tools);
+  if (!go) {
+    throw new ProvisionError(
+      `no ${opts.label} binary and no Go toolchain to build one: install Go 1.22+ (https://go.dev/dl) or point the service at an existing server (see README "Configuration")`
+    );
+  }
+  mkdirSync(binDir, { recursive: true });
+  const tmp = await goBuild({
+    go,
+    args: opts.args,
+    cwd: opts.cwd,
+    label: opts.label,
+    cacheDir: binDir,
+    gobin: opts.gobin,
+    say: opts.say,
+  });
+  const built = path.join(tmp, opts.name);
+  if (!isExecutable(built))
+    throw new ProvisionError(`building ${opts.label} produced no ${opts.name} binary in ${tmp}`);
+  mkdirSync(path.dirname(final), { recursive: true });
+  if (!isExecutable(final)) renameSync(built, final); // another process may have finished first
+  rmSync(tmp, { recursive: true, force: true });
+  return link(final, opts.name);
+}
+
+/**
+ * @param tools tool locations.
+ * @param say progress printer.
+ * @returns the path of a temporal CLI binary.
+ */
+export async function ensureTemporalCli(tools: ToolConfig, say: Say): Promise<string> {
+  if (tools.temporalCliPath) {
+    if (!isExecutable(tools.temporalCliPath))
+      throw new ProvisionError(`TEMPORAL_CLI_PATH=${tools.temporalCliPath} is not an executable file`);
+    return tools.temporalCliPath;
+  }
+  const found = onPath(tools, 'temporal');
+  if (found) return found;
+  const local = path.join(toolsBinDir(), 'temporal');
+  if (isExecutable(local)) return local;
+  return buildCached({
+    tools,
+    name: 'temporal',
+    key: `temporal-${TEMPORAL_CLI_VERSION}`,
+    label: `temporal CLI ${TEMPORAL_CLI_VERSION}`,
+    args: ['install', `github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION}`],
+    cwd: projectRoot(),
+    gobin: true,
+    say,
+  });
+}
+
+/** Hash of the FerretDB wrapper module, so that a change to it rebuilds. */
+function ferretSourceKey(): string {
+  const dir = path.join(projectRoot(), 'tools', 'ferretdb');
+  const h = createHash('sha256');
+  for (const f of ['go.mod', 'go.sum', 'main.go']) h.update(readFileSync(path.join(dir, f)));
+  return h.digest('hex').slice(0, 12);
+}
+
+/**
+ * @param tools tool locations.
+ * @param say progress printer.
+ * @returns a mongod, or FerretDB built from tools/ferretdb.
+ */
+export async function ensureMongoServer(tools: ToolConfig, say: Say): Promise<MongoBinary> {
+  if (tools.mongodPath) {
+    if (!isExecutable(tools.mongodPath))
+      throw new ProvisionError(`MONGOD_PATH=${tools.mongodPath} is not an executable file`);
+    return { kind: 'mongod', path: tools.mongodPath };
+  }
+  const mongod = onPath(tools, 'mongod');
+  if (mongod) return { kind: 'mongod', path: mongod };
+  const key = `ferretdb-${FERRETDB_VERSION}-${ferretSourceKey()}`;
+  const cached = path.join(tools.cacheDir, 'bin', key, 'ferretdb');
+  const local = path.join(toolsBinDir(), 'ferretdb');
+  if (!isExecutable(cached) && isExecutable(local) && !existsSync(path.join(tools.cacheDir, 'bin', key))) {
+    // A hand-placed .tools/bin/ferretdb that is not our cache link: use it as is.
+    try {
+      if (!lstatSync(local).isSymbolicLink()) return { kind: 'ferretdb', path: local };
+    } catch {
+      // fall through to build
+    }
+  }
+  const built = await buildCached({
+    tools,
+    name: 'ferretdb',
+    key,
+    label: `FerretDB ${FERRETDB_VERSION}`,
+    args: ['build', '-o', '$OUT/ferretdb', '.'],
+    cwd: path.join(projectRoot(), 'tools', 'ferretdb'),
+    say,
+  });
+  return { kind: 'ferretdb', path: built };
+}

@@ -1,0 +1,41 @@
+/**
+ * Jest global setup: provisions real servers once per run (the same code as `npm run dev`) on free ports with a
+ * temporary data directory, unless MONGODB_URI / TEMPORAL_ADDRESS name servers already. Test workers inherit the
+ * addresses through the environment; each test file then uses its own database.
+ */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig, loadToolConfig } from '../lib/config';
+import { freePort, provisionServers, ProvisionError } from '../scripts/servers';
+import type { TestServers } from './helpers/servers';
+
+export default async function globalSetup(): Promise<void> {
+  const started = Date.now();
+  const config = loadConfig();
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'aas-test-'));
+  const say = (line: string): void => void process.stderr.write(`[test servers] ${line}\n`);
+  try {
+    const servers = await provisionServers({
+      tools: loadToolConfig(),
+      dataDir,
+      namespace: config.temporalNamespace,
+      mongoPort: config.mongodbUri ? undefined : await freePort(),
+      temporalPort: config.temporalAddress ? undefined : await freePort(),
+      say,
+    });
+    process.env.MONGODB_URI = config.mongodbUri ?? servers.mongo!.address;
+    process.env.TEMPORAL_ADDRESS = config.temporalAddress ?? servers.temporal!.address;
+    process.env.AAS_TEST_DATA_DIR = dataDir;
+    (globalThis as { __AAS_TEST_SERVERS__?: TestServers }).__AAS_TEST_SERVERS__ = { stop: servers.stop, dataDir };
+    say(
+      `MongoDB ${process.env.MONGODB_URI}, Temporal ${process.env.TEMPORAL_ADDRESS} (ready in ${Date.now() - started} ms)`
+    );
+  } catch (err) {
+    if (err instanceof ProvisionError) {
+      say(err.message);
+      throw new Error(`test servers could not start: ${err.message}`);
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,32 @@
+/**
+ * Gives the calling test file its own database on the shared test server, dropped afterwards.
+ */
+import { randomBytes } from 'node:crypto';
+import mongoose from 'mongoose';
+import { connectMongo, disconnectMongo } from '../../lib/mongo';
+import '../../models';
+
+/** @returns a unique database name. */
+export function uniqueDbName(): string {
+  return `t_${randomBytes(6).toString('hex')}`;
+}
+
+/**
+ * Registers beforeAll/afterAll hooks that connect mongoose to a fresh database and drop it at the end.
+ * @returns the database name and a URI naming it (for child processes).
+ */
+export function useTestDatabase(): { dbName: string; uri: string } {
+  const dbName = uniqueDbName();
+  const base = process.env.MONGODB_URI as string;
+  const url = new URL(base);
+  url.pathname = `/${dbName}`;
+  const uri = url.toString();
+  beforeAll(async () => {
+    await connectMongo(base, { dbName });
+  });
+  afterAll(async () => {
+    await mongoose.connection.db?.dropDatabase().catch(() => undefined);
+    await disconnectMongo();
+  });
+  return { dbName, uri };
+}

@@ -1,0 +1,87 @@
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { ConfigError, loadConfig } from '../../lib/config';
+
+describe('loadConfig', () => {
+  it('applies the documented defaults', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      port: 3000,
+      host: '127.0.0.1',
+      appUrl: 'http://127.0.0.1:3000',
+      temporalNamespace: 'default',
+      temporalTaskQueue: 'agent-service',
+      webhookAllowPrivate: false,
+      logLevel: 'info',
+      bodyLimitBytes: 1048576,
+      defaultModel: 'builtin',
+    });
+    expect(c.mongodbUri).toBeUndefined();
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('reads and normalises valid values', () => {
+    const key = 'ab'.repeat(32);
+    const c = loadConfig({
+      PORT: '8080',
+      APP_URL: 'https://agents.example.com/',
+      MONGODB_URI: 'mongodb://db:27017/x',
+      TEMPORAL_ADDRESS: 'temporal:7233',
+      ENCRYPTION_KEY: key,
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+    });
+    expect(c.port).toBe(8080);
+    expect(c.appUrl).toBe('https://agents.example.com');
+    expect(c.encryptionKey?.toString('hex')).toBe(key);
+    expect(c.webhookAllowPrivate).toBe(true);
+  });
+
+  it('reports every bad value at once', () => {
+    let err: unknown;
+    try {
+      loadConfig({
+        PORT: 'abc',
+        LOG_LEVEL: 'loud',
+        MONGODB_URI: 'http://x',
+        TEMPORAL_ADDRESS: 'nope',
+        ENCRYPTION_KEY: 'short',
+        WEBHOOK_ALLOW_PRIVATE: 'maybe',
+      });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    const problems = (err as ConfigError).problems;
+    expect(problems).toHaveLength(6);
+    expect(problems.map((p) => p.split(/[=:]/)[0])).toEqual(
+      expect.arrayContaining([
+        'PORT',
+        'LOG_LEVEL',
+        'MONGODB_URI',
+        'TEMPORAL_ADDRESS',
+        'ENCRYPTION_KEY',
+        'WEBHOOK_ALLOW_PRIVATE',
+      ])
+    );
+  });
+
+  it('requires ENCRYPTION_KEY in production', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/ENCRYPTION_KEY: required/);
+  });
+
+  it('the api process prints one line per problem and exits 1', () => {
+    const root = path.resolve(__dirname, '..', '..');
+    const res = spawnSync(path.join(root, 'node_modules', '.bin', 'tsx'), ['api/server.ts'], {
+      cwd: root,
+      env: { PATH: process.env.PATH, PORT: '99999', LOG_LEVEL: 'loud' },
+      encoding: 'utf8',
+      timeout: 20000,
+    });
+    expect(res.status).toBe(1);
+    const lines = res.stderr.trim().split('\n');
+    expect(lines).toEqual([
+      'config error: PORT="99999": must be an integer between 0 and 65535',
+      'config error: LOG_LEVEL="loud": must be one of fatal, error, warn, info, debug, trace, silent',
+    ]);
+  });
+});
