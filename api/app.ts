@@ -31,7 +31,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(requestId(deps.logger));
   app.use(errorHandler({ bodyLimitBytes: deps.config.bodyLimitBytes }));
   app.use(jsonBody({ limitBytes: deps.config.bodyLimitBytes }));
-  for (const router of [healthRouter(deps), v1Router(), currentRouter()]) app.use(router.routes());
+  for (const router of [healthRouter(deps), v1Router(deps), currentRouter(deps)]) app.use(router.routes());
   app.on('error', (err: unknown) => deps.logger.warn({ err }, 'response error'));
   return app;
 }

@@ -86,15 +86,25 @@ export async function resolveToken(token: string, kind: TokenKind): Promise<Auth
 }
 
 /**
- * Revokes a token of an organization (idempotent).
+ * Revokes a token of an organization (idempotent: a revoked token stays revoked at its first time).
  * @param organizationId owner organization.
  * @param tokenId token id.
  * @param userId when set, only this user's token may be revoked.
+ * @param kind when set, only a token of this kind.
  */
-export async function revokeToken(organizationId: string, tokenId: string, userId?: string): Promise<void> {
-  const filter = userId ? { _id: tokenId, organizationId, userId } : { _id: tokenId, organizationId };
-  const res = await ApiToken.updateOne(filter, { $set: { revokedAt: new Date() } });
-  if (res.matchedCount === 0) throw new NotFoundError('Token not found');
+export async function revokeToken(
+  organizationId: string,
+  tokenId: string,
+  userId?: string,
+  kind?: TokenKind
+): Promise<void> {
+  const filter: Record<string, string> = { _id: tokenId, organizationId };
+  if (userId) filter.userId = userId;
+  if (kind) filter.kind = kind;
+  const found = await ApiToken.findOne(filter).lean<ApiTokenDoc>();
+  if (!found) throw new NotFoundError('Token not found');
+  if (!found.revokedAt)
+    await ApiToken.updateOne({ _id: found._id, organizationId }, { $set: { revokedAt: new Date() } });
 }
 
 /**

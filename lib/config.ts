@@ -44,6 +44,10 @@ export interface Config {
   dataDir: string;
   /** Deployment environment name. @default development */
   nodeEnv: string;
+  /** Root of workspace (space) files. @default <dataDir>/workspaces */
+  workspacesDir: string;
+  /** Check every response body against its route's schema (tests). @default false */
+  validateResponses: boolean;
   /** Ports of the servers `npm run dev` embeds. @default 27017, 7233, 8233 */
   devPorts: { mongo: number; temporal: number; temporalUi: number };
 }
@@ -145,6 +149,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     problems.push('ENCRYPTION_KEY: required when NODE_ENV=production');
   }
 
+  const dataDir = path.resolve(nonEmpty(env, 'DATA_DIR') ?? '.data');
   const config: Config = {
     port,
     host,
@@ -163,7 +168,9 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     logLevel,
     logPretty: bool('LOG_PRETTY', false),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
-    dataDir: path.resolve(nonEmpty(env, 'DATA_DIR') ?? '.data'),
+    dataDir,
+    workspacesDir: path.resolve(nonEmpty(env, 'WORKSPACES_DIR') ?? path.join(dataDir, 'workspaces')),
+    validateResponses: bool('VALIDATE_RESPONSES', false),
     nodeEnv,
     devPorts: {
       mongo: int('DEV_MONGO_PORT', 27017, 1, 65535),

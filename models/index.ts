@@ -3,3 +3,7 @@ export * from './Organization';
 export * from './User';
 export * from './Membership';
 export * from './ApiToken';
+export * from './Agent';
+export * from './Space';
+export * from './Chat';
+export * from './Task';

@@ -1,14 +1,29 @@
 /**
- * The current surface (`/api/...` outside /api/v1 and the root well-known paths). Public routes need no token;
- * the others require a `svc_` service token carrying the route's scope.
+ * The current surface (`/api/...` outside /api/v1). Public routes need no token; the others require a `svc_`
+ * service token carrying the route's scope. The client-library endpoints (`/api/spaces/{id}/init`, ...) accept
+ * either token kind.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import type { AppDeps } from '../app';
 import type { AppState } from '../context';
-import { versionRouter } from './version';
+import { mountRoutes, type RouteSpec } from '../route';
+import { spaceClientRoutes } from '../v1/spaces';
+import { versionRoutes } from './version';
 
-/** @returns the current-surface router. */
-export function currentRouter(): Router<AppState> {
-  const router = new Router<AppState>({ prefix: '/api' });
-  for (const r of [versionRouter()]) router.use(r.routes());
-  return router;
+export const CURRENT_PREFIX = '/api';
+
+/**
+ * @param deps app dependencies.
+ * @returns every current-surface route declaration.
+ */
+export function currentRoutes(deps: Pick<AppDeps, 'config'>): RouteSpec[] {
+  return [...versionRoutes(), ...spaceClientRoutes(deps)];
+}
+
+/**
+ * @param deps app dependencies.
+ * @returns the current-surface router.
+ */
+export function currentRouter(deps: Pick<AppDeps, 'config'>): Router<AppState> {
+  return mountRoutes(CURRENT_PREFIX, currentRoutes(deps), { validateResponses: deps.config.validateResponses });
 }

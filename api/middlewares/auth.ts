@@ -15,17 +15,20 @@ import type { Scope } from '../../models';
 import type { AppContext } from '../context';
 
 /**
- * @param kind which token kind the surface accepts (`v1` → `td_`, `service` → `svc_`).
+ * @param accepted which token kind the surface accepts (`v1` → `td_`, `service` → `svc_`), or `any` for the
+ *   client-library endpoints, which take either.
  * @returns the middleware; sets ctx.state.auth.
  */
-export function authenticate(kind: TokenKind) {
+export function authenticate(accepted: TokenKind | 'any') {
   return async function authenticateMiddleware(ctx: AppContext, next: Next): Promise<void> {
     const header = ctx.get('authorization');
     if (header === '') throw new UnauthorizedError('Authorization header required');
     const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
     if (!match) throw new UnauthorizedError('Invalid or expired token');
     const token = match[1];
-    if (kind === 'v1' && !token.startsWith(TOKEN_PREFIX.v1)) throw new UnauthorizedError("Token must start with 'td_'");
+    if (accepted === 'v1' && !token.startsWith(TOKEN_PREFIX.v1))
+      throw new UnauthorizedError("Token must start with 'td_'");
+    const kind: TokenKind = accepted === 'any' ? (token.startsWith(TOKEN_PREFIX.v1) ? 'v1' : 'service') : accepted;
     const resolved = await resolveToken(token, kind);
     if (resolved === 'expired') throw new UnauthorizedError('Token expired');
     if (resolved === 'invalid') throw new UnauthorizedError('Invalid or expired token');

@@ -1,13 +1,25 @@
 /** The v1 surface (`/api/v1/...`): every route requires a `td_` personal access token. */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import type { AppDeps } from '../app';
 import type { AppState } from '../context';
-import { authenticate } from '../middlewares/auth';
-import { profileRouter } from './profile';
+import { mountRoutes, type RouteSpec } from '../route';
+import { agentRoutes } from './agents';
+import { keyRoutes } from './keys';
+import { profileRoutes } from './profile';
+import { spaceRoutes } from './spaces';
+import { taskRoutes } from './tasks';
 
-/** @returns the v1 router. */
-export function v1Router(): Router<AppState> {
-  const router = new Router<AppState>({ prefix: '/api/v1' });
-  router.use(authenticate('v1'));
-  for (const r of [profileRouter()]) router.use(r.routes());
-  return router;
+export const V1_PREFIX = '/api/v1';
+
+/** @returns every v1 route declaration (also used by the OpenAPI document). */
+export function v1Routes(): RouteSpec[] {
+  return [...agentRoutes(), ...taskRoutes(), ...spaceRoutes(), ...keyRoutes(), ...profileRoutes()];
+}
+
+/**
+ * @param deps app dependencies.
+ * @returns the v1 router.
+ */
+export function v1Router(deps: Pick<AppDeps, 'config'>): Router<AppState> {
+  return mountRoutes(V1_PREFIX, v1Routes(), { validateResponses: deps.config.validateResponses });
 }

@@ -1,33 +1,100 @@
 /**
- * v1 profile: the caller's user and organization.
+ * v1 profile: the caller's user and organization; PATCH changes the user's own display fields.
  */
-import Router from '@koa/router';
 import { NotFoundError } from '../../lib/errors';
 import { Membership, Organization, User, type OrganizationDoc, type UserDoc } from '../../models';
 import { presentOrganization } from '../../presenters/organization';
 import { presentUser } from '../../presenters/user';
-import type { AppState } from '../context';
+import type { AuthContext } from '../../commands/tokens';
+import type { Schema } from '../../lib/ajv';
+import { input, type RouteSpec } from '../route';
+import { nullableStr, record, requiredStr, str, strArray, timestamp } from '../schemas';
 
-/** @returns the router (mounted under /api/v1 behind v1 authentication). */
-export function profileRouter(): Router<AppState> {
-  const router = new Router<AppState>();
-  router.get('/profile', async (ctx) => {
-    const { organizationId, userId, role } = ctx.state.auth;
-    const [user, org, members] = await Promise.all([
-      User.findById(userId).lean<UserDoc>(),
-      Organization.findById(organizationId).lean<OrganizationDoc>(),
-      Membership.find({ organizationId }).select({ userId: 1 }).lean(),
-    ]);
-    if (!user || !org) throw new NotFoundError('Profile not found');
-    ctx.body = {
-      success: true,
-      user: presentUser(user),
-      organization: presentOrganization(
-        org,
-        members.map((m) => m.userId)
-      ),
-      role,
-    };
-  });
-  return router;
+const tags = ['Profile'];
+
+const userSchema: Schema = record({
+  id: { type: 'string' },
+  email: { type: 'string' },
+  name: nullableStr,
+  avatarUrl: nullableStr,
+  createdAt: timestamp,
+  updatedAt: timestamp,
+});
+
+const organizationSchema: Schema = record(
+  {
+    id: { type: 'string' },
+    name: { type: 'string' },
+    logoUrl: { type: 'string' },
+    ownerId: { type: 'string' },
+    members: strArray(100_000),
+    subscription: record({
+      tier: { type: 'string', enum: ['free', 'pro', 'enterprise'] },
+      status: { type: 'string', enum: ['active', 'cancelled', 'expired'] },
+    }),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  },
+  ['logoUrl']
+);
+
+const profileResponse: Schema = record({
+  success: { type: 'boolean' },
+  user: userSchema,
+  organization: organizationSchema,
+  role: { type: 'string', enum: ['owner', 'admin', 'member'] },
+});
+
+async function profile(auth: AuthContext): Promise<Record<string, unknown>> {
+  const { organizationId, userId, role } = auth;
+  const [user, org, members] = await Promise.all([
+    User.findById(userId).lean<UserDoc>(),
+    Organization.findById(organizationId).lean<OrganizationDoc>(),
+    Membership.find({ organizationId }).select({ userId: 1 }).lean(),
+  ]);
+  if (!user || !org) throw new NotFoundError('Profile not found');
+  return {
+    success: true,
+    user: presentUser(user),
+    organization: presentOrganization(
+      org,
+      members.map((m) => m.userId)
+    ),
+    role,
+  };
+}
+
+/** @returns the route declarations. */
+export function profileRoutes(): RouteSpec[] {
+  return [
+    {
+      method: 'get',
+      path: '/profile',
+      summary: "The caller's user, organization and role",
+      tags,
+      auth: 'v1',
+      responses: { 200: profileResponse },
+      handler: async (ctx) => {
+        ctx.body = await profile(ctx.state.auth);
+      },
+    },
+    {
+      method: 'patch',
+      path: '/profile',
+      summary: "Update the caller's display name or avatar",
+      tags,
+      auth: 'v1',
+      body: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { name: requiredStr(200), avatarUrl: { ...str(2000), format: 'uri' } },
+      },
+      responses: { 200: profileResponse },
+      handler: async (ctx) => {
+        const changes = input<{ name?: string; avatarUrl?: string }>(ctx).body;
+        if (Object.keys(changes).length > 0) await User.updateOne({ _id: ctx.state.auth.userId }, { $set: changes });
+        ctx.body = await profile(ctx.state.auth);
+      },
+    },
+  ];
 }

@@ -1,0 +1,115 @@
+/**
+ * Routes are declared as data (STYLE "schemas beside the route"): method, path, authentication, scope, request
+ * schemas (body, query, params), response schemas and the handler. mountRoutes() turns them into a router, and
+ * the same declarations feed the OpenAPI document. When `validateResponses` is on (tests), every response body is
+ * checked against its declared schema and a mismatch fails the request with a 500.
+ */
+import Router from '@koa/router';
+import type { Next } from 'koa';
+import { check, checkResponse, type Schema } from '../lib/ajv';
+import { InternalError, ValidationError } from '../lib/errors';
+import type { Scope } from '../models';
+import type { AppContext, AppState } from './context';
+import { authenticate, requireScope } from './middlewares/auth';
+
+/** Who may call a route: v1 `td_` tokens, service tokens, client-library calls (either kind), or anyone. */
+export type RouteAuth = 'v1' | 'service' | 'client' | 'public';
+
+export interface RouteSpec {
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  /** Koa-router path relative to the surface prefix, e.g. `/agents/:id`. */
+  path: string;
+  summary: string;
+  tags: string[];
+  auth: RouteAuth;
+  scope?: Scope;
+  body?: Schema;
+  query?: Schema;
+  params?: Schema;
+  /** Success responses by status; `text/event-stream` routes declare `{ sse: true }`. */
+  responses: Record<number, Schema>;
+  handler: (ctx: AppContext) => Promise<void> | void;
+}
+
+/**
+ * Typed access to the validated input of a route.
+ * @param ctx the context.
+ * @returns body, query and params as validated.
+ */
+export function input<B = unknown, Q = unknown, P = Record<string, string>>(
+  ctx: AppContext
+): { body: B; query: Q; params: P } {
+  return ctx.state.input as { body: B; query: Q; params: P };
+}
+
+function validateInput(route: RouteSpec) {
+  return async function validateMiddleware(ctx: AppContext, next: Next): Promise<void> {
+    const params = { ...ctx.params };
+    const query = { ...(ctx.query as Record<string, unknown>) };
+    let body: unknown = (ctx.request as { body?: unknown }).body;
+    if (route.params) {
+      const msg = check(route.params, params, 'query');
+      if (msg) throw new ValidationError(msg);
+    }
+    if (route.query) {
+      const msg = check(route.query, query, 'query');
+      if (msg) throw new ValidationError(msg);
+    }
+    if (route.body) {
+      if (body === undefined) body = {};
+      const msg = check(route.body, body, 'body');
+      if (msg) throw new ValidationError(msg);
+    }
+    ctx.state.input = { body, query, params };
+    await next();
+  };
+}
+
+function checkOutput(route: RouteSpec) {
+  return async function responseSchemaMiddleware(ctx: AppContext, next: Next): Promise<void> {
+    await next();
+    const schema = route.responses[ctx.status];
+    if (!schema || schema.sse) return;
+    const problem = checkResponse(schema, ctx.body);
+    if (problem) {
+      ctx.state.log.error(
+        { route: `${route.method.toUpperCase()} ${route.path}`, problem },
+        'response does not match its schema'
+      );
+      throw new InternalError(`Response does not match its schema: ${problem}`);
+    }
+  };
+}
+
+function authFor(route: RouteSpec): Array<(ctx: AppContext, next: Next) => Promise<void>> {
+  const chain: Array<(ctx: AppContext, next: Next) => Promise<void>> = [];
+  if (route.auth === 'v1') chain.push(authenticate('v1'));
+  if (route.auth === 'service') chain.push(authenticate('service'));
+  if (route.auth === 'client') chain.push(authenticate('any'));
+  if (route.scope) chain.push(requireScope(route.scope));
+  return chain;
+}
+
+/**
+ * @param prefix the surface prefix (`/api/v1`, `/api`, or '').
+ * @param routes the declarations.
+ * @param options.validateResponses check every response body against its schema.
+ * @returns a router.
+ */
+export function mountRoutes(
+  prefix: string,
+  routes: RouteSpec[],
+  options: { validateResponses: boolean }
+): Router<AppState> {
+  const router = new Router<AppState>({ prefix });
+  for (const route of routes) {
+    const chain = [
+      ...authFor(route),
+      ...(options.validateResponses ? [checkOutput(route)] : []),
+      validateInput(route),
+      async (ctx: AppContext) => route.handler(ctx),
+    ];
+    router[route.method](route.path, ...(chain as never[]));
+  }
+  return router;
+}

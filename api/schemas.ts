@@ -1,0 +1,65 @@
+/**
+ * Schema fragments shared by both surfaces' route declarations.
+ */
+import type { Schema } from '../lib/ajv';
+import { pageQueryProperties } from '../lib/pagination';
+
+/** A string with a length cap (every string field has one, ARCHITECTURE.md §8). */
+export const str = (maxLength: number, extra: Schema = {}): Schema => ({ type: 'string', maxLength, ...extra });
+/** A required string: present and non-empty. */
+export const requiredStr = (maxLength: number, extra: Schema = {}): Schema => ({
+  type: 'string',
+  minLength: 1,
+  maxLength,
+  ...extra,
+});
+/** An array of capped strings. */
+export const strArray = (maxItems = 100, maxLength = 200): Schema => ({
+  type: 'array',
+  maxItems,
+  items: { type: 'string', maxLength },
+});
+/** ISO 8601 timestamp in responses. */
+export const timestamp: Schema = { type: 'string', format: 'date-time' };
+export const nullableTimestamp: Schema = { type: ['string', 'null'], format: 'date-time' };
+export const nullableStr: Schema = { type: ['string', 'null'] };
+
+/** `{ id }` path parameters. */
+export const idParams: Schema = {
+  type: 'object',
+  required: ['id'],
+  properties: { id: { type: 'string', minLength: 1, maxLength: 100 } },
+};
+
+/** limit + cursor query. */
+export const pageQuery = (extra: Record<string, Schema> = {}): Schema => ({
+  type: 'object',
+  additionalProperties: false,
+  properties: { ...pageQueryProperties, ...extra },
+});
+
+/** `{success, message}` responses. */
+export const successMessage: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['success', 'message'],
+  properties: { success: { type: 'boolean' }, message: { type: 'string' } },
+};
+
+/**
+ * An object schema whose listed fields are all required.
+ * @param properties the fields.
+ * @param optional names of fields that may be absent.
+ * @returns the schema (no other fields allowed).
+ */
+export function record(properties: Record<string, Schema>, optional: string[] = []): Schema {
+  return {
+    type: 'object',
+    additionalProperties: false,
+    required: Object.keys(properties).filter((k) => !optional.includes(k)),
+    properties,
+  };
+}
+
+/** nextCursor of list responses. */
+export const nextCursor: Schema = { type: ['string', 'null'] };

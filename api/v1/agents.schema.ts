@@ -1,0 +1,113 @@
+/** JSON Schemas of /api/v1/agents (requests and responses). */
+import type { Schema } from '../../lib/ajv';
+import { AGENT_VISIBILITIES } from '../../models/Agent';
+import { nextCursor, record, requiredStr, str, strArray, timestamp } from '../schemas';
+
+export const VISIBILITY_MESSAGE = 'Invalid visibility value. Must be: private, organization, public, or unlisted';
+
+const visibility: Schema = { type: 'string', enum: [...AGENT_VISIBILITIES], 'x-message': VISIBILITY_MESSAGE };
+
+/** Limits: generous caps, well above the spec's recommendations (name < 50, prompt < 2000). */
+export const AGENT_LIMITS = { name: 200, role: 200, systemPrompt: 100_000, model: 200 } as const;
+
+export const agentCreateBody: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name'],
+  properties: {
+    name: requiredStr(AGENT_LIMITS.name, { description: 'Display name' }),
+    systemPrompt: str(AGENT_LIMITS.systemPrompt, {
+      description: 'System instructions (required; `system_message` is an alias)',
+    }),
+    system_message: str(AGENT_LIMITS.systemPrompt, { description: 'Alias of systemPrompt' }),
+    role: str(AGENT_LIMITS.role, { description: 'Role or purpose; default `Assistant`' }),
+    visibility: { ...visibility, description: 'Default `organization`' },
+    model: str(AGENT_LIMITS.model, { description: 'Model name; default DEFAULT_MODEL' }),
+    initialGreeting: str(10_000),
+    image: str(2000),
+    color: str(50),
+    ownerId: str(100),
+    skillIds: strArray(),
+    advanced_tools: strArray(),
+    tags: strArray(),
+  },
+};
+
+export interface AgentCreateBody {
+  name: string;
+  systemPrompt?: string;
+  system_message?: string;
+  role?: string;
+  visibility?: (typeof AGENT_VISIBILITIES)[number];
+  model?: string;
+  initialGreeting?: string;
+  image?: string;
+  color?: string;
+  ownerId?: string;
+  skillIds?: string[];
+  advanced_tools?: string[];
+  tags?: string[];
+}
+
+export const agentUpdateBody: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    name: requiredStr(AGENT_LIMITS.name),
+    role: str(AGENT_LIMITS.role),
+    systemPrompt: requiredStr(AGENT_LIMITS.systemPrompt),
+    system_message: requiredStr(AGENT_LIMITS.systemPrompt),
+    visibility,
+  },
+};
+
+export interface AgentUpdateBody {
+  name?: string;
+  role?: string;
+  systemPrompt?: string;
+  system_message?: string;
+  visibility?: (typeof AGENT_VISIBILITIES)[number];
+}
+
+export const agentSchema: Schema = record(
+  {
+    id: { type: 'string' },
+    name: { type: 'string' },
+    role: { type: 'string' },
+    systemPrompt: { type: 'string' },
+    visibility: { type: 'string', enum: [...AGENT_VISIBILITIES] },
+    organizationId: { type: 'string' },
+    userId: { type: 'string' },
+    ownerId: { type: 'string' },
+    model: { type: 'string' },
+    initialGreeting: { type: 'string' },
+    image: { type: 'string' },
+    color: { type: 'string' },
+    skillIds: strArray(),
+    advanced_tools: strArray(),
+    tags: strArray(),
+    spaceId: { type: 'string' },
+    chatId: { type: 'string' },
+    archived: { type: 'boolean' },
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  },
+  ['model', 'initialGreeting', 'image', 'color']
+);
+
+export const agentListResponse: Schema = record({
+  success: { type: 'boolean' },
+  agents: { type: 'array', items: agentSchema },
+  total: { type: 'integer' },
+  nextCursor,
+});
+
+export const agentCreateResponse: Schema = record({
+  success: { type: 'boolean' },
+  id: { type: 'string' },
+  name: { type: 'string' },
+  status: { type: 'string', enum: ['active'] },
+  chatUrl: { type: 'string', pattern: '^/[^/]+/spaces/[^/]+/chats/[^/]+$' },
+});
+
+export const agentReadResponse: Schema = record({ success: { type: 'boolean' }, agent: agentSchema });

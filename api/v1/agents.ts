@@ -1,0 +1,106 @@
+/**
+ * /api/v1/agents: list, create, read, update, soft delete (SPEC "v1 surface: agents").
+ */
+import { archiveAgent, createAgent, findVisibleAgent, listAgents, updateAgent } from '../../commands/agents';
+import { ValidationError } from '../../lib/errors';
+import { presentAgent } from '../../presenters/agent';
+import { input, type RouteSpec } from '../route';
+import { idParams, pageQuery, successMessage } from '../schemas';
+import {
+  agentCreateBody,
+  agentCreateResponse,
+  agentListResponse,
+  agentReadResponse,
+  agentUpdateBody,
+  type AgentCreateBody,
+  type AgentUpdateBody,
+} from './agents.schema';
+
+const tags = ['Agents'];
+
+/** @returns the route declarations. */
+export function agentRoutes(): RouteSpec[] {
+  return [
+    {
+      method: 'get',
+      path: '/agents',
+      summary: 'List agents of the organization (archived excluded)',
+      tags,
+      auth: 'v1',
+      query: pageQuery(),
+      responses: { 200: agentListResponse },
+      handler: async (ctx) => {
+        const { query } = input<unknown, { limit: number; cursor?: string }>(ctx);
+        const { items, total, nextCursor } = await listAgents(ctx.state.auth, query);
+        ctx.body = { success: true, agents: items.map(presentAgent), total, nextCursor };
+      },
+    },
+    {
+      method: 'post',
+      path: '/agents',
+      summary: 'Create an agent (with a first chat in the default space)',
+      tags,
+      auth: 'v1',
+      body: agentCreateBody,
+      responses: { 200: agentCreateResponse },
+      handler: async (ctx) => {
+        const { system_message: alias, systemPrompt, ...rest } = input<AgentCreateBody>(ctx).body;
+        const prompt = systemPrompt ?? alias;
+        if (!prompt) throw new ValidationError('Missing required field: systemPrompt');
+        const agent = await createAgent(ctx.state.auth, { ...rest, systemPrompt: prompt });
+        ctx.body = {
+          success: true,
+          id: agent._id,
+          name: agent.name,
+          status: 'active',
+          chatUrl: `/${agent.organizationId}/spaces/${agent.spaceId}/chats/${agent.chatId}`,
+        };
+      },
+    },
+    {
+      method: 'get',
+      path: '/agents/:id',
+      summary: 'Read an agent',
+      tags,
+      auth: 'v1',
+      params: idParams,
+      responses: { 200: agentReadResponse },
+      handler: async (ctx) => {
+        const agent = await findVisibleAgent(ctx.state.auth, input(ctx).params.id);
+        ctx.body = { success: true, agent: presentAgent(agent) };
+      },
+    },
+    {
+      method: 'patch',
+      path: '/agents/:id',
+      summary: 'Update name, role, systemPrompt or visibility (omitted fields unchanged)',
+      tags,
+      auth: 'v1',
+      params: idParams,
+      body: agentUpdateBody,
+      responses: { 200: successMessage },
+      handler: async (ctx) => {
+        const { system_message: alias, systemPrompt, ...rest } = input<AgentUpdateBody>(ctx).body;
+        const prompt = systemPrompt ?? alias;
+        await updateAgent(ctx.state.auth, input(ctx).params.id, {
+          ...rest,
+          ...(prompt !== undefined ? { systemPrompt: prompt } : {}),
+        });
+        ctx.body = { success: true, message: 'Agent updated successfully' };
+      },
+    },
+    {
+      method: 'delete',
+      path: '/agents/:id',
+      summary: 'Archive an agent (soft delete; history kept; no restore)',
+      tags,
+      auth: 'v1',
+      params: idParams,
+      responses: { 200: successMessage },
+      handler: async (ctx) => {
+        await archiveAgent(ctx.state.auth, input(ctx).params.id);
+        ctx.body = { success: true, message: 'Agent deleted successfully' };
+      },
+    },
+  ];
+}

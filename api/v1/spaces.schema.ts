@@ -1,0 +1,105 @@
+/** JSON Schemas of /api/v1/spaces and the client-library space endpoints. */
+import type { Schema } from '../../lib/ajv';
+import { SPACE_INIT_TYPES, SPACE_VISIBILITIES } from '../../models/Space';
+import { nextCursor, record, requiredStr, str, strArray, timestamp } from '../schemas';
+
+const visibility: Schema = {
+  type: 'string',
+  enum: [...SPACE_VISIBILITIES],
+  'x-message': 'Invalid visibility value. Must be: private, organization, or public',
+};
+
+const fields = {
+  description: str(5000),
+  visibility,
+  assignedAgents: strArray(),
+  skillIds: strArray(),
+  pluginIds: strArray(),
+};
+
+export const spaceCreateBody: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name'],
+  properties: { name: requiredStr(200), ...fields },
+};
+
+export const spaceUpdateBody: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { name: requiredStr(200), ...fields },
+};
+
+export const spaceSchema: Schema = record({
+  id: { type: 'string' },
+  organizationId: { type: 'string' },
+  name: { type: 'string' },
+  description: { type: 'string' },
+  ownerId: { type: 'string' },
+  visibility: { type: 'string', enum: [...SPACE_VISIBILITIES] },
+  assignedAgents: strArray(),
+  skillIds: strArray(),
+  pluginIds: strArray(),
+  chatCount: { type: 'integer' },
+  fileCount: { type: 'integer' },
+  isDefault: { type: 'boolean' },
+  initializedAs: { type: ['string', 'null'], enum: [...SPACE_INIT_TYPES, null] },
+  environmentVariables: strArray(1000),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+});
+
+export const spaceResponse: Schema = record({ success: { type: 'boolean' }, space: spaceSchema });
+export const spaceListResponse: Schema = record({
+  success: { type: 'boolean' },
+  spaces: { type: 'array', items: spaceSchema },
+  total: { type: 'integer' },
+  nextCursor,
+});
+
+export const spaceInitBody: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['type'],
+  properties: {
+    type: {
+      type: 'string',
+      enum: [...SPACE_INIT_TYPES],
+      'x-message': 'Invalid type. Must be: empty, git, readme, starterKit',
+    },
+    orgId: str(100),
+    spaceName: requiredStr(200),
+  },
+};
+
+export const spaceInitResponse: Schema = record({
+  success: { type: 'boolean' },
+  spaceId: { type: 'string' },
+  type: { type: 'string', enum: [...SPACE_INIT_TYPES] },
+  files: strArray(100, 500),
+});
+
+export const ENV_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]{0,127}$';
+
+export const spaceEnvironmentBody: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['environmentVariables'],
+  properties: {
+    environmentVariables: {
+      type: 'object',
+      maxProperties: 200,
+      propertyNames: {
+        pattern: ENV_NAME_PATTERN,
+        'x-message': 'Invalid environment variable name: use letters, digits and _, not starting with a digit',
+      },
+      additionalProperties: { type: ['string', 'null'], maxLength: 32_768 },
+      description: 'Name → value (null removes the variable). Values are encrypted at rest and never returned.',
+    },
+  },
+};
+
+export const spaceEnvironmentResponse: Schema = record({
+  success: { type: 'boolean' },
+  variables: { type: 'array', items: record({ name: { type: 'string' }, updatedAt: timestamp }) },
+});

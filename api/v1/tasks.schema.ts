@@ -1,0 +1,62 @@
+/** JSON Schemas of /api/v1/tasks. */
+import type { Schema } from '../../lib/ajv';
+import { TASK_PRIORITIES, TASK_STATUSES } from '../../models/Task';
+import { nextCursor, pageQuery, record, requiredStr, str, timestamp } from '../schemas';
+
+export const STATUS_MESSAGE = 'Invalid status. Must be: pending, in_progress, completed, cancelled';
+export const PRIORITY_MESSAGE = 'Invalid priority. Must be: low, medium, high, urgent';
+
+const status: Schema = { type: 'string', enum: [...TASK_STATUSES], 'x-message': STATUS_MESSAGE };
+const priority: Schema = { type: 'string', enum: [...TASK_PRIORITIES], 'x-message': PRIORITY_MESSAGE };
+const assignTo: Schema = {
+  type: ['string', 'null'],
+  maxLength: 100,
+  description: 'Agent id or user id; null unassigns',
+};
+
+export const taskCreateBody: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['title'],
+  properties: {
+    title: requiredStr(500),
+    description: str(20_000),
+    priority: { ...priority, description: 'Default `medium`' },
+    assignTo,
+    spaceId: str(100),
+  },
+};
+
+export const taskUpdateBody: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { title: requiredStr(500), description: str(20_000), priority, assignTo, status },
+};
+
+export const taskListQuery: Schema = pageQuery({ status, priority, assignedTo: str(100), spaceId: str(100) });
+
+export const taskSchema: Schema = record(
+  {
+    id: { type: 'string', pattern: '^task-\\d+-[a-z0-9]+$' },
+    title: { type: 'string' },
+    description: { type: 'string' },
+    status: { type: 'string', enum: [...TASK_STATUSES] },
+    priority: { type: 'string', enum: [...TASK_PRIORITIES] },
+    assignedTo: { type: 'string' },
+    assigneeType: { type: 'string', enum: ['agent', 'user'] },
+    spaceId: { type: 'string' },
+    organizationId: { type: 'string' },
+    createdBy: { type: 'string' },
+    createdAt: timestamp,
+    updatedAt: timestamp,
+    completedAt: timestamp,
+  },
+  ['assignedTo', 'assigneeType', 'spaceId', 'completedAt']
+);
+
+export const taskResponse: Schema = record({ success: { type: 'boolean' }, task: taskSchema });
+export const taskListResponse: Schema = record({
+  success: { type: 'boolean' },
+  tasks: { type: 'array', items: taskSchema },
+  nextCursor,
+});

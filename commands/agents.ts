@@ -1,0 +1,171 @@
+/**
+ * Agents: creation (with the space and chat of its chatUrl), visibility-checked reads, permission-checked updates
+ * and soft deletion. Visibility (docs/decisions.md "Agents"):
+ *   private       → only its creator
+ *   organization  → every member of the owner organization
+ *   public/unlisted → also readable and executable by any authenticated caller who knows the id; listed only
+ *                   inside the owner organization; modified only inside it
+ * Inside the organization, the creator and owners/admins may modify; other members get 403.
+ */
+import mongoose from 'mongoose';
+import type { AuthContext } from './tokens';
+import { ForbiddenError, NotFoundError } from '../lib/errors';
+import { newId } from '../lib/ids';
+import { paginate } from '../lib/pagination';
+import { Agent, Chat, Space, type AgentDoc, type AgentVisibility } from '../models';
+import { ensureDefaultSpace } from './spaces';
+
+const NOT_FOUND = 'Agent not found';
+
+export interface AgentInput {
+  name: string;
+  systemPrompt: string;
+  role?: string;
+  visibility?: AgentVisibility;
+  model?: string;
+  initialGreeting?: string;
+  image?: string;
+  color?: string;
+  ownerId?: string;
+  skillIds?: string[];
+  advanced_tools?: string[];
+  tags?: string[];
+}
+
+/** Filter of the agents a caller may list: its organization's, minus other users' private ones. */
+export function listableAgentsFilter(auth: AuthContext): Record<string, unknown> {
+  return {
+    organizationId: auth.organizationId,
+    archived: false,
+    $or: [{ visibility: mongoose.trusted({ $ne: 'private' }) }, { userId: auth.userId }],
+  };
+}
+
+function canSee(auth: AuthContext, agent: AgentDoc): boolean {
+  if (agent.organizationId === auth.organizationId)
+    return agent.visibility !== 'private' || agent.userId === auth.userId;
+  return agent.visibility === 'public' || agent.visibility === 'unlisted';
+}
+
+/**
+ * @param auth the caller.
+ * @param id agent id.
+ * @returns the agent when the caller may see it.
+ * @throws NotFoundError `Agent not found` otherwise (also for archived agents).
+ */
+export async function findVisibleAgent(auth: AuthContext, id: string): Promise<AgentDoc> {
+  const agent = await Agent.findOne({ _id: id, archived: false }).lean<AgentDoc>();
+  if (!agent || !canSee(auth, agent)) throw new NotFoundError(NOT_FOUND);
+  return agent;
+}
+
+/**
+ * @param auth the caller.
+ * @param id agent id.
+ * @returns the agent when the caller may modify it.
+ * @throws NotFoundError when invisible; ForbiddenError when visible but not the caller's to change.
+ */
+export async function findModifiableAgent(auth: AuthContext, id: string): Promise<AgentDoc> {
+  const agent = await findVisibleAgent(auth, id);
+  const sameOrg = agent.organizationId === auth.organizationId;
+  if (!sameOrg || (agent.userId !== auth.userId && auth.role === 'member')) throw new ForbiddenError();
+  return agent;
+}
+
+/**
+ * Creates an agent with a first chat in the organization's default space.
+ * @param auth the caller.
+ * @param input validated fields.
+ * @returns the agent.
+ */
+export async function createAgent(auth: AuthContext, input: AgentInput): Promise<AgentDoc> {
+  const space = await ensureDefaultSpace(auth);
+  const agentId = newId('agt');
+  const chat = await Chat.create({
+    organizationId: auth.organizationId,
+    spaceId: space._id,
+    agentId,
+    ownerId: auth.userId,
+    title: input.name,
+  });
+  try {
+    const agent = await Agent.create({
+      _id: agentId,
+      organizationId: auth.organizationId,
+      userId: auth.userId,
+      ownerId: input.ownerId ?? auth.userId,
+      name: input.name,
+      role: input.role ?? 'Assistant',
+      systemPrompt: input.systemPrompt,
+      visibility: input.visibility ?? 'organization',
+      model: input.model ?? null,
+      initialGreeting: input.initialGreeting ?? null,
+      image: input.image ?? null,
+      color: input.color ?? null,
+      skillIds: input.skillIds ?? [],
+      advanced_tools: input.advanced_tools ?? [],
+      tags: input.tags ?? [],
+      spaceId: space._id,
+      chatId: chat._id,
+    });
+    await Space.updateOne(
+      { _id: space._id, organizationId: auth.organizationId },
+      { $inc: { chatCount: 1 }, $addToSet: { assignedAgents: agentId } }
+    );
+    return agent.toObject() as AgentDoc;
+  } catch (err) {
+    await Chat.deleteOne({ _id: chat._id, organizationId: auth.organizationId });
+    throw err;
+  }
+}
+
+/**
+ * @param auth the caller.
+ * @param page limit and cursor.
+ * @returns one page, the total count and the next cursor.
+ */
+export async function listAgents(
+  auth: AuthContext,
+  page: { limit: number; cursor?: string }
+): Promise<{ items: AgentDoc[]; total: number; nextCursor: string | null }> {
+  const filter = listableAgentsFilter(auth);
+  const [{ items, nextCursor }, total] = await Promise.all([
+    paginate<AgentDoc>(Agent, filter, page),
+    Agent.countDocuments(filter),
+  ]);
+  return { items, total, nextCursor };
+}
+
+/**
+ * Updates the updatable fields; omitted ones stay unchanged.
+ * @param auth the caller.
+ * @param id agent id.
+ * @param changes name, role, systemPrompt, visibility.
+ */
+export async function updateAgent(
+  auth: AuthContext,
+  id: string,
+  changes: Partial<Pick<AgentInput, 'name' | 'role' | 'systemPrompt' | 'visibility'>>
+): Promise<void> {
+  const agent = await findModifiableAgent(auth, id);
+  if (Object.keys(changes).length === 0) return;
+  const res = await Agent.updateOne(
+    { _id: agent._id, organizationId: auth.organizationId, archived: false },
+    { $set: changes }
+  );
+  if (res.matchedCount === 0) throw new NotFoundError(NOT_FOUND);
+}
+
+/**
+ * Archives an agent (soft delete; no operation restores it). Its chats and executions are kept.
+ * @param auth the caller.
+ * @param id agent id.
+ */
+export async function archiveAgent(auth: AuthContext, id: string): Promise<void> {
+  const agent = await findModifiableAgent(auth, id);
+  const res = await Agent.updateOne(
+    { _id: agent._id, organizationId: auth.organizationId, archived: false },
+    { $set: { archived: true, archivedAt: new Date() } }
+  );
+  if (res.matchedCount === 0) throw new NotFoundError(NOT_FOUND);
+}

@@ -1,0 +1,235 @@
+/**
+ * Spaces (workspaces): CRUD, the organization's default space, initialization of the space directory, and
+ * encrypted environment variables. Visibility (docs/decisions.md "Spaces"): private → its owner only;
+ * organization → members; public → also readable by any authenticated caller who knows the id. The owner and
+ * organization owners/admins may modify.
+ */
+import { execFile } from 'node:child_process';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import mongoose from 'mongoose';
+import type { AuthContext } from './tokens';
+import { encryptSecret } from '../lib/crypto';
+import { AppError, ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../lib/errors';
+import { paginate } from '../lib/pagination';
+import { spaceDir } from '../lib/workspace';
+import { Space, type SpaceDoc, type SpaceInitType } from '../models';
+
+const NOT_FOUND = 'Space not found';
+/** Most environment variables a space may hold. */
+export const MAX_ENV_VARS = 200;
+
+export interface SpaceInput {
+  name: string;
+  description?: string;
+  visibility?: 'private' | 'organization' | 'public';
+  assignedAgents?: string[];
+  skillIds?: string[];
+  pluginIds?: string[];
+}
+
+/**
+ * The organization's default space, created on first use.
+ * @param auth the caller.
+ * @returns the space.
+ */
+export async function ensureDefaultSpace(auth: AuthContext): Promise<SpaceDoc> {
+  const found = await Space.findOne({
+    organizationId: auth.organizationId,
+    isDefault: true,
+    deletedAt: null,
+  }).lean<SpaceDoc>();
+  if (found) return found;
+  const created = await Space.create({
+    organizationId: auth.organizationId,
+    ownerId: auth.userId,
+    name: 'General',
+    description: 'Default space of the organization',
+    isDefault: true,
+  });
+  return created.toObject() as SpaceDoc;
+}
+
+function canSee(auth: AuthContext, space: SpaceDoc): boolean {
+  if (space.organizationId === auth.organizationId)
+    return space.visibility !== 'private' || space.ownerId === auth.userId;
+  return space.visibility === 'public';
+}
+
+/**
+ * @param auth the caller.
+ * @param id space id.
+ * @returns the space when visible to the caller.
+ */
+export async function findVisibleSpace(auth: AuthContext, id: string): Promise<SpaceDoc> {
+  const space = await Space.findOne({ _id: id, deletedAt: null }).lean<SpaceDoc>();
+  if (!space || !canSee(auth, space)) throw new NotFoundError(NOT_FOUND);
+  return space;
+}
+
+/**
+ * @param auth the caller.
+ * @param id space id.
+ * @returns the space when the caller may modify it.
+ */
+export async function findModifiableSpace(auth: AuthContext, id: string): Promise<SpaceDoc> {
+  const space = await findVisibleSpace(auth, id);
+  if (space.organizationId !== auth.organizationId || (space.ownerId !== auth.userId && auth.role === 'member')) {
+    throw new ForbiddenError();
+  }
+  return space;
+}
+
+/**
+ * @param auth the caller.
+ * @param input validated fields.
+ * @returns the new space.
+ */
+export async function createSpace(auth: AuthContext, input: SpaceInput): Promise<SpaceDoc> {
+  const space = await Space.create({ organizationId: auth.organizationId, ownerId: auth.userId, ...input });
+  return space.toObject() as SpaceDoc;
+}
+
+/**
+ * @param auth the caller.
+ * @param page limit and cursor.
+ * @returns the spaces of the organization the caller may see.
+ */
+export async function listSpaces(
+  auth: AuthContext,
+  page: { limit: number; cursor?: string }
+): Promise<{ items: SpaceDoc[]; total: number; nextCursor: string | null }> {
+  const filter = {
+    organizationId: auth.organizationId,
+    deletedAt: null,
+    // Operators built here from constants are marked trusted for sanitizeFilter.
+    $or: [{ visibility: mongoose.trusted({ $ne: 'private' }) }, { ownerId: auth.userId }],
+  };
+  const [{ items, nextCursor }, total] = await Promise.all([
+    paginate<SpaceDoc>(Space, filter, page),
+    Space.countDocuments(filter),
+  ]);
+  return { items, total, nextCursor };
+}
+
+/**
+ * @param auth the caller.
+ * @param id space id.
+ * @param changes fields to set.
+ * @returns the updated space.
+ */
+export async function updateSpace(auth: AuthContext, id: string, changes: Partial<SpaceInput>): Promise<SpaceDoc> {
+  await findModifiableSpace(auth, id);
+  const updated = await Space.findOneAndUpdate(
+    { _id: id, organizationId: auth.organizationId, deletedAt: null },
+    { $set: changes },
+    { new: true }
+  ).lean<SpaceDoc>();
+  if (!updated) throw new NotFoundError(NOT_FOUND);
+  return updated;
+}
+
+/**
+ * Soft-deletes a space (its files and chats are kept; it disappears from lists and reads).
+ * @param auth the caller.
+ * @param id space id.
+ */
+export async function deleteSpace(auth: AuthContext, id: string): Promise<void> {
+  await findModifiableSpace(auth, id);
+  await Space.updateOne(
+    { _id: id, organizationId: auth.organizationId },
+    { $set: { deletedAt: new Date(), isDefault: false } }
+  );
+}
+
+const STARTER_KIT: Record<string, (name: string) => string> = {
+  'README.md': (name) => `# ${name}\n\nThis space was created with the starter kit.\n`,
+  'AGENTS.md': () => '# Instructions for agents\n\nDescribe here how agents should work in this space.\n',
+  'docs/.gitkeep': () => '',
+  'data/.gitkeep': () => '',
+  '.gitignore': () => 'node_modules/\n.env\n',
+};
+
+/**
+ * Initializes the space directory once.
+ * @param auth the caller.
+ * @param id space id.
+ * @param input type, optional orgId (must be the caller's) and spaceName (renames the space).
+ * @param workspacesDir root of space directories.
+ * @returns the files created (relative paths).
+ */
+export async function initSpace(
+  auth: AuthContext,
+  id: string,
+  input: { type: SpaceInitType; orgId?: string; spaceName?: string },
+  workspacesDir: string
+): Promise<string[]> {
+  if (input.orgId !== undefined && input.orgId !== auth.organizationId) {
+    throw new ValidationError("orgId does not match the caller's organization");
+  }
+  const space = await findModifiableSpace(auth, id);
+  const name = input.spaceName ?? space.name;
+  const claimed = await Space.findOneAndUpdate(
+    { _id: id, organizationId: auth.organizationId, deletedAt: null, initializedAs: null },
+    { $set: { initializedAs: input.type, initializedAt: new Date(), name } },
+    { new: true }
+  ).lean<SpaceDoc>();
+  if (!claimed) throw new ConflictError('Space already initialized');
+
+  const dir = spaceDir(workspacesDir, auth.organizationId, id);
+  await mkdir(dir, { recursive: true });
+  const files: Record<string, string> = {};
+  if (input.type === 'readme' || input.type === 'git') files['README.md'] = `# ${name}\n\n${space.description ?? ''}\n`;
+  if (input.type === 'starterKit') for (const [f, make] of Object.entries(STARTER_KIT)) files[f] = make(name);
+  try {
+    for (const [rel, content] of Object.entries(files)) {
+      await mkdir(path.dirname(path.join(dir, rel)), { recursive: true });
+      await writeFile(path.join(dir, rel), content, { flag: 'wx' });
+    }
+    if (input.type === 'git') await promisify(execFile)('git', ['init', '-q', '-b', 'main', dir], { timeout: 10_000 });
+  } catch (err) {
+    await Space.updateOne(
+      { _id: id, organizationId: auth.organizationId },
+      { $set: { initializedAs: null, initializedAt: null } }
+    );
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new ConflictError('Space directory is not empty');
+    throw new AppError(500, 'init_failed', `Space initialization failed: ${(err as Error).message}`);
+  }
+  const count = (await readdir(dir, { recursive: true, withFileTypes: true })).filter(
+    (e) => e.isFile() && !e.parentPath?.includes('.git')
+  ).length;
+  await Space.updateOne({ _id: id, organizationId: auth.organizationId }, { $set: { fileCount: count } });
+  return Object.keys(files);
+}
+
+/**
+ * Sets (or, with null, removes) environment variables; values are encrypted at rest.
+ * @param auth the caller.
+ * @param id space id.
+ * @param vars name → value (or null to delete).
+ * @param key the AES-256-GCM key.
+ * @returns names and update times of every variable now set.
+ */
+export async function setSpaceEnvironment(
+  auth: AuthContext,
+  id: string,
+  vars: Record<string, string | null>,
+  key: Buffer | undefined
+): Promise<Array<{ name: string; updatedAt: Date }>> {
+  if (!key) throw new AppError(500, 'encryption_unavailable', 'ENCRYPTION_KEY is not configured');
+  const space = await findModifiableSpace(auth, id);
+  const now = new Date();
+  const byName = new Map<string, { name: string; sealed: string; updatedAt: Date }>(
+    space.environment.map((v) => [v.name, { name: v.name, sealed: v.sealed, updatedAt: v.updatedAt }])
+  );
+  for (const [name, value] of Object.entries(vars)) {
+    if (value === null) byName.delete(name);
+    else byName.set(name, { name, sealed: encryptSecret(key, value), updatedAt: now });
+  }
+  if (byName.size > MAX_ENV_VARS)
+    throw new ValidationError(`A space holds at most ${MAX_ENV_VARS} environment variables`);
+  const environment = [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
+  await Space.updateOne({ _id: id, organizationId: auth.organizationId, deletedAt: null }, { $set: { environment } });
+  return environment.map((v) => ({ name: v.name, updatedAt: v.updatedAt }));
+}

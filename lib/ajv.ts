@@ -1,0 +1,101 @@
+/**
+ * The JSON Schema validators (compiled once per schema). Bodies are validated strictly (no coercion, unknown
+ * fields refused); query strings are coerced (`?limit=10` → 10). Errors become one client-readable message in the
+ * spec's wording (`Missing required field: name`); a schema can carry its own message for a failing enum or
+ * pattern with the `x-message` annotation.
+ */
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+
+function build(coerceTypes: boolean): Ajv {
+  const ajv = new Ajv({ allErrors: false, coerceTypes, useDefaults: true, strict: true, verbose: true });
+  addFormats(ajv);
+  ajv.addKeyword({ keyword: 'x-message', schemaType: 'string' });
+  return ajv;
+}
+
+const bodyAjv = build(false);
+const queryAjv = build(true);
+const cache = new WeakMap<object, ValidateFunction>();
+
+/** A JSON Schema object (also fed to the OpenAPI document). */
+export type Schema = Record<string, unknown>;
+
+function fieldOf(error: ErrorObject): string {
+  const path = error.instancePath.replace(/^\//, '').replace(/\//g, '.');
+  return path;
+}
+
+/**
+ * Turns the first ajv error into one sentence.
+ * @param error the ajv error.
+ * @returns the message.
+ */
+export function describeError(error: ErrorObject): string {
+  const field = fieldOf(error);
+  const custom = (error.parentSchema as Schema | undefined)?.['x-message'];
+  switch (error.keyword) {
+    case 'required':
+      return `Missing required field: ${field ? `${field}.` : ''}${(error.params as { missingProperty: string }).missingProperty}`;
+    case 'additionalProperties':
+      return `Unknown field: ${field ? `${field}.` : ''}${(error.params as { additionalProperty: string }).additionalProperty}`;
+    case 'type':
+      return `Invalid type for field: ${field || '(body)'} (expected ${(error.params as { type: string }).type})`;
+    case 'minLength':
+      // Required strings carry minLength 1: an empty value counts as a missing one.
+      if ((error.params as { limit: number }).limit === 1) return `Missing required field: ${field}`;
+      return `Field ${field} must be at least ${(error.params as { limit: number }).limit} characters`;
+    case 'maxLength':
+      return `Field ${field} must be at most ${(error.params as { limit: number }).limit} characters`;
+    case 'maxItems':
+      return `Field ${field} must have at most ${(error.params as { limit: number }).limit} items`;
+    case 'maxProperties':
+      return `Field ${field} must have at most ${(error.params as { limit: number }).limit} entries`;
+    case 'minimum':
+    case 'maximum':
+      return `Field ${field} must be ${error.keyword === 'minimum' ? '>=' : '<='} ${(error.params as { limit: number }).limit}`;
+    case 'enum':
+      if (typeof custom === 'string') return custom;
+      return `Invalid value for field: ${field}. Must be: ${((error.params as { allowedValues: unknown[] }).allowedValues ?? []).join(', ')}`;
+    default:
+      if (typeof custom === 'string') return custom;
+      return `Invalid value for field: ${field || '(body)'}${error.message ? ` (${error.message})` : ''}`;
+  }
+}
+
+/**
+ * Validates (and, for queries, coerces and defaults) a value in place.
+ * @param schema the schema.
+ * @param value the value.
+ * @param kind `body` (strict) or `query` (coercing).
+ * @returns undefined when valid, else the message of the first error.
+ */
+export function check(schema: Schema, value: unknown, kind: 'body' | 'query' = 'body'): string | undefined {
+  let validate = cache.get(schema);
+  if (!validate) {
+    validate = (kind === 'query' ? queryAjv : bodyAjv).compile(schema);
+    cache.set(schema, validate);
+  }
+  if (validate(value)) return undefined;
+  const first = validate.errors?.[0];
+  return first ? describeError(first) : 'Invalid request';
+}
+
+const responseAjv = new Ajv({ allErrors: true, strict: false });
+addFormats(responseAjv);
+const responseCache = new WeakMap<object, ValidateFunction>();
+
+/**
+ * Validates without defaults or coercion (responses, where the value must not change).
+ * @param schema the schema.
+ * @param value the value.
+ * @returns undefined when valid, else every error as text.
+ */
+export function checkResponse(schema: Schema, value: unknown): string | undefined {
+  let validate = responseCache.get(schema);
+  if (!validate) {
+    validate = responseAjv.compile(schema);
+    responseCache.set(schema, validate);
+  }
+  return validate(value) ? undefined : responseAjv.errorsText(validate.errors);
+}

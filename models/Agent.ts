@@ -1,0 +1,41 @@
+/**
+ * An agent: name, role and system prompt, plus the client-library record fields. Deleting archives it
+ * (`archived: true`); archived agents are never listed, read, updated or executed, and nothing restores them.
+ */
+import mongoose, { type InferSchemaType } from 'mongoose';
+import { newId } from '../lib/ids';
+
+/** Agent visibility values (SPEC "Agent"); meaning in docs/decisions.md. */
+export const AGENT_VISIBILITIES = ['private', 'organization', 'public', 'unlisted'] as const;
+export type AgentVisibility = (typeof AGENT_VISIBILITIES)[number];
+
+const schema = new mongoose.Schema(
+  {
+    _id: { type: String, default: () => newId('agt') },
+    organizationId: { type: String, required: true },
+    /** Creator. */
+    userId: { type: String, required: true },
+    ownerId: { type: String, required: true },
+    name: { type: String, required: true },
+    role: { type: String, default: 'Assistant' },
+    systemPrompt: { type: String, required: true },
+    visibility: { type: String, enum: AGENT_VISIBILITIES, default: 'organization' },
+    model: { type: String, default: null },
+    initialGreeting: { type: String, default: null },
+    image: { type: String, default: null },
+    color: { type: String, default: null },
+    skillIds: { type: [String], default: [] },
+    advanced_tools: { type: [String], default: [] },
+    tags: { type: [String], default: [] },
+    /** Space and chat created with the agent (its `chatUrl`). */
+    spaceId: { type: String, required: true },
+    chatId: { type: String, required: true },
+    archived: { type: Boolean, default: false },
+    archivedAt: { type: Date, default: null },
+  },
+  { timestamps: true, versionKey: false }
+);
+schema.index({ organizationId: 1, archived: 1, createdAt: -1, _id: -1 });
+
+export type AgentDoc = InferSchemaType<typeof schema> & { _id: string; createdAt: Date; updatedAt: Date };
+export const Agent = mongoose.model('Agent', schema, 'agents');

@@ -1,0 +1,27 @@
+/** Space → public JSON (SPEC "Space"); environment values never leave the server. */
+import type { SpaceDoc } from '../models';
+
+/**
+ * @param space the stored space.
+ * @returns the public record.
+ */
+export function presentSpace(space: SpaceDoc): Record<string, unknown> {
+  return {
+    id: space._id,
+    organizationId: space.organizationId,
+    name: space.name,
+    description: space.description ?? '',
+    ownerId: space.ownerId,
+    visibility: space.visibility,
+    assignedAgents: space.assignedAgents,
+    skillIds: space.skillIds,
+    pluginIds: space.pluginIds,
+    chatCount: space.chatCount,
+    fileCount: space.fileCount,
+    isDefault: space.isDefault,
+    initializedAs: space.initializedAs ?? null,
+    environmentVariables: space.environment.map((v) => v.name),
+    createdAt: space.createdAt.toISOString(),
+    updatedAt: space.updatedAt.toISOString(),
+  };
+}
