@@ -1,7 +1,8 @@
 import { Agent, Chat, Space } from '../../../models';
 import { createTestApp, type TestApp } from '../../helpers/app';
-import { bearer, buildMember, buildOrg } from '../../helpers/factories';
+import { buildMember, buildOrg } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
+import { v1As, v1Error } from '../../helpers/v1';
 
 useTestDatabase();
 let t: TestApp;
@@ -10,19 +11,7 @@ beforeAll(() => {
 });
 afterAll(async () => t.close());
 
-const v1Error = (statusCode: number, statusMessage: string, message: string): object => ({
-  error: true,
-  statusCode,
-  statusMessage,
-  message,
-});
-const as = (token: string) => ({
-  get: (p: string) => t.request.get(`/api/v1${p}`).set('Authorization', bearer(token)),
-  post: (p: string, body?: object | string) =>
-    t.request.post(`/api/v1${p}`).set('Authorization', bearer(token)).send(body),
-  patch: (p: string, body?: object) => t.request.patch(`/api/v1${p}`).set('Authorization', bearer(token)).send(body),
-  del: (p: string) => t.request.delete(`/api/v1${p}`).set('Authorization', bearer(token)),
-});
+const as = (token: string): ReturnType<typeof v1As> => v1As(t, token);
 
 async function createAgent(token: string, body: object = {}): Promise<string> {
   const res = await as(token).post('/agents', { name: 'Helper', systemPrompt: 'Be helpful.', ...body });

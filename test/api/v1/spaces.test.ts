@@ -1,0 +1,185 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import mongoose from 'mongoose';
+import { decryptSecret } from '../../../lib/crypto';
+import { Space } from '../../../models';
+import { createTestApp, type TestApp } from '../../helpers/app';
+import { TEST_ENCRYPTION_KEY } from '../../helpers/env';
+import { bearer, buildMember, buildOrg } from '../../helpers/factories';
+import { useTestDatabase } from '../../helpers/mongo';
+import { v1As, v1Error } from '../../helpers/v1';
+
+useTestDatabase();
+let t: TestApp;
+beforeAll(() => {
+  t = createTestApp();
+});
+afterAll(async () => t.close());
+const as = (token: string): ReturnType<typeof v1As> => v1As(t, token);
+const client = (token: string) => ({
+  post: (p: string, body: object) => t.request.post(`/api${p}`).set('Authorization', bearer(token)).send(body),
+  get: (p: string) => t.request.get(`/api${p}`).set('Authorization', bearer(token)),
+});
+
+describe('/api/v1/spaces CRUD', () => {
+  it('creates, reads, lists, updates and deletes a space with the record fields', async () => {
+    const org = await buildOrg();
+    const created = await as(org.apiToken).post('/spaces', {
+      name: 'Research',
+      description: 'Papers',
+      skillIds: ['s1'],
+    });
+    expect(created.status).toBe(200);
+    const space = created.body.space;
+    expect(space).toMatchObject({
+      id: expect.stringMatching(/^spc_/),
+      organizationId: org.organizationId,
+      name: 'Research',
+      description: 'Papers',
+      ownerId: org.userId,
+      visibility: 'organization',
+      assignedAgents: [],
+      skillIds: ['s1'],
+      pluginIds: [],
+      chatCount: 0,
+      fileCount: 0,
+    });
+    expect((await as(org.apiToken).get(`/spaces/${space.id}`)).body.space.name).toBe('Research');
+    const list = (await as(org.apiToken).get('/spaces')).body;
+    expect(list).toMatchObject({ success: true, total: 1, nextCursor: null });
+    const updated = await as(org.apiToken).patch(`/spaces/${space.id}`, { name: 'Research 2', visibility: 'private' });
+    expect(updated.body.space).toMatchObject({ name: 'Research 2', visibility: 'private', description: 'Papers' });
+    expect((await as(org.apiToken).del(`/spaces/${space.id}`)).body).toEqual({
+      success: true,
+      message: 'Space deleted successfully',
+    });
+    expect((await as(org.apiToken).get(`/spaces/${space.id}`)).body).toEqual(
+      v1Error(404, 'Not Found', 'Space not found')
+    );
+    expect((await as(org.apiToken).get('/spaces')).body.total).toBe(0);
+  });
+
+  it('400 for a missing name, invalid visibility, wrong types; 404 across organizations; 403 for other members', async () => {
+    const org = await buildOrg();
+    const member = await buildMember(org.organizationId);
+    const other = await buildOrg();
+    expect((await as(org.apiToken).post('/spaces', {})).body.message).toBe('Missing required field: name');
+    expect((await as(org.apiToken).post('/spaces', { name: 'x', visibility: 'unlisted' })).body.message).toBe(
+      'Invalid visibility value. Must be: private, organization, or public'
+    );
+    expect((await as(org.apiToken).post('/spaces', { name: 'x', pluginIds: [{ $gt: '' }] })).status).toBe(400);
+    const id = (await as(org.apiToken).post('/spaces', { name: 'Mine' })).body.space.id;
+    expect((await as(other.apiToken).get(`/spaces/${id}`)).status).toBe(404);
+    expect((await as(other.apiToken).del(`/spaces/${id}`)).status).toBe(404);
+    expect((await as(member.apiToken).get(`/spaces/${id}`)).status).toBe(200);
+    expect((await as(member.apiToken).patch(`/spaces/${id}`, { name: 'x' })).status).toBe(403);
+    const priv = (await as(org.apiToken).post('/spaces', { name: 'Private', visibility: 'private' })).body.space.id;
+    expect((await as(member.apiToken).get(`/spaces/${priv}`)).status).toBe(404);
+    expect((await as(member.apiToken).get('/spaces')).body.spaces.map((s: { id: string }) => s.id)).toEqual([id]);
+  });
+});
+
+describe('POST /api/spaces/{spaceId}/init', () => {
+  const dirOf = (orgId: string, spaceId: string): string => path.join(t.config.workspacesDir, orgId, spaceId);
+
+  it('creates the files of each type under the space directory, once', async () => {
+    const org = await buildOrg();
+    for (const [type, files] of [
+      ['empty', []],
+      ['readme', ['README.md']],
+      ['starterKit', ['README.md', 'AGENTS.md', 'docs/.gitkeep', 'data/.gitkeep', '.gitignore']],
+      ['git', ['README.md']],
+    ] as const) {
+      const id = (await as(org.apiToken).post('/spaces', { name: `S-${type}` })).body.space.id;
+      const res = await client(org.apiToken).post(`/spaces/${id}/init`, {
+        type,
+        orgId: org.organizationId,
+        spaceName: `Named ${type}`,
+      });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ success: true, spaceId: id, type, files: [...files] });
+      for (const f of files) expect(existsSync(path.join(dirOf(org.organizationId, id), f))).toBe(true);
+      const space = (await as(org.apiToken).get(`/spaces/${id}`)).body.space;
+      expect(space).toMatchObject({ name: `Named ${type}`, initializedAs: type, fileCount: files.length });
+      if (type === 'readme')
+        expect(readFileSync(path.join(dirOf(org.organizationId, id), 'README.md'), 'utf8')).toMatch(/^# Named readme/);
+      if (type === 'git') {
+        const branch = execFileSync('git', ['-C', dirOf(org.organizationId, id), 'symbolic-ref', '--short', 'HEAD'], {
+          encoding: 'utf8',
+        });
+        expect(branch.trim()).toBe('main');
+      }
+      const again = await client(org.apiToken).post(`/spaces/${id}/init`, { type: 'empty' });
+      expect(again.status).toBe(409);
+      expect(again.body).toEqual({ error: { code: 'conflict', message: 'Space already initialized' } });
+    }
+  });
+
+  it('400 for an unknown type or another orgId; 404 for a space of another organization; works with a service token', async () => {
+    const org = await buildOrg();
+    const other = await buildOrg();
+    const id = (await as(org.apiToken).post('/spaces', { name: 'S' })).body.space.id;
+    expect((await client(org.apiToken).post(`/spaces/${id}/init`, { type: 'zip' })).body).toEqual({
+      error: { code: 'validation_error', message: 'Invalid type. Must be: empty, git, readme, starterKit' },
+    });
+    expect(
+      (await client(org.apiToken).post(`/spaces/${id}/init`, { type: 'empty', orgId: other.organizationId })).status
+    ).toBe(400);
+    expect((await client(other.apiToken).post(`/spaces/${id}/init`, { type: 'empty' })).body).toEqual({
+      error: { code: 'not_found', message: 'Space not found' },
+    });
+    expect((await client(org.serviceToken).post(`/spaces/${id}/init`, { type: 'empty' })).status).toBe(200);
+  });
+});
+
+describe('/api/spaces/{spaceId}/environment', () => {
+  it('stores values encrypted (no clear text in the database), lists names only, removes with null', async () => {
+    const org = await buildOrg();
+    const id = (await as(org.apiToken).post('/spaces', { name: 'S' })).body.space.id;
+    const secret = 'sk-live-very-secret-value-123';
+    const res = await client(org.apiToken).post(`/spaces/${id}/environment`, {
+      environmentVariables: { API_KEY: secret, REGION: 'eu-west-1' },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.variables.map((v: { name: string }) => v.name)).toEqual(['API_KEY', 'REGION']);
+    expect(JSON.stringify(res.body)).not.toContain(secret);
+
+    const raw = await mongoose.connection.db!.collection('spaces').findOne({ _id: id as never });
+    expect(JSON.stringify(raw)).not.toContain(secret);
+    expect(JSON.stringify(raw)).not.toContain('eu-west-1');
+    const stored = (await Space.findById(id).lean())!.environment.find((v) => v.name === 'API_KEY')!;
+    expect(decryptSecret(Buffer.from(TEST_ENCRYPTION_KEY, 'hex'), stored.sealed)).toBe(secret);
+
+    const listed = await client(org.apiToken).get(`/spaces/${id}/environment`);
+    expect(listed.body.variables.map((v: { name: string }) => v.name)).toEqual(['API_KEY', 'REGION']);
+    expect(JSON.stringify(listed.body)).not.toContain(secret);
+    const read = await as(org.apiToken).get(`/spaces/${id}`);
+    expect(read.body.space.environmentVariables).toEqual(['API_KEY', 'REGION']);
+    expect(JSON.stringify(read.body)).not.toContain(secret);
+
+    const removed = await client(org.apiToken).post(`/spaces/${id}/environment`, {
+      environmentVariables: { API_KEY: null },
+    });
+    expect(removed.body.variables.map((v: { name: string }) => v.name)).toEqual(['REGION']);
+  });
+
+  it('400 for bad names or values; 404 for another organization', async () => {
+    const org = await buildOrg();
+    const other = await buildOrg();
+    const id = (await as(org.apiToken).post('/spaces', { name: 'S' })).body.space.id;
+    expect(
+      (await client(org.apiToken).post(`/spaces/${id}/environment`, { environmentVariables: { '1BAD': 'x' } })).body
+        .error.message
+    ).toBe('Invalid environment variable name: use letters, digits and _, not starting with a digit');
+    expect(
+      (await client(org.apiToken).post(`/spaces/${id}/environment`, { environmentVariables: { A: 1 } })).status
+    ).toBe(400);
+    expect((await client(org.apiToken).post(`/spaces/${id}/environment`, {})).body.error.message).toBe(
+      'Missing required field: environmentVariables'
+    );
+    expect(
+      (await client(other.apiToken).post(`/spaces/${id}/environment`, { environmentVariables: { A: 'x' } })).status
+    ).toBe(404);
+  });
+});
