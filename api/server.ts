@@ -16,6 +16,10 @@ const SHUTDOWN_GRACE_MS = 10_000;
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
   const logger = createLogger(config, 'api');
+  // Until the server listens, a stop signal simply ends the process.
+  const early = (): void => process.exit(0);
+  process.once('SIGTERM', early);
+  process.once('SIGINT', early);
   if (!config.mongodbUri) {
     logger.fatal('MONGODB_URI is not set (npm run dev sets it for you; npm start needs it)');
     process.exit(1);
@@ -67,6 +71,8 @@ async function main(): Promise<void> {
     logger.flush();
     process.exit(0);
   };
+  process.removeListener('SIGTERM', early);
+  process.removeListener('SIGINT', early);
   process.once('SIGTERM', () => void stop('SIGTERM'));
   process.once('SIGINT', () => void stop('SIGINT'));
 }

@@ -55,6 +55,18 @@ describe('graceful shutdown', () => {
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(worker.output()).toMatch(/worker stopped/);
   });
+
+  it('worker: SIGTERM while it is still starting (bundling workflows) exits 0', async () => {
+    const worker = spawnScript(
+      'worker/index.ts',
+      childTestEnv({ MONGODB_URI: db.uri, TEMPORAL_TASK_QUEUE: `early-${Date.now()}` })
+    );
+    await new Promise((r) => setTimeout(r, 1500)); // started, but bundling takes longer than this
+    expect(worker.output()).not.toMatch(/worker started/);
+    worker.child.kill('SIGTERM');
+    const { code } = await worker.exited();
+    expect(code).toBe(0);
+  });
 });
 
 describe('npm run dev', () => {
