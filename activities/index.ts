@@ -2,16 +2,19 @@
  * createActivities(deps): every activity of the service, grouped one file per concern, over injected dependencies
  * (STYLE "activities are factories over dependencies").
  */
+import type { Config } from '../lib/config';
 import type { Logger } from '../lib/logger';
+import { createExecutionActivities } from './executions';
 
 export interface ActivityDeps {
   logger: Logger;
+  config: Readonly<Config>;
 }
 
 /**
- * @param _deps logger and other dependencies.
+ * @param deps logger and configuration.
  * @returns the activity functions registered on the worker.
  */
-export function createActivities(_deps: ActivityDeps): Record<string, (...args: never[]) => Promise<unknown>> {
-  return {};
+export function createActivities(deps: ActivityDeps) {
+  return { ...createExecutionActivities(deps) };
 }

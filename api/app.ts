@@ -4,6 +4,7 @@
  */
 import Koa from 'koa';
 import type { Config } from '../lib/config';
+import type { EventTailer } from '../lib/eventLog';
 import type { Logger } from '../lib/logger';
 import type { TemporalDeps } from '../lib/temporal';
 import type { AppState } from './context';
@@ -20,10 +21,12 @@ export interface AppDeps {
   temporal: TemporalDeps;
   /** Aborted when the process starts shutting down: long-lived responses (SSE) end on it. */
   shutdown: AbortSignal;
+  /** This process's tailer of the durable event log (one per api process, shared by every stream). */
+  events: EventTailer;
 }
 
 /**
- * @param deps configuration, logger, Temporal client and the shutdown signal.
+ * @param deps configuration, logger, Temporal client, event tailer and the shutdown signal.
  * @returns the Koa app.
  */
 export function createApp(deps: AppDeps): Koa<AppState> {

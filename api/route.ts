@@ -26,8 +26,10 @@ export interface RouteSpec {
   body?: Schema;
   query?: Schema;
   params?: Schema;
-  /** Success responses by status; `text/event-stream` routes declare `{ sse: true }`. */
+  /** Success responses by status; routes answering only `text/event-stream` declare `{ sse: true }`. */
   responses: Record<number, Schema>;
+  /** The route may also answer 200 as `text/event-stream` (clients choose). */
+  streams?: boolean;
   handler: (ctx: AppContext) => Promise<void> | void;
 }
 
@@ -69,7 +71,7 @@ function checkOutput(route: RouteSpec) {
   return async function responseSchemaMiddleware(ctx: AppContext, next: Next): Promise<void> {
     await next();
     const schema = route.responses[ctx.status];
-    if (!schema || schema.sse) return;
+    if (!schema || schema.sse || ctx.response.type === 'text/event-stream') return;
     const problem = checkResponse(schema, ctx.body);
     if (problem) {
       ctx.state.log.error(

@@ -1,83 +1,12 @@
 /**
- * api entrypoint: config → logger → MongoDB → Temporal client (lazy) → createApp → listen.
- * SIGTERM/SIGINT: stop accepting, end SSE streams, let in-flight requests finish, close connections, exit 0
- * (forced after 10 s).
+ * api entrypoint. Stop signals are captured before anything heavy loads; see api/main.ts for the rest.
  */
-import http from 'node:http';
-import { loadConfigOrExit } from '../lib/config';
-import { createLogger } from '../lib/logger';
-import { connectMongo, disconnectMongo } from '../lib/mongo';
-import { createTemporal } from '../lib/temporal';
-import '../models';
-import { createApp } from './app';
+import { captureStopSignals } from '../lib/signals';
 
-const SHUTDOWN_GRACE_MS = 10_000;
-
-async function main(): Promise<void> {
-  const config = loadConfigOrExit();
-  const logger = createLogger(config, 'api');
-  // Until the server listens, a stop signal simply ends the process.
-  const early = (): void => process.exit(0);
-  process.once('SIGTERM', early);
-  process.once('SIGINT', early);
-  if (!config.mongodbUri) {
-    logger.fatal('MONGODB_URI is not set (npm run dev sets it for you; npm start needs it)');
-    process.exit(1);
-  }
-  try {
-    await connectMongo(config.mongodbUri);
-  } catch (err) {
-    logger.fatal({ err }, `cannot reach MongoDB: ${(err as Error).message}`);
-    process.exit(1);
-  }
-  const temporal = createTemporal(config);
-  const shutdown = new AbortController();
-  const app = createApp({ config, logger, temporal, shutdown: shutdown.signal });
-  const server = http.createServer(app.callback());
-  server.keepAliveTimeout = 65_000;
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, resolve);
-  }).catch((err: NodeJS.ErrnoException) => {
-    logger.fatal(
-      err.code === 'EADDRINUSE'
-        ? `port ${config.port} on ${config.host} is already in use: stop the other process or set PORT`
-        : `cannot listen: ${err.message}`
-    );
+const stop = captureStopSignals();
+import('./main')
+  .then((m) => m.main(stop))
+  .catch((err: unknown) => {
+    process.stderr.write(`api failed to start: ${(err as Error)?.stack ?? String(err)}\n`);
     process.exit(1);
   });
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : config.port;
-  logger.info({ url: `http://${config.host}:${port}` }, 'api listening');
-
-  let stopping = false;
-  const stop = async (signal: string): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'api shutting down');
-    const force = setTimeout(() => {
-      logger.warn('shutdown grace period over: closing remaining connections');
-      server.closeAllConnections();
-    }, SHUTDOWN_GRACE_MS - 1000);
-    force.unref();
-    shutdown.abort();
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeIdleConnections();
-    await closed;
-    clearTimeout(force);
-    await Promise.allSettled([disconnectMongo(), temporal.connection.close()]);
-    logger.info('api stopped');
-    logger.flush();
-    process.exit(0);
-  };
-  process.removeListener('SIGTERM', early);
-  process.removeListener('SIGINT', early);
-  process.once('SIGTERM', () => void stop('SIGTERM'));
-  process.once('SIGINT', () => void stop('SIGINT'));
-}
-
-main().catch((err: unknown) => {
-  process.stderr.write(`api failed to start: ${(err as Error)?.stack ?? String(err)}\n`);
-  process.exit(1);
-});

@@ -7,3 +7,6 @@ export * from './Agent';
 export * from './Space';
 export * from './Chat';
 export * from './Task';
+export * from './Execution';
+export * from './Session';
+export * from './ChatMessage';

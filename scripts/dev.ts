@@ -88,11 +88,13 @@ async function main(): Promise<void> {
     LOG_PRETTY: 'true',
     ...(config.encryptionKey ? {} : { ENCRYPTION_KEY: devEncryptionKey(config.dataDir) }),
   });
-  const tsx = path.join(projectRoot(), 'node_modules', '.bin', 'tsx');
+  // `node --import tsx` runs the TypeScript sources in one process per child, so stop signals reach our handlers
+  // directly (the tsx CLI adds a relaying parent process).
+  const root = projectRoot();
   const sup = supervise(
     [
-      { name: 'worker', command: tsx, args: ['worker/index.ts'], env },
-      { name: 'api', command: tsx, args: ['api/server.ts'], env },
+      { name: 'worker', command: process.execPath, args: ['--import', 'tsx', path.join(root, 'worker/index.ts')], env },
+      { name: 'api', command: process.execPath, args: ['--import', 'tsx', path.join(root, 'api/server.ts')], env },
     ],
     10_000,
     say

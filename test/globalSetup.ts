@@ -3,12 +3,15 @@
  * temporary data directory, unless MONGODB_URI / TEMPORAL_ADDRESS name servers already. Test workers inherit the
  * addresses through the environment; each test file then uses its own database.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, loadToolConfig } from '../lib/config';
 import { freePort, provisionServers, ProvisionError } from '../scripts/servers';
 import type { TestServers } from './helpers/servers';
+
+const quietBundlerLogger = new DefaultLogger('WARN');
 
 export default async function globalSetup(): Promise<void> {
   const started = Date.now();
@@ -27,6 +30,14 @@ export default async function globalSetup(): Promise<void> {
     process.env.MONGODB_URI = config.mongodbUri ?? servers.mongo!.address;
     process.env.TEMPORAL_ADDRESS = config.temporalAddress ?? servers.temporal!.address;
     process.env.AAS_TEST_DATA_DIR = dataDir;
+    // Bundle the workflows once for every in-process test worker.
+    const { code } = await bundleWorkflowCode({
+      workflowsPath: require.resolve('../workflows'),
+      logger: quietBundlerLogger,
+    });
+    const bundlePath = path.join(dataDir, 'workflow-bundle.js');
+    writeFileSync(bundlePath, code);
+    process.env.AAS_WORKFLOW_BUNDLE = bundlePath;
     (globalThis as { __AAS_TEST_SERVERS__?: TestServers }).__AAS_TEST_SERVERS__ = { stop: servers.stop, dataDir };
     say(
       `MongoDB ${process.env.MONGODB_URI}, Temporal ${process.env.TEMPORAL_ADDRESS} (ready in ${Date.now() - started} ms)`

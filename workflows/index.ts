@@ -1,5 +1,5 @@
 /**
  * @module workflows: every workflow of the service, bundled by the worker (deterministic code only).
- * One workflow per file; signals, queries and updates live in definitions.ts.
+ * One workflow per file.
  */
-export {};
+export { agentExecution } from './agentExecution';

@@ -8,6 +8,7 @@ import type { AppDeps } from '../app';
 import type { AppState } from '../context';
 import { mountRoutes, type RouteSpec } from '../route';
 import { spaceClientRoutes } from '../v1/spaces';
+import { clientExecuteRoutes } from './clientExecute';
 import { versionRoutes } from './version';
 
 export const CURRENT_PREFIX = '/api';
@@ -16,14 +17,14 @@ export const CURRENT_PREFIX = '/api';
  * @param deps app dependencies.
  * @returns every current-surface route declaration.
  */
-export function currentRoutes(deps: Pick<AppDeps, 'config'>): RouteSpec[] {
-  return [...versionRoutes(), ...spaceClientRoutes(deps)];
+export function currentRoutes(deps: AppDeps): RouteSpec[] {
+  return [...versionRoutes(), ...spaceClientRoutes(deps), ...clientExecuteRoutes(deps)];
 }
 
 /**
  * @param deps app dependencies.
  * @returns the current-surface router.
  */
-export function currentRouter(deps: Pick<AppDeps, 'config'>): Router<AppState> {
+export function currentRouter(deps: AppDeps): Router<AppState> {
   return mountRoutes(CURRENT_PREFIX, currentRoutes(deps), { validateResponses: deps.config.validateResponses });
 }

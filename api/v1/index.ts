@@ -4,6 +4,7 @@ import type { AppDeps } from '../app';
 import type { AppState } from '../context';
 import { mountRoutes, type RouteSpec } from '../route';
 import { agentRoutes } from './agents';
+import { executionRoutes, type ExecutionRouteDeps } from './executions';
 import { keyRoutes } from './keys';
 import { profileRoutes } from './profile';
 import { spaceRoutes } from './spaces';
@@ -11,15 +12,25 @@ import { taskRoutes } from './tasks';
 
 export const V1_PREFIX = '/api/v1';
 
-/** @returns every v1 route declaration (also used by the OpenAPI document). */
-export function v1Routes(): RouteSpec[] {
-  return [...agentRoutes(), ...taskRoutes(), ...spaceRoutes(), ...keyRoutes(), ...profileRoutes()];
+/**
+ * @param deps app dependencies.
+ * @returns every v1 route declaration (also used by the OpenAPI document).
+ */
+export function v1Routes(deps: ExecutionRouteDeps): RouteSpec[] {
+  return [
+    ...agentRoutes(),
+    ...executionRoutes(deps),
+    ...taskRoutes(),
+    ...spaceRoutes(),
+    ...keyRoutes(),
+    ...profileRoutes(),
+  ];
 }
 
 /**
  * @param deps app dependencies.
  * @returns the v1 router.
  */
-export function v1Router(deps: Pick<AppDeps, 'config'>): Router<AppState> {
-  return mountRoutes(V1_PREFIX, v1Routes(), { validateResponses: deps.config.validateResponses });
+export function v1Router(deps: AppDeps): Router<AppState> {
+  return mountRoutes(V1_PREFIX, v1Routes(deps), { validateResponses: deps.config.validateResponses });
 }

@@ -6,6 +6,7 @@ import { createApp } from '../../api/app';
 import { loadToolConfig } from '../../lib/config';
 import { connectMongo, disconnectMongo } from '../../lib/mongo';
 import { createTemporal } from '../../lib/temporal';
+import { EventTailer } from '../../lib/eventLog';
 import { ensureMongoServer } from '../../scripts/servers/binaries';
 import { freePort, startMongo, type RunningServer } from '../../scripts/servers/launch';
 import { testConfig, testLogger } from '../helpers/env';
@@ -32,7 +33,13 @@ describe('GET /healthz and /readyz', () => {
   it('healthz and readyz answer 200 on the real servers; readyz 503 once MongoDB stops', async () => {
     const config = testConfig();
     const temporal = createTemporal(config);
-    const app = createApp({ config, logger: testLogger(), temporal, shutdown: new AbortController().signal });
+    const app = createApp({
+      config,
+      logger: testLogger(),
+      temporal,
+      events: new EventTailer(),
+      shutdown: new AbortController().signal,
+    });
     const request = supertest(app.callback());
     try {
       expect((await request.get('/healthz')).body).toEqual({ status: 'ok' });
@@ -54,7 +61,13 @@ describe('GET /healthz and /readyz', () => {
   it('readyz 503 when Temporal is unreachable', async () => {
     const config = testConfig({ TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}` });
     const temporal = createTemporal(config);
-    const app = createApp({ config, logger: testLogger(), temporal, shutdown: new AbortController().signal });
+    const app = createApp({
+      config,
+      logger: testLogger(),
+      temporal,
+      events: new EventTailer(),
+      shutdown: new AbortController().signal,
+    });
     const res = await supertest(app.callback()).get('/readyz');
     expect(res.status).toBe(503);
     expect(res.body.error).toEqual(unavailable);

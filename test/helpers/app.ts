@@ -1,10 +1,13 @@
 /**
  * The real app over real HTTP (supertest binds app.callback() to an ephemeral port), with the real Temporal client.
  */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import supertest from 'supertest';
 import { createApp } from '../../api/app';
 import { createTemporal, type TemporalDeps } from '../../lib/temporal';
 import type { Config } from '../../lib/config';
+import { EventTailer } from '../../lib/eventLog';
 import { testConfig, testLogger } from './env';
 
 export interface TestApp {
@@ -12,6 +15,8 @@ export interface TestApp {
   config: Readonly<Config>;
   temporal: TemporalDeps;
   shutdown: AbortController;
+  /** Listens on a free loopback port (for streaming tests) and returns the base URL. */
+  listen(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -23,14 +28,26 @@ export function createTestApp(overrides: Record<string, string> = {}): TestApp {
   const config = testConfig(overrides);
   const temporal = createTemporal(config);
   const shutdown = new AbortController();
-  const app = createApp({ config, logger: testLogger(), temporal, shutdown: shutdown.signal });
+  const events = new EventTailer(20);
+  const app = createApp({ config, logger: testLogger(), temporal, events, shutdown: shutdown.signal });
+  let server: http.Server | undefined;
   return {
     request: supertest(app.callback()),
+    listen: async () => {
+      server ??= http.createServer(app.callback());
+      if (!server.listening) await new Promise<void>((r) => server!.listen(0, '127.0.0.1', () => r()));
+      return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    },
     config,
     temporal,
     shutdown,
     close: async () => {
       shutdown.abort();
+      events.stop();
+      if (server?.listening) {
+        server.closeAllConnections();
+        await new Promise((r) => server!.close(r));
+      }
       await temporal.connection.close();
     },
   };

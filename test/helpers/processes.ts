@@ -5,7 +5,8 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
-const TSX = path.join(ROOT, 'node_modules', '.bin', 'tsx');
+/** `node --import tsx <file>`: one process per entrypoint, so signals reach its handlers directly. */
+const NODE_TSX = [process.execPath, '--import', 'tsx'] as const;
 
 /**
  * Runs a TypeScript entrypoint to completion.
@@ -19,12 +20,19 @@ export function runScript(
   args: string[],
   env: NodeJS.ProcessEnv
 ): { status: number | null; stdout: string; stderr: string } {
-  const res = spawnSync(TSX, [script, ...args], { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 });
+  const res = spawnSync(NODE_TSX[0], [...NODE_TSX.slice(1), script, ...args], {
+    cwd: ROOT,
+    env,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   return { status: res.status, stdout: res.stdout, stderr: res.stderr };
 }
 
 export interface Spawned {
   child: ChildProcess;
+  /** SIGKILLs the process and anything it started (its own process group), as a crash would. */
+  crash(): void;
   output(): string;
   /** Resolves when the output matches. */
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
@@ -39,7 +47,13 @@ export interface Spawned {
  * @returns a handle.
  */
 export function spawnScript(script: string, env: NodeJS.ProcessEnv): Spawned {
-  const child = spawn(TSX, [script], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Own process group, so that a crash takes down everything the process started.
+  const child = spawn(NODE_TSX[0], [...NODE_TSX.slice(1), script], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (out += d.toString()));
@@ -48,6 +62,13 @@ export function spawnScript(script: string, env: NodeJS.ProcessEnv): Spawned {
   );
   return {
     child,
+    crash: () => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    },
     output: () => out,
     exited: () => exit,
     waitFor: async (pattern, timeoutMs = 30_000) => {

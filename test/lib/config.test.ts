@@ -71,7 +71,7 @@ describe('loadConfig', () => {
 
   it('the api process prints one line per problem and exits 1', () => {
     const root = path.resolve(__dirname, '..', '..');
-    const res = spawnSync(path.join(root, 'node_modules', '.bin', 'tsx'), ['api/server.ts'], {
+    const res = spawnSync(process.execPath, ['--import', 'tsx', 'api/server.ts'], {
       cwd: root,
       env: { PATH: process.env.PATH, PORT: '99999', LOG_LEVEL: 'loud' },
       encoding: 'utf8',

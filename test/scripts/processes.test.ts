@@ -61,7 +61,7 @@ describe('graceful shutdown', () => {
       'worker/index.ts',
       childTestEnv({ MONGODB_URI: db.uri, TEMPORAL_TASK_QUEUE: `early-${Date.now()}` })
     );
-    await new Promise((r) => setTimeout(r, 1500)); // started, but bundling takes longer than this
+    await worker.waitFor(/worker starting/, 60_000); // connecting and bundling workflows take seconds more
     expect(worker.output()).not.toMatch(/worker started/);
     worker.child.kill('SIGTERM');
     const { code } = await worker.exited();

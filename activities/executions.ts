@@ -1,0 +1,261 @@
+/**
+ * Activities of the agentExecution workflow. All are idempotent under Temporal's at-least-once execution:
+ * status moves are conditional, events have deterministic seqs, messages deterministic ids.
+ */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import mongoose from 'mongoose';
+import type { Config } from '../lib/config';
+import { appendEvents, CoalescingWriter, readEvents, type LoggedEvent } from '../lib/eventLog';
+import type { Logger } from '../lib/logger';
+import { createProvider, ProviderAbortedError, ProviderError, type ModelMessage } from '../lib/providers';
+import { Agent, Chat, ChatMessage, Execution, Session, type ExecutionDoc } from '../models';
+
+/** Largest reply requested from a model. */
+const MAX_OUTPUT_TOKENS = 4096;
+/** How often the model activity heartbeats (cancellation and dead workers are noticed through heartbeats). */
+const HEARTBEAT_MS = 250;
+
+export interface ExecutionActivityDeps {
+  logger: Logger;
+  config: Readonly<Config>;
+}
+
+export interface FinishInput {
+  executionId: string;
+  status: 'completed' | 'failed' | 'cancelled';
+  /** Full reply (completed). */
+  text?: string;
+  /** Failure message (failed). */
+  error?: string;
+}
+
+/** The v1 `message` event carrying a text delta (SPEC "Agent execution stream"). */
+export function textDeltaEvent(text: string): Omit<LoggedEvent, 'seq'> {
+  return { event: 'message', data: { messageType: 'stream_event', delta: { type: 'text_delta', text } } };
+}
+
+function isTextDelta(e: LoggedEvent): boolean {
+  return e.event === 'message' && (e.data as { messageType?: string }).messageType === 'stream_event';
+}
+
+/** @returns the text delivered so far in an execution's stream. */
+function deliveredText(events: LoggedEvent[]): string {
+  return events
+    .filter(isTextDelta)
+    .map((e) => (e.data as { delta: { text: string } }).delta.text)
+    .join('');
+}
+
+function totalUsage(byAttempt: Record<string, { inputTokens?: number; outputTokens?: number }>): {
+  inputTokens: number;
+  outputTokens: number;
+} {
+  let inputTokens = 0;
+  let outputTokens = 0;
+  for (const u of Object.values(byAttempt ?? {})) {
+    inputTokens += u.inputTokens ?? 0;
+    outputTokens += u.outputTokens ?? 0;
+  }
+  return { inputTokens, outputTokens };
+}
+
+/**
+ * @param deps logger and configuration (provider keys).
+ * @returns the execution activities.
+ */
+export function createExecutionActivities(deps: ExecutionActivityDeps) {
+  const log = deps.logger.child({ component: 'executions' });
+
+  /** pending → running. */
+  async function startExecution(executionId: string): Promise<void> {
+    const res = await Execution.updateOne(
+      { _id: executionId, status: 'pending' },
+      { $set: { status: 'running', startedAt: new Date() } }
+    );
+    if (res.matchedCount === 1) {
+      const exec = await Execution.findById(executionId).select({ chatId: 1, organizationId: 1 }).lean();
+      if (exec)
+        await Chat.updateOne(
+          { _id: exec.chatId, organizationId: exec.organizationId },
+          { $set: { status: 'working' } }
+        );
+    }
+  }
+
+  /**
+   * Streams the model reply into the event log. After a worker died mid-stream, the retry continues the reply
+   * after the text already delivered (prefill), so clients never see text twice.
+   */
+  async function generateReply(executionId: string): Promise<{ text: string }> {
+    const ctx = Context.current();
+    const exec = await Execution.findById(executionId).lean<ExecutionDoc>();
+    if (!exec) throw ApplicationFailure.nonRetryable(`Execution ${executionId} not found`, 'ExecutionMissing');
+    // The system prompt is read now, so an update applies to the next execution.
+    const agent = await Agent.findById(exec.agentId).select({ systemPrompt: 1 }).lean();
+    if (!agent) throw ApplicationFailure.nonRetryable('Agent not found', 'AgentMissing');
+    const history = await ChatMessage.find({
+      sessionId: exec.sessionId,
+      complete: true,
+      position: mongoose.trusted({ $lt: exec.turn * 2 }),
+    })
+      .sort({ position: 1 })
+      .lean();
+    const messages: ModelMessage[] = [
+      ...history.map((m) => ({ role: m.role as 'user' | 'assistant', content: m.content })),
+      { role: 'user', content: exec.input?.message ?? '' },
+    ];
+
+    const existing = await readEvents(executionId);
+    const prefill = deliveredText(existing);
+    const writer = new CoalescingWriter(executionId, (existing.at(-1)?.seq ?? 0) + 1, textDeltaEvent);
+    const provider = createProvider({ provider: exec.provider as 'anthropic', model: exec.model }, deps.config);
+    const usage = { inputTokens: 0, outputTokens: 0 };
+    const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
+    if (ctx.info.attempt > 1)
+      log.info({ executionId, attempt: ctx.info.attempt, resumedChars: prefill.length }, 'resuming reply');
+    try {
+      for await (const ev of provider.stream({
+        model: exec.model,
+        system: agent.systemPrompt,
+        messages,
+        prefill: prefill || undefined,
+        maxTokens: MAX_OUTPUT_TOKENS,
+        signal: ctx.cancellationSignal,
+      })) {
+        if (ev.type === 'text') {
+          if (ev.text) writer.text(ev.text);
+        } else {
+          if (ev.inputTokens !== undefined) usage.inputTokens = ev.inputTokens;
+          if (ev.outputTokens !== undefined) usage.outputTokens = ev.outputTokens;
+        }
+      }
+      await writer.flush();
+      return { text: prefill + writer.written };
+    } catch (err) {
+      await writer.flush().catch(() => undefined);
+      const details = ctx.cancellationDetails;
+      if (ctx.cancellationSignal.aborted || err instanceof ProviderAbortedError) {
+        if (details?.workerShutdown) throw ApplicationFailure.retryable('Worker shutting down', 'WorkerShutdown');
+        throw new CancelledFailure('Execution cancelled');
+      }
+      if (err instanceof ProviderError) {
+        const delivered = prefill + writer.written;
+        if (err.transient && delivered === '') throw ApplicationFailure.retryable(err.message, 'ProviderUnavailable');
+        throw ApplicationFailure.nonRetryable(err.message, err.transient ? 'OutputInterrupted' : 'ProviderRejected');
+      }
+      throw err;
+    } finally {
+      clearInterval(beat);
+      await Execution.updateOne(
+        { _id: executionId },
+        { $set: { [`usageByAttempt.${ctx.info.attempt}`]: usage } }
+      ).catch((e: unknown) => log.warn({ err: e, executionId }, 'could not record usage'));
+    }
+  }
+
+  /**
+   * Records the outcome once: final status, result (partial text on failure/cancel), usage, the final stream
+   * events, the chat messages, and releases the session.
+   */
+  async function finishExecution(input: FinishInput): Promise<void> {
+    const exec = await Execution.findById(input.executionId).lean<ExecutionDoc>();
+    if (!exec) throw ApplicationFailure.nonRetryable(`Execution ${input.executionId} not found`, 'ExecutionMissing');
+    const events = await readEvents(exec._id);
+    const text = input.status === 'completed' ? (input.text ?? deliveredText(events)) : deliveredText(events);
+    const usage = totalUsage(exec.usageByAttempt as Record<string, { inputTokens?: number; outputTokens?: number }>);
+    const now = new Date();
+
+    // Order matters: the reply joins the history and the session is free BEFORE anyone can observe the
+    // terminal status or event, so a client may send its next message as soon as it sees the result.
+    if (input.status === 'completed') {
+      await ChatMessage.updateOne(
+        { _id: `${exec._id}:assistant` },
+        {
+          $setOnInsert: {
+            organizationId: exec.organizationId,
+            chatId: exec.chatId,
+            sessionId: exec.sessionId,
+            executionId: exec._id,
+            role: 'assistant',
+            content: text || ' ',
+            position: exec.turn * 2 + 1,
+          },
+          $set: { complete: true },
+        },
+        { upsert: true }
+      );
+      await ChatMessage.updateOne({ _id: `${exec._id}:user` }, { $set: { complete: true } });
+    }
+    await Session.updateOne(
+      { _id: exec.sessionId, activeExecutionId: exec._id },
+      { $set: { activeExecutionId: null } }
+    );
+
+    await Execution.updateOne(
+      { _id: exec._id, status: mongoose.trusted({ $in: ['pending', 'running'] }) },
+      {
+        $set: {
+          status: input.status,
+          result: text,
+          error:
+            input.status === 'failed'
+              ? { message: input.error ?? 'Chat execution failed', code: 'failed' }
+              : input.status === 'cancelled'
+                ? { message: 'Execution cancelled', code: 'cancelled' }
+                : null,
+          usage,
+          completedAt: now,
+        },
+      }
+    );
+
+    // Final events, each written once (a retried finish sees what an earlier attempt already wrote).
+    let seq = (events.at(-1)?.seq ?? 0) + 1;
+    const has = (pred: (e: LoggedEvent) => boolean): boolean => events.some(pred);
+    const final: LoggedEvent[] = [];
+    if (input.status === 'completed') {
+      if (!has((e) => e.event === 'message' && (e.data as { messageType?: string }).messageType === 'assistant')) {
+        final.push({
+          seq: seq++,
+          event: 'message',
+          data: { messageType: 'assistant', content: [{ type: 'text', text }] },
+        });
+      }
+      if (!has((e) => e.event === 'result' || e.event === 'error')) {
+        final.push({
+          seq: seq++,
+          event: 'result',
+          data: {
+            sessionId: exec.sessionId,
+            usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+          },
+        });
+      }
+    } else if (!has((e) => e.event === 'result' || e.event === 'error')) {
+      final.push({
+        seq: seq++,
+        event: 'error',
+        data: {
+          message: input.status === 'cancelled' ? 'Execution cancelled' : (input.error ?? 'Chat execution failed'),
+        },
+      });
+    }
+    await appendEvents(exec._id, final);
+
+    await Chat.updateOne(
+      { _id: exec.chatId, organizationId: exec.organizationId },
+      {
+        $set: {
+          status: input.status === 'completed' ? 'done' : input.status === 'failed' ? 'error' : 'standby',
+          ...(text ? { lastMessage: text.slice(0, 500) } : {}),
+        },
+      }
+    );
+    log.info({ executionId: exec._id, status: input.status, usage }, 'execution finished');
+  }
+
+  return { startExecution, generateReply, finishExecution };
+}
+
+export type ExecutionActivities = ReturnType<typeof createExecutionActivities>;

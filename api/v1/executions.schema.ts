@@ -1,0 +1,97 @@
+/** JSON Schemas of agent execution and /api/v1/executions. */
+import type { Schema } from '../../lib/ajv';
+import { EXECUTION_STATUSES } from '../../models/Execution';
+import { nextCursor, nullableStr, nullableTimestamp, pageQuery, record, requiredStr, str, timestamp } from '../schemas';
+
+/** Largest user message accepted. */
+export const MAX_MESSAGE_CHARS = 100_000;
+
+export const executeBody: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['message'],
+  properties: {
+    message: requiredStr(MAX_MESSAGE_CHARS, { description: 'User message' }),
+    spaceId: str(100, { description: 'Space for a new chat (default: the organization default space)' }),
+    sessionId: str(100, { description: 'Existing session to continue' }),
+    chatId: str(100, { description: 'Existing chat to continue' }),
+    stream: { type: 'boolean', default: false, description: 'Answer as text/event-stream' },
+  },
+};
+
+export interface ExecuteBody {
+  message: string;
+  spaceId?: string;
+  sessionId?: string;
+  chatId?: string;
+  stream: boolean;
+}
+
+export const executeResponse: Schema = record({
+  success: { type: 'boolean' },
+  executionId: { type: 'string' },
+  chatId: { type: 'string' },
+  sessionId: { type: 'string' },
+  result: { type: 'string' },
+});
+
+/** Marker for text/event-stream responses (not validated as JSON). */
+export const sseResponse: Schema = { sse: true, description: 'text/event-stream: meta, message*, result | error' };
+
+const usage = record({ input_tokens: { type: 'integer' }, output_tokens: { type: 'integer' } });
+
+export const executionSchema: Schema = record({
+  id: { type: 'string' },
+  executionId: { type: 'string', pattern: '^exec-\\d+-[a-z0-9]+$' },
+  status: { type: 'string', enum: [...EXECUTION_STATUSES] },
+  agentId: { type: 'string' },
+  userId: { type: 'string' },
+  chatId: { type: 'string' },
+  sessionId: { type: 'string' },
+  spaceId: { type: 'string' },
+  input: record({ message: { type: 'string' } }),
+  result: nullableStr,
+  error: { oneOf: [{ type: 'null' }, record({ message: { type: 'string' }, code: { type: 'string' } })] },
+  provider: { type: 'string', enum: ['anthropic', 'openai', 'builtin'] },
+  model: { type: 'string' },
+  modelNote: nullableStr,
+  usage,
+  parentExecutionId: nullableStr,
+  rootExecutionId: { type: 'string' },
+  taskId: nullableStr,
+  source: { type: 'string', enum: ['v1', 'client', 'chat'] },
+  createdAt: timestamp,
+  startedAt: nullableTimestamp,
+  completedAt: nullableTimestamp,
+  durationMs: { type: ['integer', 'null'] },
+});
+
+export const executionResponse: Schema = record({ success: { type: 'boolean' }, execution: executionSchema });
+
+export const executionListQuery: Schema = pageQuery({
+  agentId: str(100),
+  status: {
+    type: 'string',
+    enum: [...EXECUTION_STATUSES],
+    'x-message': `Invalid status. Must be: ${EXECUTION_STATUSES.join(', ')}`,
+  },
+});
+
+export const executionListResponse: Schema = record({
+  success: { type: 'boolean' },
+  executions: { type: 'array', items: executionSchema },
+  nextCursor,
+});
+
+export const executionTreeResponse: Schema = {
+  type: 'object',
+  required: ['success', 'tree'],
+  properties: { success: { type: 'boolean' }, tree: { $ref: '#/$defs/node' } },
+  $defs: {
+    node: {
+      type: 'object',
+      required: ['execution', 'children'],
+      properties: { execution: executionSchema, children: { type: 'array', items: { $ref: '#/$defs/node' } } },
+    },
+  },
+};

@@ -1,0 +1,204 @@
+/**
+ * Agent execution (POST /api/v1/agents/{id}/execute: JSON or SSE) and /api/v1/executions (list, read, tree,
+ * cancel, stream). Execution runs as workflow `execution-<id>`; this layer only starts, streams and reads.
+ */
+import {
+  awaitExecution,
+  cancelExecution,
+  executionTree,
+  findExecution,
+  listExecutions,
+  startExecution,
+} from '../../commands/executions';
+import { AppError, ConflictError } from '../../lib/errors';
+import type { LoggedEvent } from '../../lib/eventLog';
+import type { ExecutionDoc } from '../../models';
+import { presentExecution } from '../../presenters/execution';
+import type { AppDeps } from '../app';
+import type { AppContext } from '../context';
+import { input, type RouteSpec } from '../route';
+import { idParams } from '../schemas';
+import { lastEventId, streamEvents, wantsEventStream } from '../sse';
+import {
+  executeBody,
+  executeResponse,
+  executionListQuery,
+  executionListResponse,
+  executionResponse,
+  executionTreeResponse,
+  sseResponse,
+  type ExecuteBody,
+} from './executions.schema';
+
+const tags = ['Executions'];
+
+/** `result` and `error` end an execution stream. */
+export const isExecutionTerminal = (e: LoggedEvent): boolean => e.event === 'result' || e.event === 'error';
+
+export type ExecutionRouteDeps = Pick<AppDeps, 'config' | 'temporal' | 'events' | 'shutdown'>;
+
+/**
+ * Answers an execution as JSON (after it finished) or as an event stream, as the client asked.
+ * @param deps app dependencies.
+ * @param ctx the context.
+ * @param exec the just-started execution.
+ * @param stream whether to stream.
+ */
+export async function replyToExecution(
+  deps: ExecutionRouteDeps,
+  ctx: AppContext,
+  exec: ExecutionDoc,
+  stream: boolean
+): Promise<void> {
+  if (stream) {
+    await streamEvents(ctx, {
+      streamId: exec._id,
+      afterSeq: 0,
+      tailer: deps.events,
+      shutdown: deps.shutdown,
+      isTerminal: isExecutionTerminal,
+    });
+    return;
+  }
+  const done = await awaitExecution(deps, exec._id);
+  if (done.status === 'completed') {
+    ctx.body = {
+      success: true,
+      executionId: done._id,
+      chatId: done.chatId,
+      sessionId: done.sessionId,
+      result: done.result ?? '',
+    };
+    return;
+  }
+  if (done.status === 'cancelled') throw new ConflictError('Execution was cancelled');
+  throw new AppError(500, 'execution_failed', 'Chat execution failed');
+}
+
+interface Node {
+  execution: Record<string, unknown>;
+  children: Node[];
+}
+
+function buildTree(root: ExecutionDoc, all: ExecutionDoc[]): Node {
+  const byParent = new Map<string, ExecutionDoc[]>();
+  for (const e of all) {
+    if (!e.parentExecutionId) continue;
+    const list = byParent.get(e.parentExecutionId) ?? [];
+    list.push(e);
+    byParent.set(e.parentExecutionId, list);
+  }
+  const node = (e: ExecutionDoc, depth: number): Node => ({
+    execution: presentExecution(e),
+    children: depth > 50 ? [] : (byParent.get(e._id) ?? []).map((c) => node(c, depth + 1)),
+  });
+  return node(root, 0);
+}
+
+/**
+ * @param deps app dependencies.
+ * @returns the route declarations.
+ */
+export function executionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
+  return [
+    {
+      method: 'post',
+      path: '/agents/:id/execute',
+      summary: 'Execute an agent: JSON reply, or text/event-stream with `stream: true` / `Accept: text/event-stream`',
+      tags: ['Agents', ...tags],
+      auth: 'v1',
+      params: idParams,
+      body: executeBody,
+      responses: { 200: executeResponse },
+      streams: true,
+      handler: async (ctx) => {
+        const body = input<ExecuteBody>(ctx).body;
+        const exec = await startExecution(deps, ctx.state.auth, input(ctx).params.id, {
+          message: body.message,
+          spaceId: body.spaceId,
+          sessionId: body.sessionId,
+          chatId: body.chatId,
+          source: 'v1',
+        });
+        await replyToExecution(deps, ctx, exec, body.stream || wantsEventStream(ctx));
+      },
+    },
+    {
+      method: 'get',
+      path: '/executions',
+      summary: 'List executions of the organization (optionally of one agent), newest first',
+      tags,
+      auth: 'v1',
+      query: executionListQuery,
+      responses: { 200: executionListResponse },
+      handler: async (ctx) => {
+        const { limit, cursor, agentId, status } = input<
+          unknown,
+          { limit: number; cursor?: string; agentId?: string; status?: string }
+        >(ctx).query;
+        const { items, nextCursor } = await listExecutions(ctx.state.auth, { agentId, status }, { limit, cursor });
+        ctx.body = { success: true, executions: items.map(presentExecution), nextCursor };
+      },
+    },
+    {
+      method: 'get',
+      path: '/executions/:id',
+      summary: 'Execution details',
+      tags,
+      auth: 'v1',
+      params: idParams,
+      responses: { 200: executionResponse },
+      handler: async (ctx) => {
+        ctx.body = {
+          success: true,
+          execution: presentExecution(await findExecution(ctx.state.auth, input(ctx).params.id)),
+        };
+      },
+    },
+    {
+      method: 'get',
+      path: '/executions/:id/tree',
+      summary: 'The execution and its descendants',
+      tags,
+      auth: 'v1',
+      params: idParams,
+      responses: { 200: executionTreeResponse },
+      handler: async (ctx) => {
+        const { root, all } = await executionTree(ctx.state.auth, input(ctx).params.id);
+        ctx.body = { success: true, tree: buildTree(root, all) };
+      },
+    },
+    {
+      method: 'post',
+      path: '/executions/:id/cancel',
+      summary: 'Cancel a pending or running execution (aborts the model request)',
+      tags,
+      auth: 'v1',
+      params: idParams,
+      responses: { 200: executionResponse },
+      handler: async (ctx) => {
+        const exec = await cancelExecution(deps, ctx.state.auth, input(ctx).params.id);
+        ctx.body = { success: true, execution: presentExecution(exec) };
+      },
+    },
+    {
+      method: 'get',
+      path: '/executions/:id/stream',
+      summary: 'Join an execution stream (replay after Last-Event-ID, then live)',
+      tags,
+      auth: 'v1',
+      params: idParams,
+      responses: { 200: sseResponse },
+      handler: async (ctx) => {
+        const exec = await findExecution(ctx.state.auth, input(ctx).params.id);
+        await streamEvents(ctx, {
+          streamId: exec._id,
+          afterSeq: lastEventId(ctx),
+          tailer: deps.events,
+          shutdown: deps.shutdown,
+          isTerminal: isExecutionTerminal,
+        });
+      },
+    },
+  ];
+}

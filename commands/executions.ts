@@ -1,0 +1,291 @@
+/**
+ * Agent executions from the api side: resolve (or create) the chat and session, take the session's lock, write the
+ * pending execution, its user message and its `meta` event, and start workflow `execution-<id>`. Reads, the
+ * execution tree, cancellation, and waiting for the outcome.
+ */
+import { TypedSearchAttributes } from '@temporalio/common';
+import type { Config } from '../lib/config';
+import { appendEvents } from '../lib/eventLog';
+import { AppError, ConflictError, NotFoundError, ServiceUnavailableError, ValidationError } from '../lib/errors';
+import { newExecutionId } from '../lib/ids';
+import { paginate } from '../lib/pagination';
+import { resolveModel } from '../lib/providers';
+import type { TemporalDeps } from '../lib/temporal';
+import {
+  Chat,
+  ChatMessage,
+  Execution,
+  Session,
+  Space,
+  TERMINAL_EXECUTION_STATUSES,
+  type ChatDoc,
+  type ExecutionDoc,
+  type SessionDoc,
+} from '../models';
+import type { agentExecution } from '../workflows/agentExecution';
+import { executionWorkflowId } from '../workflows/ids';
+import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchAttributes';
+import { findVisibleAgent } from './agents';
+import { ensureDefaultSpace } from './spaces';
+import type { AuthContext } from './tokens';
+
+const NOT_FOUND = 'Execution not found';
+
+export interface ExecuteInput {
+  message: string;
+  spaceId?: string;
+  sessionId?: string;
+  chatId?: string;
+  source: 'v1' | 'client' | 'chat';
+  parentExecutionId?: string;
+  taskId?: string;
+}
+
+export interface ExecutionDeps {
+  config: Readonly<Config>;
+  temporal: TemporalDeps;
+}
+
+async function resolveConversation(
+  auth: AuthContext,
+  agentId: string,
+  agentName: string,
+  input: ExecuteInput
+): Promise<{ chat: ChatDoc; session: SessionDoc }> {
+  const org = auth.organizationId;
+  if (input.chatId !== undefined) {
+    const chat = await Chat.findOne({ _id: input.chatId, organizationId: org }).lean<ChatDoc>();
+    if (!chat) throw new NotFoundError('Chat not found');
+    let session = chat.sessionId
+      ? await Session.findOne({ _id: chat.sessionId, organizationId: org }).lean<SessionDoc>()
+      : null;
+    if (input.sessionId !== undefined && session?._id !== input.sessionId) {
+      const other = await Session.findOne({ _id: input.sessionId, organizationId: org }).lean<SessionDoc>();
+      if (!other) throw new NotFoundError('Session not found');
+      if (other.chatId !== chat._id) throw new ValidationError('sessionId does not belong to chatId');
+      session = other;
+    }
+    if (!session) {
+      session = (await Session.create({ organizationId: org, chatId: chat._id, agentId })).toObject() as SessionDoc;
+      await Chat.updateOne({ _id: chat._id, organizationId: org }, { $set: { sessionId: session._id } });
+    }
+    return { chat, session };
+  }
+  if (input.sessionId !== undefined) {
+    const session = await Session.findOne({ _id: input.sessionId, organizationId: org }).lean<SessionDoc>();
+    if (!session) throw new NotFoundError('Session not found');
+    const chat = await Chat.findOne({ _id: session.chatId, organizationId: org }).lean<ChatDoc>();
+    if (!chat) throw new NotFoundError('Chat not found');
+    return { chat, session };
+  }
+  let spaceId: string;
+  if (input.spaceId !== undefined) {
+    const space = await Space.findOne({ _id: input.spaceId, organizationId: org, deletedAt: null }).lean();
+    if (!space || (space.visibility === 'private' && space.ownerId !== auth.userId)) {
+      throw new ValidationError('Invalid spaceId: space not found');
+    }
+    spaceId = space._id;
+  } else {
+    spaceId = (await ensureDefaultSpace(auth))._id;
+  }
+  const chat = (
+    await Chat.create({ organizationId: org, spaceId, agentId, ownerId: auth.userId, title: agentName })
+  ).toObject() as ChatDoc;
+  const session = (await Session.create({ organizationId: org, chatId: chat._id, agentId })).toObject() as SessionDoc;
+  await Chat.updateOne({ _id: chat._id, organizationId: org }, { $set: { sessionId: session._id } });
+  await Space.updateOne({ _id: spaceId, organizationId: org }, { $inc: { chatCount: 1 } });
+  return { chat: { ...chat, sessionId: session._id }, session };
+}
+
+/**
+ * Starts an execution of an agent.
+ * @param deps configuration and Temporal.
+ * @param auth the caller.
+ * @param agentId the agent (visible to the caller, not archived).
+ * @param input message and conversation references.
+ * @returns the pending execution.
+ * @throws ConflictError when the session is already running an execution.
+ */
+export async function startExecution(
+  deps: ExecutionDeps,
+  auth: AuthContext,
+  agentId: string,
+  input: ExecuteInput
+): Promise<ExecutionDoc> {
+  const agent = await findVisibleAgent(auth, agentId);
+  const { chat, session } = await resolveConversation(auth, agent._id, agent.name, input);
+  const executionId = newExecutionId();
+  const locked = await Session.findOneAndUpdate(
+    { _id: session._id, organizationId: auth.organizationId, activeExecutionId: null },
+    { $set: { activeExecutionId: executionId }, $inc: { turns: 1 } },
+    { new: true }
+  ).lean<SessionDoc>();
+  if (!locked) {
+    throw new ConflictError('Session is busy: an execution is still running in it; wait for it to finish or cancel it');
+  }
+  const release = (): Promise<unknown> =>
+    Session.updateOne({ _id: session._id, activeExecutionId: executionId }, { $set: { activeExecutionId: null } });
+  try {
+    const resolved = resolveModel(agent.model, deps.config);
+    let root = executionId;
+    if (input.parentExecutionId) {
+      const parent = await Execution.findOne({
+        _id: input.parentExecutionId,
+        organizationId: auth.organizationId,
+      }).lean();
+      if (!parent) throw new ValidationError('Invalid parentExecutionId');
+      root = parent.rootExecutionId;
+    }
+    const execution = await Execution.create({
+      _id: executionId,
+      organizationId: auth.organizationId,
+      agentId: agent._id,
+      userId: auth.userId,
+      chatId: chat._id,
+      sessionId: session._id,
+      spaceId: chat.spaceId,
+      turn: locked.turns,
+      input: { message: input.message },
+      provider: resolved.provider,
+      model: resolved.model,
+      modelNote: resolved.note ?? null,
+      parentExecutionId: input.parentExecutionId ?? null,
+      rootExecutionId: root,
+      taskId: input.taskId ?? null,
+      source: input.source,
+    });
+    await ChatMessage.create({
+      _id: `${executionId}:user`,
+      organizationId: auth.organizationId,
+      chatId: chat._id,
+      sessionId: session._id,
+      executionId,
+      role: 'user',
+      content: input.message,
+      position: locked.turns * 2,
+    });
+    await appendEvents(executionId, [
+      { seq: 1, event: 'meta', data: { executionId, chatId: chat._id, sessionId: session._id } },
+    ]);
+    try {
+      await deps.temporal.client.workflow.start<typeof agentExecution>('agentExecution', {
+        workflowId: executionWorkflowId(executionId),
+        taskQueue: deps.temporal.taskQueue,
+        args: [{ executionId }],
+        typedSearchAttributes: new TypedSearchAttributes([
+          { key: organizationIdKey, value: auth.organizationId },
+          { key: agentIdKey, value: agent._id },
+          { key: workKindKey, value: 'execution' },
+        ]),
+        memo: {
+          agent: agent.name,
+          model: `${resolved.provider}:${resolved.model}`,
+          chatId: chat._id,
+          sessionId: session._id,
+          message: input.message.slice(0, 200),
+        },
+      });
+    } catch (err) {
+      await Execution.updateOne(
+        { _id: executionId, status: 'pending' },
+        {
+          $set: {
+            status: 'failed',
+            error: { message: 'Could not start the execution', code: 'start_failed' },
+            completedAt: new Date(),
+          },
+        }
+      );
+      await appendEvents(executionId, [{ seq: 2, event: 'error', data: { message: 'Chat execution failed' } }]);
+      throw err instanceof AppError ? err : new ServiceUnavailableError();
+    }
+    return execution.toObject() as ExecutionDoc;
+  } catch (err) {
+    await release();
+    throw err;
+  }
+}
+
+/**
+ * @param auth the caller.
+ * @param id execution id.
+ * @returns the execution of the caller's organization.
+ */
+export async function findExecution(auth: AuthContext, id: string): Promise<ExecutionDoc> {
+  const exec = await Execution.findOne({ _id: id, organizationId: auth.organizationId }).lean<ExecutionDoc>();
+  if (!exec) throw new NotFoundError(NOT_FOUND);
+  return exec;
+}
+
+/**
+ * Waits until the execution's workflow has finished and returns the final record.
+ * @param deps Temporal.
+ * @param id execution id.
+ * @returns the execution in a terminal state.
+ */
+export async function awaitExecution(deps: Pick<ExecutionDeps, 'temporal'>, id: string): Promise<ExecutionDoc> {
+  await deps.temporal.client.workflow.getHandle(executionWorkflowId(id)).result();
+  const exec = await Execution.findById(id).lean<ExecutionDoc>();
+  if (!exec) throw new NotFoundError(NOT_FOUND);
+  return exec;
+}
+
+/**
+ * @param auth the caller.
+ * @param filters agentId and status.
+ * @param page limit and cursor.
+ * @returns executions of the caller's organization, newest first.
+ */
+export async function listExecutions(
+  auth: AuthContext,
+  filters: { agentId?: string; status?: string },
+  page: { limit: number; cursor?: string }
+): Promise<{ items: ExecutionDoc[]; nextCursor: string | null }> {
+  const filter: Record<string, string> = { organizationId: auth.organizationId };
+  if (filters.agentId) filter.agentId = filters.agentId;
+  if (filters.status) filter.status = filters.status;
+  return paginate<ExecutionDoc>(Execution, filter, page);
+}
+
+/**
+ * @param auth the caller.
+ * @param id execution id.
+ * @returns the execution and every execution below it (children by parentExecutionId).
+ */
+export async function executionTree(
+  auth: AuthContext,
+  id: string
+): Promise<{ root: ExecutionDoc; all: ExecutionDoc[] }> {
+  const root = await findExecution(auth, id);
+  const family = await Execution.find({ organizationId: auth.organizationId, rootExecutionId: root.rootExecutionId })
+    .sort({ createdAt: 1 })
+    .limit(1000)
+    .lean<ExecutionDoc[]>();
+  return { root, all: family };
+}
+
+/**
+ * Cancels a pending or running execution through workflow cancellation (which aborts the model request), then
+ * waits briefly for the workflow to record it.
+ * @param deps Temporal.
+ * @param auth the caller.
+ * @param id execution id.
+ * @returns the execution after cancellation (normally `cancelled`).
+ */
+export async function cancelExecution(
+  deps: Pick<ExecutionDeps, 'temporal'>,
+  auth: AuthContext,
+  id: string
+): Promise<ExecutionDoc> {
+  const exec = await findExecution(auth, id);
+  if (TERMINAL_EXECUTION_STATUSES.includes(exec.status as never)) {
+    throw new ValidationError('Only pending or running executions can be cancelled');
+  }
+  await deps.temporal.client.workflow.getHandle(executionWorkflowId(id)).cancel();
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const now = await Execution.findById(id).lean<ExecutionDoc>();
+    if (!now || TERMINAL_EXECUTION_STATUSES.includes(now.status as never) || Date.now() > deadline) return now ?? exec;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -1,0 +1,266 @@
+/**
+ * The durable event log (ARCHITECTURE.md §6). Every stream (an execution; later chats and jobs) is a sequence of
+ * events in MongoDB with a per-stream, gap-free `seq` starting at 1 and `_id` = `<streamId>:<seq>`, so an append
+ * retried by an activity can never create a second copy. Each stream has one writer at a time.
+ *
+ * Readers: `readEvents` replays; `EventTailer` (one per api process) polls for new events of every stream that
+ * has live subscribers with ONE query per tick, and fans them out in memory, so the cost does not grow with the
+ * number of connected clients. (MongoDB change streams would avoid the polling but FerretDB has none; the
+ * polling query is an index range scan per active stream.)
+ */
+import mongoose, { type InferSchemaType } from 'mongoose';
+
+const schema = new mongoose.Schema(
+  {
+    _id: { type: String, required: true },
+    streamId: { type: String, required: true },
+    seq: { type: Number, required: true },
+    /** SSE event name (`meta`, `message`, `result`, `error`, ...). */
+    event: { type: String, required: true },
+    data: { type: mongoose.Schema.Types.Mixed, required: true },
+  },
+  { timestamps: { createdAt: true, updatedAt: false }, versionKey: false, minimize: false }
+);
+schema.index({ streamId: 1, seq: 1 }, { unique: true });
+
+export type StreamEventDoc = InferSchemaType<typeof schema> & { _id: string; createdAt: Date };
+export const StreamEvent = mongoose.model('StreamEvent', schema, 'stream_events');
+
+/** An event as streamed to clients. */
+export interface LoggedEvent {
+  seq: number;
+  event: string;
+  data: Record<string, unknown>;
+}
+
+/**
+ * Appends events with explicit seqs; an event whose seq already exists is skipped (idempotent retries).
+ * @param streamId the stream.
+ * @param events events in seq order.
+ */
+export async function appendEvents(streamId: string, events: LoggedEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  try {
+    await StreamEvent.insertMany(
+      events.map((e) => ({ _id: `${streamId}:${e.seq}`, streamId, seq: e.seq, event: e.event, data: e.data })),
+      { ordered: true }
+    );
+  } catch (err) {
+    if ((err as { code?: number }).code !== 11000) throw err;
+    // Some already existed (a retried append): insert the rest one by one.
+    for (const e of events) {
+      await StreamEvent.updateOne(
+        { _id: `${streamId}:${e.seq}` },
+        { $setOnInsert: { streamId, seq: e.seq, event: e.event, data: e.data } },
+        { upsert: true }
+      );
+    }
+  }
+}
+
+/**
+ * @param streamId the stream.
+ * @param afterSeq return events with seq greater than this.
+ * @param limit most events to return.
+ * @returns events in seq order.
+ */
+export async function readEvents(streamId: string, afterSeq = 0, limit = 10_000): Promise<LoggedEvent[]> {
+  const docs = await StreamEvent.find({ streamId, seq: mongoose.trusted({ $gt: afterSeq }) })
+    .sort({ seq: 1 })
+    .limit(limit)
+    .lean<StreamEventDoc[]>();
+  return docs.map((d) => ({ seq: d.seq, event: d.event, data: d.data as Record<string, unknown> }));
+}
+
+/**
+ * @param streamId the stream.
+ * @returns the highest seq written (0 when empty).
+ */
+export async function lastSeq(streamId: string): Promise<number> {
+  const doc = await StreamEvent.findOne({ streamId }).sort({ seq: -1 }).select({ seq: 1 }).lean<{ seq: number }>();
+  return doc?.seq ?? 0;
+}
+
+/**
+ * Buffers text deltas of one stream and writes them coalesced: at most one event per `intervalMs` (or sooner when
+ * `maxChars` accumulate), instead of one document per token. Writes are sequential, so seqs stay in order.
+ */
+export class CoalescingWriter {
+  private buffer = '';
+  private timer: NodeJS.Timeout | undefined;
+  private chain: Promise<void> = Promise.resolve();
+  private failure: unknown;
+
+  /**
+   * @param streamId the stream.
+   * @param nextSeq seq of the next event to write.
+   * @param makeDelta turns coalesced text into an event.
+   * @param intervalMs flush interval.
+   * @param maxChars flush early past this many buffered characters.
+   */
+  constructor(
+    private readonly streamId: string,
+    private nextSeq: number,
+    private readonly makeDelta: (text: string) => Omit<LoggedEvent, 'seq'>,
+    private readonly intervalMs = 50,
+    private readonly maxChars = 4096
+  ) {}
+
+  /** Characters written so far through this writer. */
+  written = '';
+
+  /** @param text a text delta. */
+  text(text: string): void {
+    if (this.failure) throw this.failure;
+    this.buffer += text;
+    if (this.buffer.length >= this.maxChars) this.schedule(0);
+    else if (!this.timer) this.schedule(this.intervalMs);
+  }
+
+  private schedule(delay: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.flushBuffer();
+    }, delay);
+  }
+
+  private flushBuffer(): Promise<void> {
+    if (this.buffer === '') return this.chain;
+    const text = this.buffer;
+    this.buffer = '';
+    const seq = this.nextSeq++;
+    this.chain = this.chain
+      .then(() => appendEvents(this.streamId, [{ seq, ...this.makeDelta(text) }]))
+      .then(() => {
+        this.written += text;
+      })
+      .catch((err: unknown) => {
+        this.failure = err;
+      });
+    return this.chain;
+  }
+
+  /**
+   * Writes whatever is buffered and waits for every write.
+   * @returns the seq the next event should use.
+   */
+  async flush(): Promise<number> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.flushBuffer();
+    await this.chain;
+    if (this.failure) throw this.failure;
+    return this.nextSeq;
+  }
+}
+
+type Listener = (event: LoggedEvent) => void;
+
+interface StreamSubscription {
+  /** Highest seq delivered to every listener of the stream. */
+  delivered: number;
+  listeners: Set<Listener>;
+}
+
+/**
+ * One per api process: polls the log for every stream with live subscribers in one query per tick and fans out.
+ */
+export class EventTailer {
+  private readonly streams = new Map<string, StreamSubscription>();
+  private timer: NodeJS.Timeout | undefined;
+  private polling = false;
+  private stopped = false;
+
+  /**
+   * @param intervalMs poll interval while anyone listens.
+   * @param onError called when a poll fails (the next tick retries).
+   */
+  constructor(
+    private readonly intervalMs = 50,
+    private readonly onError: (err: unknown) => void = () => undefined
+  ) {}
+
+  /**
+   * Delivers events with seq > afterSeq of a stream as they are written.
+   * @param streamId the stream.
+   * @param afterSeq last seq the subscriber already has.
+   * @param listener called once per event, in order.
+   * @returns unsubscribe.
+   */
+  subscribe(streamId: string, afterSeq: number, listener: Listener): () => void {
+    let sub = this.streams.get(streamId);
+    if (!sub) {
+      sub = { delivered: afterSeq, listeners: new Set() };
+      this.streams.set(streamId, sub);
+    }
+    // A listener that is behind the stream's position gets its own catch-up guard through `last`.
+    let last = afterSeq;
+    const guarded: Listener = (e) => {
+      if (e.seq <= last) return;
+      last = e.seq;
+      listener(e);
+    };
+    sub.delivered = Math.min(sub.delivered, afterSeq);
+    sub.listeners.add(guarded);
+    this.ensureTimer();
+    return () => {
+      const current = this.streams.get(streamId);
+      if (!current) return;
+      current.listeners.delete(guarded);
+      if (current.listeners.size === 0) this.streams.delete(streamId);
+    };
+  }
+
+  /** Number of streams being polled (for tests and metrics). */
+  get activeStreams(): number {
+    return this.streams.size;
+  }
+
+  /** Stops polling for good (process shutdown). */
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.streams.clear();
+  }
+
+  private ensureTimer(): void {
+    if (this.timer || this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.poll();
+    }, this.intervalMs);
+  }
+
+  private async poll(): Promise<void> {
+    if (this.polling || this.stopped || this.streams.size === 0) return;
+    this.polling = true;
+    try {
+      const entries = [...this.streams.entries()];
+      const docs = await StreamEvent.find({
+        $or: entries.map(([streamId, sub]) => ({ streamId, seq: mongoose.trusted({ $gt: sub.delivered }) })),
+      })
+        .sort({ streamId: 1, seq: 1 })
+        .limit(5000)
+        .lean<StreamEventDoc[]>();
+      const gapped = new Set<string>();
+      for (const doc of docs) {
+        const sub = this.streams.get(doc.streamId);
+        if (!sub || gapped.has(doc.streamId) || doc.seq <= sub.delivered) continue;
+        if (doc.seq !== sub.delivered + 1) {
+          gapped.add(doc.streamId); // wait for the missing event on the next tick: never deliver out of order
+          continue;
+        }
+        sub.delivered = doc.seq;
+        const event = { seq: doc.seq, event: doc.event, data: doc.data as Record<string, unknown> };
+        for (const l of [...sub.listeners]) l(event);
+      }
+    } catch (err) {
+      this.onError(err);
+    } finally {
+      this.polling = false;
+      if (this.streams.size > 0) this.ensureTimer();
+    }
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * The built-in offline provider (ARCHITECTURE.md §7): a deterministic echo so the service runs end to end with no
+ * model key, and so tests and demos have a reply that depends only on the request.
+ */
+import { ProviderAbortedError } from './types';
+import type { ModelEvent, ModelProvider, ModelRequest } from './types';
+
+/** Options of {@link createBuiltinProvider}. */
+export interface BuiltinProviderOptions {
+  /** Pause before each chunk after the first, in milliseconds, so the reply streams visibly. @default 15 */
+  delayMs?: number;
+}
+
+/** How much of the user's message the reply quotes. */
+const MAX_QUOTE_CHARS = 500;
+
+/**
+ * @param req the model request.
+ * @returns the complete reply the built-in model gives to it.
+ */
+function replyFor(req: ModelRequest): string {
+  const lastUser = [...req.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+  return (
+    'I am the built-in offline model (no ANTHROPIC_API_KEY or OPENAI_API_KEY is configured). ' +
+    `You said: "${lastUser.slice(0, MAX_QUOTE_CHARS)}".`
+  );
+}
+
+/**
+ * Waits, or rejects with ProviderAbortedError as soon as the signal aborts.
+ * @param ms how long to wait.
+ * @param signal the request's signal.
+ * @returns a promise that resolves after `ms`.
+ */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(new ProviderAbortedError());
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(new ProviderAbortedError());
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * Creates the built-in provider.
+ * @param opts optional delay between chunks.
+ * @returns a ModelProvider named `builtin`.
+ */
+export function createBuiltinProvider(opts: BuiltinProviderOptions = {}): ModelProvider {
+  const delayMs = opts.delayMs ?? 15;
+  return {
+    name: 'builtin',
+    async *stream(req: ModelRequest): AsyncGenerator<ModelEvent> {
+      if (req.signal.aborted) throw new ProviderAbortedError();
+      const reply = replyFor(req);
+      // Each chunk is a word with the whitespace after it, so the chunks concatenate to the exact reply.
+      const chunks = reply.match(/\S+\s*/g) ?? [];
+      const inputChars = req.system.length + req.messages.reduce((n, m) => n + m.content.length, 0);
+      yield { type: 'usage', inputTokens: Math.ceil(inputChars / 4) };
+
+      // A prefill is text an earlier attempt delivered: skip that many characters (it is the reply's beginning,
+      // since the reply is deterministic). A prefill that does not match is ignored, like a model would do.
+      let skip = req.prefill && reply.startsWith(req.prefill) ? req.prefill.length : 0;
+      let first = true;
+      for (const chunk of chunks) {
+        if (skip >= chunk.length) {
+          skip -= chunk.length;
+          continue;
+        }
+        const text = chunk.slice(skip);
+        skip = 0;
+        if (!first) await sleep(delayMs, req.signal);
+        first = false;
+        if (req.signal.aborted) throw new ProviderAbortedError();
+        yield { type: 'text', text };
+      }
+      if (req.signal.aborted) throw new ProviderAbortedError();
+      yield { type: 'usage', outputTokens: chunks.length };
+    },
+  };
+}

@@ -1,0 +1,68 @@
+/**
+ * The model provider interface (ARCHITECTURE.md §7): one streaming call that yields text deltas and usage, and
+ * honours an AbortSignal. Implementations: Anthropic Messages API, OpenAI-compatible chat completions, and the
+ * offline built-in provider.
+ */
+
+/** One turn of conversation history sent to the model. */
+export interface ModelMessage {
+  role: 'user' | 'assistant';
+  content: string;
+}
+
+export interface ModelRequest {
+  /** Provider-specific model name (without the `anthropic:` / `openai:` prefix). */
+  model: string;
+  system: string;
+  /** Earlier turns in order, ending with the new user message. */
+  messages: ModelMessage[];
+  /**
+   * Text of the reply that was already delivered by an earlier attempt (a worker died mid-stream). The provider
+   * continues the reply after it (assistant prefill) and yields only the new text.
+   */
+  prefill?: string;
+  maxTokens: number;
+  signal: AbortSignal;
+}
+
+/** What a streaming call yields. */
+export type ModelEvent =
+  { type: 'text'; text: string } | { type: 'usage'; inputTokens?: number; outputTokens?: number };
+
+export interface ModelProvider {
+  /** `anthropic`, `openai` or `builtin`. */
+  readonly name: 'anthropic' | 'openai' | 'builtin';
+  stream(request: ModelRequest): AsyncIterable<ModelEvent>;
+}
+
+/**
+ * A provider failure. `transient` failures (HTTP 429, 5xx, 529, network errors, timeouts) may be retried while no
+ * output has been delivered; others (4xx: bad key, bad model, bad request) may not.
+ */
+export class ProviderError extends Error {
+  constructor(
+    message: string,
+    readonly transient: boolean,
+    readonly status?: number
+  ) {
+    super(message);
+    this.name = 'ProviderError';
+  }
+}
+
+/** Thrown when the request was aborted through its signal (cancellation). */
+export class ProviderAbortedError extends Error {
+  constructor() {
+    super('Model request aborted');
+    this.name = 'ProviderAbortedError';
+  }
+}
+
+/** Which provider and model an execution uses, as recorded on the execution. */
+export interface ResolvedModel {
+  provider: ModelProvider['name'];
+  /** Model name sent to the provider. */
+  model: string;
+  /** Why the built-in provider was chosen, when it was a fallback. */
+  note?: string;
+}

@@ -1,0 +1,53 @@
+/**
+ * An execution: one run of an agent on one user message. Written by the api at creation (pending) and then only
+ * by the execution workflow's activities (running → completed | failed | cancelled).
+ */
+import mongoose, { type InferSchemaType } from 'mongoose';
+
+export const EXECUTION_STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
+export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
+export const TERMINAL_EXECUTION_STATUSES: readonly ExecutionStatus[] = ['completed', 'failed', 'cancelled'];
+
+const schema = new mongoose.Schema(
+  {
+    _id: { type: String, required: true },
+    organizationId: { type: String, required: true },
+    agentId: { type: String, required: true },
+    /** Caller who started it. */
+    userId: { type: String, required: true },
+    chatId: { type: String, required: true },
+    sessionId: { type: String, required: true },
+    spaceId: { type: String, required: true },
+    /** Position of this turn in its session (1-based). */
+    turn: { type: Number, required: true },
+    status: { type: String, enum: EXECUTION_STATUSES, default: 'pending' },
+    input: { message: { type: String, required: true } },
+    /** Final reply; on failure or cancellation, the partial text delivered so far. */
+    result: { type: String, default: null },
+    error: { type: new mongoose.Schema({ message: String, code: String }, { _id: false }), default: null },
+    provider: { type: String, required: true },
+    model: { type: String, required: true },
+    /** Why the built-in provider was used, when it was a fallback. */
+    modelNote: { type: String, default: null },
+    /** Token usage per provider attempt, keyed by attempt number (idempotent under activity retries). */
+    usageByAttempt: { type: mongoose.Schema.Types.Mixed, default: {} },
+    usage: {
+      inputTokens: { type: Number, default: 0 },
+      outputTokens: { type: Number, default: 0 },
+    },
+    parentExecutionId: { type: String, default: null },
+    rootExecutionId: { type: String, required: true },
+    taskId: { type: String, default: null },
+    /** Which endpoint started it. */
+    source: { type: String, enum: ['v1', 'client', 'chat'], default: 'v1' },
+    startedAt: { type: Date, default: null },
+    completedAt: { type: Date, default: null },
+  },
+  { timestamps: true, versionKey: false }
+);
+schema.index({ organizationId: 1, createdAt: -1, _id: -1 });
+schema.index({ organizationId: 1, agentId: 1, createdAt: -1, _id: -1 });
+schema.index({ rootExecutionId: 1 });
+
+export type ExecutionDoc = InferSchemaType<typeof schema> & { _id: string; createdAt: Date; updatedAt: Date };
+export const Execution = mongoose.model('Execution', schema, 'executions');

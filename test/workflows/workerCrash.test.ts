@@ -1,0 +1,82 @@
+/**
+ * Durability: a worker process killed (SIGKILL) in the middle of a streamed reply. A new worker process picks the
+ * execution up after the heartbeat timeout and continues the reply where it stopped (assistant prefill), so the
+ * client connected to the api sees every character exactly once.
+ */
+import { randomBytes } from 'node:crypto';
+import { Execution } from '../../models';
+import { createTestApp, type TestApp } from '../helpers/app';
+import { childTestEnv } from '../helpers/env';
+import { bearer, buildOrg } from '../helpers/factories';
+import { startFakeAnthropic, type FakeAnthropic } from '../helpers/fakeAnthropic';
+import { useTestDatabase } from '../helpers/mongo';
+import { spawnScript, type Spawned } from '../helpers/processes';
+import { openSse } from '../helpers/sse';
+
+const db = useTestDatabase();
+let fake: FakeAnthropic;
+let t: TestApp;
+const workers: Spawned[] = [];
+
+beforeAll(async () => {
+  fake = await startFakeAnthropic();
+});
+afterAll(async () => {
+  for (const w of workers) w.crash();
+  await t?.close();
+  await fake?.close();
+});
+
+it('a worker killed mid-stream: a new worker finishes the reply with no duplicated or missing text', async () => {
+  const env = {
+    ANTHROPIC_API_KEY: 'test-key',
+    ANTHROPIC_BASE_URL: fake.url,
+    DEFAULT_MODEL: 'claude-test',
+    TEMPORAL_TASK_QUEUE: `crash-${randomBytes(4).toString('hex')}`,
+  };
+  t = createTestApp(env);
+  const base = await t.listen();
+  const startWorker = async (): Promise<Spawned> => {
+    const w = spawnScript('worker/index.ts', childTestEnv({ ...env, MONGODB_URI: db.uri }));
+    workers.push(w);
+    await w.waitFor(/worker started/, 90_000);
+    return w;
+  };
+  const first = await startWorker();
+
+  const org = await buildOrg();
+  const agent = await t.request
+    .post('/api/v1/agents')
+    .set('Authorization', bearer(org.apiToken))
+    .send({ name: 'A', systemPrompt: 'p' });
+  const stream = await openSse(`${base}/api/v1/agents/${agent.body.id}/execute`, {
+    method: 'POST',
+    headers: { authorization: bearer(org.apiToken) },
+    body: { message: '[chunks:40][slow:100]', stream: true },
+  });
+  await stream.waitFor(6);
+  first.crash();
+  await first.exited();
+  const requestsBefore = fake.requests.length;
+  await startWorker();
+  await stream.ended;
+
+  const expected = Array.from({ length: 40 }, (_, i) => `tok${i + 1} `).join('');
+  const events = stream.events;
+  expect(events.map((e) => Number(e.id))).toEqual(events.map((_, i) => i + 1));
+  const text = events
+    .filter((e) => e.event === 'message')
+    .map((e) => JSON.parse(e.data))
+    .filter((d) => d.messageType === 'stream_event')
+    .map((d) => d.delta.text)
+    .join('');
+  expect(text).toBe(expected);
+  expect(events.at(-1)!.event).toBe('result');
+  const { executionId } = JSON.parse(events[0].data);
+  const exec = await Execution.findById(executionId).lean();
+  expect(exec).toMatchObject({ status: 'completed', result: expected });
+  // The retry asked the model to continue after the delivered text.
+  const resumed = fake.requests.slice(requestsBefore).find((r) => r.messages?.at(-1)?.role === 'assistant');
+  expect(resumed).toBeDefined();
+  expect(expected.startsWith(String(resumed!.messages!.at(-1)!.content))).toBe(true);
+}, 120_000);

@@ -1,0 +1,78 @@
+/**
+ * The worker: config → logger → MongoDB → Temporal runtime logger (forwarded into pino) →
+ * NativeConnection → Worker.create → run. SIGTERM/SIGINT drain the worker and exit 0, also during start-up.
+ */
+import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type LogMetadata } from '@temporalio/worker';
+import { createActivities } from '../activities';
+import { loadConfigOrExit } from '../lib/config';
+import { createLogger, type Logger } from '../lib/logger';
+import { connectMongo, disconnectMongo } from '../lib/mongo';
+import '../models';
+import type { StopSignals } from '../lib/signals';
+
+/**
+ * Forwards Temporal's runtime and workflow logs into the pino logger, so every process logs one format.
+ * @param logger pino logger.
+ */
+export function installRuntimeLogger(logger: Logger): void {
+  const levels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
+    TRACE: 'trace',
+    DEBUG: 'debug',
+    INFO: 'info',
+    WARN: 'warn',
+    ERROR: 'error',
+  };
+  const temporalLog = logger.child({ component: 'temporal' });
+  Runtime.install({
+    shutdownSignals: [], // the entrypoint handles SIGTERM/SIGINT itself
+    logger: new DefaultLogger('INFO', (entry) => {
+      temporalLog[levels[entry.level]]((entry.meta ?? {}) as LogMetadata, entry.message);
+    }),
+  });
+}
+
+/**
+ * Runs the worker until a stop signal has drained it.
+ * @param stop the stop signals captured by the entrypoint.
+ */
+export async function main(stop: StopSignals): Promise<void> {
+  const config = loadConfigOrExit();
+  const logger = createLogger(config, 'worker');
+  if (!config.mongodbUri || !config.temporalAddress) {
+    logger.fatal('MONGODB_URI and TEMPORAL_ADDRESS must be set (npm run dev sets them for you)');
+    process.exit(1);
+  }
+  logger.info({ taskQueue: config.temporalTaskQueue }, 'worker starting');
+  let worker: Worker | undefined;
+  stop.onStop((signal) => {
+    logger.info({ signal }, 'worker shutting down');
+    worker?.shutdown();
+  });
+
+  await connectMongo(config.mongodbUri);
+  installRuntimeLogger(logger);
+  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  if (!stop.requested) {
+    const created = await Worker.create({
+      connection,
+      namespace: config.temporalNamespace,
+      taskQueue: config.temporalTaskQueue,
+      workflowsPath: require.resolve('../workflows'),
+      activities: createActivities({ logger, config }),
+      maxHeartbeatThrottleInterval: '500 milliseconds',
+      shutdownGraceTime: '8 seconds',
+    });
+    worker = created;
+    // run() moves the worker to RUNNING synchronously, so a stop that came during start-up can shut it down now
+    // (a created worker holds the connection until it has run and shut down).
+    const running = created.run(); // resolves once shutdown() has drained the worker
+    if (stop.requested) created.shutdown();
+    else logger.info({ taskQueue: config.temporalTaskQueue, namespace: config.temporalNamespace }, 'worker started');
+    await running;
+  }
+  await connection.close();
+  await disconnectMongo();
+  logger.info('worker stopped');
+  logger.flush();
+  process.exit(0);
+}
