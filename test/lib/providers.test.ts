@@ -10,7 +10,7 @@ import {
   resolveModel,
 } from '../../lib/providers';
 import type { ModelEvent, ModelProvider, ModelRequest, ResolvedModel } from '../../lib/providers';
-import { startFakeAnthropic, type FakeAnthropic } from '../helpers/fakeAnthropic';
+import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
 
 /** Everything a stream yielded, or the error it ended with. */
 interface Collected {

@@ -8,7 +8,7 @@ import { Execution } from '../../models';
 import { createTestApp, type TestApp } from '../helpers/app';
 import { childTestEnv } from '../helpers/env';
 import { bearer, buildOrg } from '../helpers/factories';
-import { startFakeAnthropic, type FakeAnthropic } from '../helpers/fakeAnthropic';
+import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
 import { useTestDatabase } from '../helpers/mongo';
 import { spawnScript, type Spawned } from '../helpers/processes';
 import { openSse } from '../helpers/sse';

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { Execution, Session } from '../../../models';
 import { createTestApp, type TestApp } from '../../helpers/app';
 import { bearer, buildOrg } from '../../helpers/factories';
-import { startFakeAnthropic, type FakeAnthropic } from '../../helpers/fakeAnthropic';
+import { startFakeAnthropic, type FakeAnthropic } from '../../../scripts/fakes/anthropic';
 import { useTestDatabase } from '../../helpers/mongo';
 import { openSse, parseSse, type SseEvent } from '../../helpers/sse';
 import { v1As, v1Error } from '../../helpers/v1';

@@ -1,5 +1,5 @@
 /**
- * A fake Anthropic Messages API for tests: a real HTTP server on 127.0.0.1 (random port) that answers
+ * A fake Anthropic Messages API for tests and benchmarks (scripts/bench): a real HTTP server on 127.0.0.1 (random port) that answers
  * `POST /v1/messages` the way the real API does, with the real streaming SSE events, so the official SDK runs
  * unmodified against it (give it `baseURL: fake.url`).
  *
