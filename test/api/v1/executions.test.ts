@@ -11,6 +11,8 @@ import { useTestDatabase } from '../../helpers/mongo';
 import { openSse, parseSse, type SseEvent } from '../../helpers/sse';
 import { v1As, v1Error } from '../../helpers/v1';
 import { startTestWorker, type TestWorker } from '../../helpers/worker';
+import { executionWorkflowId } from '../../../workflows/ids';
+import { agentIdKey, organizationIdKey, workKindKey } from '../../../workflows/searchAttributes';
 
 useTestDatabase();
 let t: TestApp;
@@ -356,6 +358,20 @@ describe('GET /api/v1/executions', () => {
       v1Error(404, 'Not Found', 'Execution not found')
     );
     expect((await as(other.token).get(`/executions?agentId=${agentId}`)).body.executions).toEqual([]);
+  });
+});
+
+describe('operators', () => {
+  it('one workflow per execution, tagged with organization, agent and kind, with a readable memo', async () => {
+    const { token, agentId, orgId } = await setup();
+    const { executionId } = (await as(token).post(`/agents/${agentId}/execute`, { message: 'tagged' })).body;
+    const description = await t.temporal.client.workflow.getHandle(executionWorkflowId(executionId)).describe();
+    expect(description.type).toBe('agentExecution');
+    expect(description.status.name).toBe('COMPLETED');
+    expect(description.typedSearchAttributes.get(organizationIdKey)).toBe(orgId);
+    expect(description.typedSearchAttributes.get(agentIdKey)).toBe(agentId);
+    expect(description.typedSearchAttributes.get(workKindKey)).toBe('execution');
+    expect(await description.memo).toMatchObject({ agent: 'Echo', model: 'anthropic:claude-test', message: 'tagged' });
   });
 });
 
