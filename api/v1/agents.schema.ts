@@ -1,4 +1,5 @@
 /** JSON Schemas of /api/v1/agents (requests and responses). */
+import type { AgentInput } from '../../commands/agents';
 import type { Schema } from '../../lib/ajv';
 import { AGENT_VISIBILITIES } from '../../models/Agent';
 import { nextCursor, record, requiredStr, str, strArray, timestamp } from '../schemas';
@@ -33,21 +34,8 @@ export const agentCreateBody: Schema = {
   },
 };
 
-export interface AgentCreateBody {
-  name: string;
-  systemPrompt?: string;
-  system_message?: string;
-  role?: string;
-  visibility?: (typeof AGENT_VISIBILITIES)[number];
-  model?: string;
-  initialGreeting?: string;
-  image?: string;
-  color?: string;
-  ownerId?: string;
-  skillIds?: string[];
-  advanced_tools?: string[];
-  tags?: string[];
-}
+/** The create body: the agent's fields, with `system_message` accepted as an alias of `systemPrompt`. */
+export type AgentCreateBody = Omit<AgentInput, 'systemPrompt'> & { systemPrompt?: string; system_message?: string };
 
 export const agentUpdateBody: Schema = {
   type: 'object',
