@@ -79,7 +79,7 @@ export async function streamEvents(ctx: AppContext, opts: SseOptions): Promise<v
     body.write(`id: ${e.seq}\nevent: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`);
     if (opts.isTerminal(e)) close();
   };
-  ctx.req.once('close', close);
+  ctx.res.once('close', close); // the client went away (or the response ended)
   opts.shutdown.addEventListener('abort', close);
   body.write(`retry: ${SSE_RETRY_MS}\n: connected\n\n`);
 

@@ -1,0 +1,104 @@
+import {
+  appendEvents,
+  CoalescingWriter,
+  EventTailer,
+  lastSeq,
+  readEvents,
+  StreamEvent,
+  type LoggedEvent,
+} from '../../lib/eventLog';
+import { useTestDatabase } from '../helpers/mongo';
+
+useTestDatabase();
+
+const delta = (text: string): Omit<LoggedEvent, 'seq'> => ({ event: 'message', data: { text } });
+const until = async (cond: () => boolean, timeoutMs = 5000): Promise<void> => {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+};
+
+describe('event log', () => {
+  it('appends idempotently: a retried append never duplicates', async () => {
+    await appendEvents('s-idem', [
+      { seq: 1, event: 'meta', data: { a: 1 } },
+      { seq: 2, event: 'message', data: { b: 2 } },
+    ]);
+    await appendEvents('s-idem', [
+      { seq: 2, event: 'message', data: { b: 2 } },
+      { seq: 3, event: 'result', data: {} },
+    ]);
+    expect((await readEvents('s-idem')).map((e) => e.seq)).toEqual([1, 2, 3]);
+    expect(await StreamEvent.countDocuments({ streamId: 's-idem' })).toBe(3);
+    expect(await lastSeq('s-idem')).toBe(3);
+    expect(await lastSeq('s-none')).toBe(0);
+  });
+
+  it('coalesces text deltas: many tokens become few events, text intact and in order', async () => {
+    const writer = new CoalescingWriter('s-coalesce', 1, delta, 50);
+    const tokens = Array.from({ length: 200 }, (_, i) => `t${i} `);
+    for (const t of tokens) writer.text(t);
+    const next = await writer.flush();
+    const events = await readEvents('s-coalesce');
+    expect(events.length).toBeLessThan(5);
+    expect(next).toBe(events.length + 1);
+    expect(events.map((e) => (e.data as { text: string }).text).join('')).toBe(tokens.join(''));
+    expect(writer.written).toBe(tokens.join(''));
+  });
+
+  it('one tailer serves many subscribers of a stream with one poll per tick, in order', async () => {
+    const tailer = new EventTailer(10);
+    try {
+      const received: number[][] = Array.from({ length: 25 }, () => []);
+      const unsubs = received.map((list) => tailer.subscribe('s-fan', 0, (e) => list.push(e.seq)));
+      expect(tailer.activeStreams).toBe(1);
+      for (let seq = 1; seq <= 5; seq++) await appendEvents('s-fan', [{ seq, event: 'message', data: {} }]);
+      await until(() => received.every((l) => l.length === 5));
+      for (const l of received) expect(l).toEqual([1, 2, 3, 4, 5]);
+      unsubs.forEach((u) => u());
+      expect(tailer.activeStreams).toBe(0);
+    } finally {
+      tailer.stop();
+    }
+  });
+
+  it('never delivers past a gap: seq 3 waits for seq 2', async () => {
+    const tailer = new EventTailer(10);
+    try {
+      const got: number[] = [];
+      tailer.subscribe('s-gap', 0, (e) => got.push(e.seq));
+      await appendEvents('s-gap', [{ seq: 1, event: 'm', data: {} }]);
+      await until(() => got.length === 1);
+      await appendEvents('s-gap', [{ seq: 3, event: 'm', data: {} }]);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(got).toEqual([1]);
+      await appendEvents('s-gap', [{ seq: 2, event: 'm', data: {} }]);
+      await until(() => got.length === 3);
+      expect(got).toEqual([1, 2, 3]);
+    } finally {
+      tailer.stop();
+    }
+  });
+
+  it('a late subscriber starting behind gets its own catch-up without duplicates for the others', async () => {
+    const tailer = new EventTailer(10);
+    try {
+      for (let seq = 1; seq <= 3; seq++) await appendEvents('s-late', [{ seq, event: 'm', data: {} }]);
+      const early: number[] = [];
+      tailer.subscribe('s-late', 3, (e) => early.push(e.seq));
+      await appendEvents('s-late', [{ seq: 4, event: 'm', data: {} }]);
+      await until(() => early.length === 1);
+      const late: number[] = [];
+      tailer.subscribe('s-late', 1, (e) => late.push(e.seq));
+      await until(() => late.length === 3);
+      await appendEvents('s-late', [{ seq: 5, event: 'm', data: {} }]);
+      await until(() => early.length === 2 && late.length === 4);
+      expect(early).toEqual([4, 5]);
+      expect(late).toEqual([2, 3, 4, 5]);
+    } finally {
+      tailer.stop();
+    }
+  });
+});
