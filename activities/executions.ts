@@ -61,6 +61,30 @@ function totalUsage(byAttempt: Record<string, { inputTokens?: number; outputToke
 }
 
 /**
+ * The completed earlier turns of a session, read by id (the session lists its completed executions in order).
+ * @param sessionId the session.
+ * @param currentExecutionId the execution being generated (excluded).
+ * @returns user and assistant messages in order.
+ */
+async function sessionHistory(sessionId: string, currentExecutionId: string): Promise<ModelMessage[]> {
+  const session = await Session.findById(sessionId).select({ history: 1 }).lean();
+  const ids = (session?.history ?? []).filter((id) => id !== currentExecutionId);
+  const pairs = await Promise.all(
+    ids.map((id) =>
+      Promise.all([ChatMessage.findById(`${id}:user`).lean(), ChatMessage.findById(`${id}:assistant`).lean()])
+    )
+  );
+  return pairs.flatMap(([user, assistant]) =>
+    user && assistant
+      ? [
+          { role: 'user' as const, content: user.content },
+          { role: 'assistant' as const, content: assistant.content },
+        ]
+      : []
+  );
+}
+
+/**
  * @param deps logger and configuration (provider keys).
  * @returns the execution activities.
  */
@@ -94,15 +118,8 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     // The system prompt is read now, so an update applies to the next execution.
     const agent = await Agent.findById(exec.agentId).select({ systemPrompt: 1 }).lean();
     if (!agent) throw ApplicationFailure.nonRetryable('Agent not found', 'AgentMissing');
-    const history = await ChatMessage.find({
-      sessionId: exec.sessionId,
-      complete: true,
-      position: mongoose.trusted({ $lt: exec.turn * 2 }),
-    })
-      .sort({ position: 1 })
-      .lean();
     const messages: ModelMessage[] = [
-      ...history.map((m) => ({ role: m.role as 'user' | 'assistant', content: m.content })),
+      ...(await sessionHistory(exec.sessionId, exec._id)),
       { role: 'user', content: exec.input?.message ?? '' },
     ];
 
@@ -186,6 +203,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         { upsert: true }
       );
       await ChatMessage.updateOne({ _id: `${exec._id}:user` }, { $set: { complete: true } });
+      await Session.updateOne({ _id: exec.sessionId }, { $addToSet: { history: exec._id } });
     }
     await Session.updateOne(
       { _id: exec.sessionId, activeExecutionId: exec._id },

@@ -54,8 +54,9 @@ function canSee(auth: AuthContext, agent: AgentDoc): boolean {
  * @throws NotFoundError `Agent not found` otherwise (also for archived agents).
  */
 export async function findVisibleAgent(auth: AuthContext, id: string): Promise<AgentDoc> {
-  const agent = await Agent.findOne({ _id: id, archived: false }).lean<AgentDoc>();
-  if (!agent || !canSee(auth, agent)) throw new NotFoundError(NOT_FOUND);
+  // By id alone (an index lookup on every server); visibility, tenancy and archiving are checked below.
+  const agent = await Agent.findById(id).lean<AgentDoc>();
+  if (!agent || agent.archived || !canSee(auth, agent)) throw new NotFoundError(NOT_FOUND);
   return agent;
 }
 

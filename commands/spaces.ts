@@ -63,8 +63,9 @@ function canSee(auth: AuthContext, space: SpaceDoc): boolean {
  * @returns the space when visible to the caller.
  */
 export async function findVisibleSpace(auth: AuthContext, id: string): Promise<SpaceDoc> {
-  const space = await Space.findOne({ _id: id, deletedAt: null }).lean<SpaceDoc>();
-  if (!space || !canSee(auth, space)) throw new NotFoundError(NOT_FOUND);
+  // By id alone (an index lookup on every server); visibility, tenancy and deletion are checked below.
+  const space = await Space.findById(id).lean<SpaceDoc>();
+  if (!space || space.deletedAt || !canSee(auth, space)) throw new NotFoundError(NOT_FOUND);
   return space;
 }
 

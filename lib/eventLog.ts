@@ -3,10 +3,16 @@
  * events in MongoDB with a per-stream, gap-free `seq` starting at 1 and `_id` = `<streamId>:<seq>`, so an append
  * retried by an activity can never create a second copy. Each stream has one writer at a time.
  *
- * Readers: `readEvents` replays; `EventTailer` (one per api process) polls for new events of every stream that
- * has live subscribers with ONE query per tick, and fans them out in memory, so the cost does not grow with the
- * number of connected clients. (MongoDB change streams would avoid the polling but FerretDB has none; the
- * polling query is an index range scan per active stream.)
+ * Every access is a point read or write by `_id`: a stream's head (`stream_heads`, `{_id: streamId, lastSeq}`)
+ * says how far it goes, and events are fetched by their deterministic ids. That is the one query shape both
+ * MongoDB and FerretDB answer from an index (FerretDB 1.24 on SQLite pushes down only `{_id: value}` filters and
+ * scans the whole collection for anything else). Writers insert events first and raise the head after, so a
+ * reader never sees a gap.
+ *
+ * Readers: `readEvents` replays; `EventTailer` (one per api process) checks the head of every stream that has
+ * live subscribers once per tick and fans new events out in memory, so the cost grows with the number of active
+ * streams, not with the number of connected clients. (MongoDB change streams would avoid the polling, but
+ * FerretDB has none.)
  */
 import mongoose, { type InferSchemaType } from 'mongoose';
 
@@ -21,10 +27,24 @@ const schema = new mongoose.Schema(
   },
   { timestamps: { createdAt: true, updatedAt: false }, versionKey: false, minimize: false }
 );
-schema.index({ streamId: 1, seq: 1 }, { unique: true });
 
 export type StreamEventDoc = InferSchemaType<typeof schema> & { _id: string; createdAt: Date };
 export const StreamEvent = mongoose.model('StreamEvent', schema, 'stream_events');
+
+const headSchema = new mongoose.Schema(
+  {
+    _id: { type: String, required: true },
+    /** Highest seq whose event (and every earlier one) is written. */
+    lastSeq: { type: Number, required: true },
+  },
+  { timestamps: { createdAt: false, updatedAt: true }, versionKey: false }
+);
+export const StreamHead = mongoose.model('StreamHead', headSchema, 'stream_heads');
+
+/** Reads issued at once when fetching a range of events. */
+const READ_CONCURRENCY = 32;
+
+const eventId = (streamId: string, seq: number): string => `${streamId}:${seq}`;
 
 /** An event as streamed to clients. */
 export interface LoggedEvent {
@@ -34,7 +54,8 @@ export interface LoggedEvent {
 }
 
 /**
- * Appends events with explicit seqs; an event whose seq already exists is skipped (idempotent retries).
+ * Appends events with explicit, consecutive seqs, then raises the stream's head. An event whose seq already exists
+ * is kept as it is (idempotent retries).
  * @param streamId the stream.
  * @param events events in seq order.
  */
@@ -42,20 +63,40 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
   if (events.length === 0) return;
   try {
     await StreamEvent.insertMany(
-      events.map((e) => ({ _id: `${streamId}:${e.seq}`, streamId, seq: e.seq, event: e.event, data: e.data })),
+      events.map((e) => ({ _id: eventId(streamId, e.seq), streamId, seq: e.seq, event: e.event, data: e.data })),
       { ordered: true }
     );
   } catch (err) {
     if ((err as { code?: number }).code !== 11000) throw err;
-    // Some already existed (a retried append): insert the rest one by one.
+    // Some already existed (a retried append): write the rest one by one.
     for (const e of events) {
       await StreamEvent.updateOne(
-        { _id: `${streamId}:${e.seq}` },
+        { _id: eventId(streamId, e.seq) },
         { $setOnInsert: { streamId, seq: e.seq, event: e.event, data: e.data } },
         { upsert: true }
       );
     }
   }
+  await StreamHead.updateOne({ _id: streamId }, { $max: { lastSeq: events[events.length - 1].seq } }, { upsert: true });
+}
+
+/**
+ * Fetches events `from..to` (inclusive) by id, stopping at the first one missing.
+ * @returns events in seq order.
+ */
+async function fetchRange(streamId: string, from: number, to: number): Promise<LoggedEvent[]> {
+  const out: LoggedEvent[] = [];
+  for (let start = from; start <= to; start += READ_CONCURRENCY) {
+    const seqs = Array.from({ length: Math.min(READ_CONCURRENCY, to - start + 1) }, (_, i) => start + i);
+    const docs = await Promise.all(
+      seqs.map((seq) => StreamEvent.findById(eventId(streamId, seq)).lean<StreamEventDoc>())
+    );
+    for (const d of docs) {
+      if (!d) return out; // never deliver past a missing event
+      out.push({ seq: d.seq, event: d.event, data: d.data as Record<string, unknown> });
+    }
+  }
+  return out;
 }
 
 /**
@@ -65,11 +106,9 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
  * @returns events in seq order.
  */
 export async function readEvents(streamId: string, afterSeq = 0, limit = 10_000): Promise<LoggedEvent[]> {
-  const docs = await StreamEvent.find({ streamId, seq: mongoose.trusted({ $gt: afterSeq }) })
-    .sort({ seq: 1 })
-    .limit(limit)
-    .lean<StreamEventDoc[]>();
-  return docs.map((d) => ({ seq: d.seq, event: d.event, data: d.data as Record<string, unknown> }));
+  const last = await lastSeq(streamId);
+  if (last <= afterSeq) return [];
+  return fetchRange(streamId, afterSeq + 1, Math.min(last, afterSeq + limit));
 }
 
 /**
@@ -77,8 +116,8 @@ export async function readEvents(streamId: string, afterSeq = 0, limit = 10_000)
  * @returns the highest seq written (0 when empty).
  */
 export async function lastSeq(streamId: string): Promise<number> {
-  const doc = await StreamEvent.findOne({ streamId }).sort({ seq: -1 }).select({ seq: 1 }).lean<{ seq: number }>();
-  return doc?.seq ?? 0;
+  const head = await StreamHead.findById(streamId).lean<{ lastSeq: number }>();
+  return head?.lastSeq ?? 0;
 }
 
 /**
@@ -238,24 +277,18 @@ export class EventTailer {
     this.polling = true;
     try {
       const entries = [...this.streams.entries()];
-      const docs = await StreamEvent.find({
-        $or: entries.map(([streamId, sub]) => ({ streamId, seq: mongoose.trusted({ $gt: sub.delivered }) })),
-      })
-        .sort({ streamId: 1, seq: 1 })
-        .limit(5000)
-        .lean<StreamEventDoc[]>();
-      const gapped = new Set<string>();
-      for (const doc of docs) {
-        const sub = this.streams.get(doc.streamId);
-        if (!sub || gapped.has(doc.streamId) || doc.seq <= sub.delivered) continue;
-        if (doc.seq !== sub.delivered + 1) {
-          gapped.add(doc.streamId); // wait for the missing event on the next tick: never deliver out of order
-          continue;
-        }
-        sub.delivered = doc.seq;
-        const event = { seq: doc.seq, event: doc.event, data: doc.data as Record<string, unknown> };
-        for (const l of [...sub.listeners]) l(event);
-      }
+      const heads = await Promise.all(entries.map(([streamId]) => lastSeq(streamId)));
+      await Promise.all(
+        entries.map(async ([streamId, sub], i) => {
+          if (heads[i] <= sub.delivered) return;
+          const events = await fetchRange(streamId, sub.delivered + 1, Math.min(heads[i], sub.delivered + 5000));
+          for (const event of events) {
+            if (event.seq !== sub.delivered + 1) break;
+            sub.delivered = event.seq;
+            for (const l of [...sub.listeners]) l(event);
+          }
+        })
+      );
     } catch (err) {
       this.onError(err);
     } finally {

@@ -14,6 +14,8 @@ const schema = new mongoose.Schema(
     activeExecutionId: { type: String, default: null },
     /** Number of turns started (the next execution's turn is turns + 1). */
     turns: { type: Number, default: 0 },
+    /** Completed executions in order: their messages (`<id>:user`, `<id>:assistant`) are the model's history. */
+    history: { type: [String], default: [] },
   },
   { timestamps: true, versionKey: false }
 );
