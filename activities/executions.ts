@@ -84,28 +84,22 @@ async function sessionHistory(sessionId: string, currentExecutionId: string): Pr
   );
 }
 
+/** pending → running (conditional, so a retried attempt changes nothing); the chat shows it is working. */
+async function markRunning(exec: ExecutionDoc): Promise<void> {
+  const res = await Execution.updateOne(
+    { _id: exec._id, status: 'pending' },
+    { $set: { status: 'running', startedAt: new Date() } }
+  );
+  if (res.matchedCount === 1)
+    await Chat.updateOne({ _id: exec.chatId, organizationId: exec.organizationId }, { $set: { status: 'working' } });
+}
+
 /**
  * @param deps logger and configuration (provider keys).
  * @returns the execution activities.
  */
 export function createExecutionActivities(deps: ExecutionActivityDeps) {
   const log = deps.logger.child({ component: 'executions' });
-
-  /** pending → running. */
-  async function startExecution(executionId: string): Promise<void> {
-    const res = await Execution.updateOne(
-      { _id: executionId, status: 'pending' },
-      { $set: { status: 'running', startedAt: new Date() } }
-    );
-    if (res.matchedCount === 1) {
-      const exec = await Execution.findById(executionId).select({ chatId: 1, organizationId: 1 }).lean();
-      if (exec)
-        await Chat.updateOne(
-          { _id: exec.chatId, organizationId: exec.organizationId },
-          { $set: { status: 'working' } }
-        );
-    }
-  }
 
   /**
    * Streams the model reply into the event log. After a worker died mid-stream, the retry continues the reply
@@ -115,6 +109,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     const ctx = Context.current();
     const exec = await Execution.findById(executionId).lean<ExecutionDoc>();
     if (!exec) throw ApplicationFailure.nonRetryable(`Execution ${executionId} not found`, 'ExecutionMissing');
+    if (exec.status === 'pending') await markRunning(exec);
     // The system prompt is read now, so an update applies to the next execution.
     const agent = await Agent.findById(exec.agentId).select({ systemPrompt: 1 }).lean();
     if (!agent) throw ApplicationFailure.nonRetryable('Agent not found', 'AgentMissing');
@@ -273,7 +268,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     log.info({ executionId: exec._id, status: input.status, usage }, 'execution finished');
   }
 
-  return { startExecution, generateReply, finishExecution };
+  return { generateReply, finishExecution };
 }
 
 export type ExecutionActivities = ReturnType<typeof createExecutionActivities>;

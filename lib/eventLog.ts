@@ -137,13 +137,17 @@ export class CoalescingWriter {
    * @param intervalMs flush interval.
    * @param maxChars flush early past this many buffered characters.
    */
+  private readonly firstSeq: number;
+
   constructor(
     private readonly streamId: string,
     private nextSeq: number,
     private readonly makeDelta: (text: string) => Omit<LoggedEvent, 'seq'>,
     private readonly intervalMs = 50,
     private readonly maxChars = 4096
-  ) {}
+  ) {
+    this.firstSeq = nextSeq;
+  }
 
   /** Characters written so far through this writer. */
   written = '';
@@ -152,7 +156,8 @@ export class CoalescingWriter {
   text(text: string): void {
     if (this.failure) throw this.failure;
     this.buffer += text;
-    if (this.buffer.length >= this.maxChars) this.schedule(0);
+    // The first delta goes out at once (time to first token matters most); later ones are coalesced.
+    if (this.buffer.length >= this.maxChars || (this.nextSeq === this.firstSeq && !this.timer)) this.schedule(0);
     else if (!this.timer) this.schedule(this.intervalMs);
   }
 

@@ -1,8 +1,8 @@
 /**
  * @module agentExecution: one execution of an agent (workflow id `execution-<executionId>`).
  *
- * start (running) → generateReply (streams the model reply into the event log; heartbeats; retried after a
- * worker dies, continuing the reply where it stopped) → finish (completed | failed | cancelled: final events,
+ * generateReply (marks the execution running, streams the model reply into the event log; heartbeats; retried
+ * after a worker dies, continuing the reply where it stopped) → finish (completed | failed | cancelled: final events,
  * chat message, usage, session released). Cancelling the workflow cancels the model call (the activity sees it
  * through its heartbeat and aborts the provider request); finishing always runs, even after cancellation.
  */
@@ -24,8 +24,8 @@ export interface AgentExecutionOutcome {
   status: 'completed' | 'failed' | 'cancelled';
 }
 
-/** Short database steps. */
-const { startExecution, finishExecution } = proxyActivities<ExecutionActivities>({
+/** The short database step. */
+const { finishExecution } = proxyActivities<ExecutionActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', maximumAttempts: 20 },
 });
@@ -57,7 +57,6 @@ function failureMessage(err: unknown): string {
 export async function agentExecution(input: AgentExecutionInput): Promise<AgentExecutionOutcome> {
   const { executionId } = input;
   try {
-    await startExecution(executionId);
     const reply = await generateReply(executionId);
     await CancellationScope.nonCancellable(() =>
       finishExecution({ executionId, status: 'completed', text: reply.text })

@@ -180,6 +180,9 @@ export async function startTemporal(opts: {
     opts.namespace,
     '--log-level',
     'warn',
+    // Eager activity dispatch: an activity scheduled by a workflow task goes straight back to that worker.
+    '--dynamic-config-value',
+    'system.enableActivityEagerExecution=true',
     ...(opts.uiPort ? ['--ui-port', String(opts.uiPort)] : ['--headless']),
     ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
   ];
