@@ -3,6 +3,7 @@
  * Authorization headers, tokens and secrets are redacted wherever they appear in a log object.
  */
 import pino from 'pino';
+import type PinoPretty from 'pino-pretty';
 import type { Config } from './config';
 
 export type Logger = pino.Logger;
@@ -34,21 +35,24 @@ export const REDACT_PATHS = [
  * Creates the root logger.
  * @param config the level and format.
  * @param name the process role (api, worker, dev, admin).
+ * @param destination where JSON lines go (default stdout).
  * @returns a pino logger.
  */
-export function createLogger(config: Pick<Config, 'logLevel' | 'logPretty'>, name: string): Logger {
-  return pino({
+export function createLogger(
+  config: Pick<Config, 'logLevel' | 'logPretty'>,
+  name: string,
+  destination?: pino.DestinationStream
+): Logger {
+  const options: pino.LoggerOptions = {
     name,
     level: config.logLevel,
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
-    ...(config.logPretty
-      ? {
-          transport: {
-            target: 'pino-pretty',
-            options: { colorize: true, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname' },
-          },
-        }
-      : {}),
-  });
+  };
+  if (!config.logPretty) return destination ? pino(options, destination) : pino(options);
+  // Pretty printing in the main thread and synchronously (dev only), so the last lines before an exit are kept.
+  // Loaded only here: pino-pretty is a development dependency, absent from production installs.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const pretty = require('pino-pretty') as typeof PinoPretty;
+  return pino(options, pretty({ colorize: true, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname', sync: true }));
 }
