@@ -17,8 +17,8 @@ export interface JsonResponse<T> {
 export interface ExecutionStream {
   /** When the request was handed to the socket layer. */
   readonly sentAt: number;
-  /** The execution id, from the `meta` event. */
-  readonly executionId: Promise<string>;
+  /** The `meta` event (written by the api before it starts the workflow): execution id and arrival time. */
+  readonly meta: Promise<{ executionId: string; at: number }>;
   /** Time of the first text delta (`message` event with `messageType: stream_event`). */
   readonly firstDelta: Promise<number>;
   /** Resolves when the server ended the response; rejects on a transport error, a non-200 or the timeout. */
@@ -94,7 +94,9 @@ export class ApiClient {
           try {
             resolve({ status: res.statusCode ?? 0, body: (text ? JSON.parse(text) : {}) as T });
           } catch {
-            reject(new Error(`${method} ${path}: ${res.statusCode} with a body that is not JSON: ${text.slice(0, 200)}`));
+            reject(
+              new Error(`${method} ${path}: ${res.statusCode} with a body that is not JSON: ${text.slice(0, 200)}`)
+            );
           }
         });
       });
@@ -110,7 +112,7 @@ export class ApiClient {
    * @returns the live stream.
    */
   streamExecution(agentId: string, message: string, timeoutMs = 60_000): ExecutionStream {
-    const executionId = deferred<string>();
+    const meta = deferred<{ executionId: string; at: number }>();
     const firstDelta = deferred<number>();
     const ended = deferred<{ at: number; lastEvent?: string; deltas: number }>();
     const payload = JSON.stringify({ message, stream: true });
@@ -124,7 +126,7 @@ export class ApiClient {
     let deltas = 0;
     const fail = (err: unknown): void => {
       clearTimeout(timer);
-      for (const d of [executionId, firstDelta, ended]) d.reject(err);
+      for (const d of [meta, firstDelta, ended]) d.reject(err);
     };
     const timer = setTimeout(() => req.destroy(new Error(`stream timed out after ${timeoutMs} ms`)), timeoutMs);
     req.on('error', fail);
@@ -141,7 +143,7 @@ export class ApiClient {
           const at = performance.now();
           lastEvent = e.event;
           const data = JSON.parse(e.data) as { executionId?: string; messageType?: string };
-          if (e.event === 'meta' && data.executionId) executionId.resolve(data.executionId);
+          if (e.event === 'meta' && data.executionId) meta.resolve({ executionId: data.executionId, at });
           if (e.event === 'message' && data.messageType === 'stream_event') {
             if (deltas === 0) firstDelta.resolve(at);
             deltas++;
@@ -154,7 +156,7 @@ export class ApiClient {
         clearTimeout(timer);
         const at = performance.now();
         const incomplete = new Error(`stream ended (last event: ${lastEvent ?? 'none'}) before this point`);
-        executionId.reject(incomplete);
+        meta.reject(incomplete);
         firstDelta.reject(incomplete);
         ended.resolve({ at, lastEvent, deltas });
       });
@@ -163,7 +165,7 @@ export class ApiClient {
     req.end(payload);
     return {
       sentAt,
-      executionId: executionId.promise,
+      meta: meta.promise,
       firstDelta: firstDelta.promise,
       ended: ended.promise,
       close: () => req.destroy(),
