@@ -4,12 +4,20 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import mongoose from 'mongoose';
 import type { Config } from '../lib/config';
 import { appendEvents, CoalescingWriter, readEvents, type LoggedEvent } from '../lib/eventLog';
 import type { Logger } from '../lib/logger';
 import { createProvider, ProviderAbortedError, ProviderError, type ModelMessage } from '../lib/providers';
-import { Agent, Chat, ChatMessage, Execution, Session, type ExecutionDoc } from '../models';
+import {
+  Agent,
+  Chat,
+  ChatMessage,
+  Execution,
+  Session,
+  TERMINAL_EXECUTION_STATUSES,
+  type ExecutionDoc,
+  type ExecutionStatus,
+} from '../models';
 
 /** Largest reply requested from a model. */
 const MAX_OUTPUT_TOKENS = 4096;
@@ -84,16 +92,15 @@ async function sessionHistory(sessionId: string, currentExecutionId: string): Pr
   );
 }
 
-/** pending → running (conditional, so a retried attempt changes nothing); the chat shows it is working. */
+/**
+ * pending → running, and the chat shows it is working. Only this activity moves a pending execution (the
+ * caller read `pending` just before), so plain updates by `_id` are safe and stay index lookups on every server.
+ * Activities address records by the ids stored on their execution, which the api wrote for one organization.
+ */
 async function markRunning(exec: ExecutionDoc): Promise<void> {
-  const res = await Execution.updateOne(
-    { _id: exec._id, status: 'pending' },
-    { $set: { status: 'running', startedAt: new Date() } }
-  );
-  if (res.matchedCount === 1)
-    await Chat.updateOne({ _id: exec.chatId, organizationId: exec.organizationId }, { $set: { status: 'working' } });
+  await Execution.updateOne({ _id: exec._id }, { $set: { status: 'running', startedAt: new Date() } });
+  await Chat.updateOne({ _id: exec.chatId }, { $set: { status: 'working' } });
 }
-
 /**
  * @param deps logger and configuration (provider keys).
  * @returns the execution activities.
@@ -205,23 +212,27 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
       { $set: { activeExecutionId: null } }
     );
 
-    await Execution.updateOne(
-      { _id: exec._id, status: mongoose.trusted({ $in: ['pending', 'running'] }) },
-      {
-        $set: {
-          status: input.status,
-          result: text,
-          error:
-            input.status === 'failed'
-              ? { message: input.error ?? 'Chat execution failed', code: 'failed' }
-              : input.status === 'cancelled'
-                ? { message: 'Execution cancelled', code: 'cancelled' }
-                : null,
-          usage,
-          completedAt: now,
-        },
-      }
-    );
+    // A retried finish carries the same input, so rewriting the outcome is harmless; a terminal execution is
+    // left as it is.
+    const terminal = TERMINAL_EXECUTION_STATUSES.includes(exec.status as ExecutionStatus);
+    if (!terminal)
+      await Execution.updateOne(
+        { _id: exec._id },
+        {
+          $set: {
+            status: input.status,
+            result: text,
+            error:
+              input.status === 'failed'
+                ? { message: input.error ?? 'Chat execution failed', code: 'failed' }
+                : input.status === 'cancelled'
+                  ? { message: 'Execution cancelled', code: 'cancelled' }
+                  : null,
+            usage,
+            completedAt: now,
+          },
+        }
+      );
 
     // Final events, each written once (a retried finish sees what an earlier attempt already wrote).
     let seq = (events.at(-1)?.seq ?? 0) + 1;
@@ -257,7 +268,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     await appendEvents(exec._id, final);
 
     await Chat.updateOne(
-      { _id: exec.chatId, organizationId: exec.organizationId },
+      { _id: exec.chatId },
       {
         $set: {
           status: input.status === 'completed' ? 'done' : input.status === 'failed' ? 'error' : 'standby',

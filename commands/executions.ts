@@ -7,7 +7,7 @@ import { TypedSearchAttributes } from '@temporalio/common';
 import type { Config } from '../lib/config';
 import { appendEvents } from '../lib/eventLog';
 import { AppError, ConflictError, NotFoundError, ServiceUnavailableError, ValidationError } from '../lib/errors';
-import { newExecutionId } from '../lib/ids';
+import { newExecutionId, newId } from '../lib/ids';
 import { paginate } from '../lib/pagination';
 import { resolveModel } from '../lib/providers';
 import type { TemporalDeps } from '../lib/temporal';
@@ -46,13 +46,28 @@ export interface ExecutionDeps {
   temporal: TemporalDeps;
 }
 
+/**
+ * Finds the conversation an execution continues, or opens a new one. A session created here is created already
+ * held by the execution (`activeExecutionId`, turn 1), so a new conversation needs no lock round trip.
+ * @returns the chat and the session, and whether the session still has to be locked.
+ */
 async function resolveConversation(
   auth: AuthContext,
   agentId: string,
   agentName: string,
+  executionId: string,
   input: ExecuteInput
-): Promise<{ chat: ChatDoc; session: SessionDoc }> {
+): Promise<{ chat: ChatDoc; session: SessionDoc; needsLock: boolean }> {
   const org = auth.organizationId;
+  const newSession = (chatId: string, sessionId = newId('ses')): Promise<SessionDoc> =>
+    Session.create({
+      _id: sessionId,
+      organizationId: org,
+      chatId,
+      agentId,
+      activeExecutionId: executionId,
+      turns: 1,
+    }).then((d) => d.toObject() as SessionDoc);
   if (input.chatId !== undefined) {
     const chat = await Chat.findOne({ _id: input.chatId, organizationId: org }).lean<ChatDoc>();
     if (!chat) throw new NotFoundError('Chat not found');
@@ -65,18 +80,18 @@ async function resolveConversation(
       if (other.chatId !== chat._id) throw new ValidationError('sessionId does not belong to chatId');
       session = other;
     }
-    if (!session) {
-      session = (await Session.create({ organizationId: org, chatId: chat._id, agentId })).toObject() as SessionDoc;
-      await Chat.updateOne({ _id: chat._id, organizationId: org }, { $set: { sessionId: session._id } });
-    }
-    return { chat, session };
+    if (session) return { chat, session, needsLock: true };
+    // A chat without a session yet (the one created with its agent): its first execution opens the session.
+    const created = await newSession(chat._id);
+    await Chat.updateOne({ _id: chat._id, organizationId: org }, { $set: { sessionId: created._id } });
+    return { chat: { ...chat, sessionId: created._id }, session: created, needsLock: false };
   }
   if (input.sessionId !== undefined) {
     const session = await Session.findOne({ _id: input.sessionId, organizationId: org }).lean<SessionDoc>();
     if (!session) throw new NotFoundError('Session not found');
     const chat = await Chat.findOne({ _id: session.chatId, organizationId: org }).lean<ChatDoc>();
     if (!chat) throw new NotFoundError('Chat not found');
-    return { chat, session };
+    return { chat, session, needsLock: true };
   }
   let spaceId: string;
   if (input.spaceId !== undefined) {
@@ -88,13 +103,13 @@ async function resolveConversation(
   } else {
     spaceId = (await ensureDefaultSpace(auth))._id;
   }
+  const sessionId = newId('ses');
   const chat = (
-    await Chat.create({ organizationId: org, spaceId, agentId, ownerId: auth.userId, title: agentName })
+    await Chat.create({ organizationId: org, spaceId, agentId, ownerId: auth.userId, title: agentName, sessionId })
   ).toObject() as ChatDoc;
-  const session = (await Session.create({ organizationId: org, chatId: chat._id, agentId })).toObject() as SessionDoc;
-  await Chat.updateOne({ _id: chat._id, organizationId: org }, { $set: { sessionId: session._id } });
+  const session = await newSession(chat._id, sessionId);
   await Space.updateOne({ _id: spaceId, organizationId: org }, { $inc: { chatCount: 1 } });
-  return { chat: { ...chat, sessionId: session._id }, session };
+  return { chat, session, needsLock: false };
 }
 
 /**
@@ -113,13 +128,15 @@ export async function startExecution(
   input: ExecuteInput
 ): Promise<ExecutionDoc> {
   const agent = await findVisibleAgent(auth, agentId);
-  const { chat, session } = await resolveConversation(auth, agent._id, agent.name, input);
   const executionId = newExecutionId();
-  const locked = await Session.findOneAndUpdate(
-    { _id: session._id, organizationId: auth.organizationId, activeExecutionId: null },
-    { $set: { activeExecutionId: executionId }, $inc: { turns: 1 } },
-    { new: true }
-  ).lean<SessionDoc>();
+  const { chat, session, needsLock } = await resolveConversation(auth, agent._id, agent.name, executionId, input);
+  const locked = needsLock
+    ? await Session.findOneAndUpdate(
+        { _id: session._id, organizationId: auth.organizationId, activeExecutionId: null },
+        { $set: { activeExecutionId: executionId }, $inc: { turns: 1 } },
+        { new: true }
+      ).lean<SessionDoc>()
+    : session;
   if (!locked) {
     throw new ConflictError('Session is busy: an execution is still running in it; wait for it to finish or cancel it');
   }
