@@ -1,0 +1,229 @@
+/**
+ * The system under test, all on 127.0.0.1: MongoDB and a headless Temporal dev server on free ports with their
+ * data in a fresh temporary directory (the same provisioning code as `npm run dev` and the tests), the fake
+ * Anthropic API, and the api and the worker as child processes started the way `npm run dev` starts them.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { childEnv, loadToolConfig } from '../../lib/config';
+import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic';
+import { freePort, provisionServers, type Provisioned } from '../servers';
+import { projectRoot } from '../servers/paths';
+
+/** The database every process of the run uses. */
+export const BENCH_DB = 'bench';
+/** Temporal namespace of the run (the dev server creates it). */
+const NAMESPACE = 'default';
+/** Time a child gets to drain after SIGTERM before SIGKILL (the worker's own grace time is 8 s). */
+const CHILD_GRACE_MS = 10_000;
+/** Lines of each child's output kept for the failure report. */
+const KEPT_LINES = 40;
+
+/** A spawned node process of the service. */
+export interface ServiceProcess {
+  name: 'api' | 'worker';
+  child: ChildProcess;
+  /** The last lines it printed (its log at LOG_LEVEL warn). */
+  lastLines(): string[];
+  /** Lines logged at warn or above so far. */
+  readonly warnings: number;
+}
+
+/** Resident memory of a process, from /proc/<pid>/status, in KiB. */
+export interface MemoryUse {
+  rssKib?: number;
+  peakKib?: number;
+}
+
+/** The running system. */
+export interface Stack {
+  apiUrl: string;
+  mongoUri: string;
+  /** Which MongoDB server runs: `ferretdb` or `mongod`. */
+  mongoKind: string;
+  fake: FakeAnthropic;
+  api: ServiceProcess;
+  worker: ServiceProcess;
+  /** Rejects as soon as the api or the worker exits while the run needs them. */
+  crashed: Promise<never>;
+  /** Stops everything that was started and removes the data directory; safe to call twice. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Reads VmRSS (resident now) and VmHWM (peak resident) of a process. Linux only; elsewhere both are undefined.
+ * @param pid the process.
+ * @returns the sizes in KiB.
+ */
+export function memoryOf(pid: number | undefined): MemoryUse {
+  if (pid === undefined) return {};
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const field = (name: string): number | undefined => {
+      const m = new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status);
+      return m ? Number(m[1]) : undefined;
+    };
+    return { rssKib: field('VmRSS'), peakKib: field('VmHWM') };
+  } catch {
+    return {};
+  }
+}
+
+function spawnService(name: 'api' | 'worker', script: string, env: NodeJS.ProcessEnv): ServiceProcess {
+  // `node --import tsx <entry>` like scripts/dev.ts: the pid is the service's own node process, so /proc/<pid>
+  // describes the service and not a tsx wrapper.
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot(), script)], {
+    cwd: projectRoot(),
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  let warnings = 0;
+  let partial = '';
+  const onData = (chunk: Buffer): void => {
+    const parts = (partial + chunk.toString('utf8')).split('\n');
+    partial = parts.pop() ?? '';
+    for (const line of parts) {
+      if (line.trim() === '') continue;
+      // pino levels: 40 warn, 50 error, 60 fatal; anything not JSON (a stack trace) counts as a problem too.
+      const level = /"level":(\d+)/.exec(line);
+      if (!level || Number(level[1]) >= 40) warnings++;
+      lines.push(line);
+      if (lines.length > KEPT_LINES) lines.shift();
+    }
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  return {
+    name,
+    child,
+    lastLines: () => (partial ? [...lines, partial] : [...lines]),
+    get warnings() {
+      return warnings;
+    },
+  };
+}
+
+async function stopService(svc: ServiceProcess): Promise<void> {
+  const { child } = svc;
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), CHILD_GRACE_MS);
+  await exited;
+  clearTimeout(timer);
+}
+
+/**
+ * @param url the readiness address.
+ * @param timeoutMs how long to keep asking.
+ * @param crashed rejects when a child died, which ends the wait early.
+ */
+async function waitReady(url: string, timeoutMs: number, crashed: Promise<never>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let died: unknown;
+  crashed.catch((err: unknown) => (died = err));
+  while (Date.now() < deadline) {
+    if (died) throw died;
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(3000) });
+      if (res.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${url} did not answer 200 within ${timeoutMs / 1000} s`);
+}
+
+/**
+ * Provisions and starts the whole system; on any failure, stops what was started before rethrowing.
+ * @param say progress printer.
+ * @returns the running system.
+ */
+export async function startStack(say: (line: string) => void): Promise<Stack> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'aas-bench-'));
+  let servers: Provisioned | undefined;
+  let fake: FakeAnthropic | undefined;
+  const services: ServiceProcess[] = [];
+  let stopping = false;
+  let stopped: Promise<void> | undefined;
+
+  const stop = (): Promise<void> => {
+    stopping = true;
+    stopped ??= (async () => {
+      // The service processes first: they hold connections to everything else.
+      await Promise.allSettled(services.map(stopService));
+      await fake?.close().catch(() => undefined);
+      await servers?.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    })();
+    return stopped;
+  };
+
+  try {
+    say(`provisioning MongoDB and Temporal in ${dataDir}`);
+    servers = await provisionServers({
+      tools: loadToolConfig(),
+      dataDir,
+      namespace: NAMESPACE,
+      mongoPort: await freePort(),
+      temporalPort: await freePort(),
+      say,
+    });
+    fake = await startFakeAnthropic();
+    const port = await freePort();
+    const mongoUri = servers.mongo!.address;
+    const env = childEnv({
+      MONGODB_URI: `${mongoUri}/${BENCH_DB}`,
+      TEMPORAL_ADDRESS: servers.temporal!.address,
+      TEMPORAL_NAMESPACE: NAMESPACE,
+      TEMPORAL_TASK_QUEUE: 'bench',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      APP_URL: '',
+      ANTHROPIC_API_KEY: 'bench',
+      ANTHROPIC_BASE_URL: fake.url,
+      DEFAULT_MODEL: 'claude-bench',
+      LOG_LEVEL: 'warn',
+      LOG_PRETTY: 'false',
+      ENCRYPTION_KEY: randomBytes(32).toString('hex'),
+      // Keep workspace files of the default space out of the project's .data/.
+      DATA_DIR: path.join(dataDir, 'service'),
+      WORKSPACES_DIR: '',
+      VALIDATE_RESPONSES: 'false',
+    });
+    const worker = spawnService('worker', 'worker/index.ts', env);
+    services.push(worker);
+    const api = spawnService('api', 'api/server.ts', env);
+    services.push(api);
+    const crashed = new Promise<never>((_, reject) => {
+      for (const svc of services) {
+        svc.child.once('exit', (code, signal) => {
+          if (stopping) return;
+          reject(
+            new Error(
+              `${svc.name} exited during the run (${signal ?? `code ${code}`}); its last lines:\n  ` +
+                svc.lastLines().join('\n  ')
+            )
+          );
+        });
+      }
+    });
+    crashed.catch(() => undefined);
+    const apiUrl = `http://127.0.0.1:${port}`;
+    await waitReady(`${apiUrl}/readyz`, 60_000, crashed);
+    say(`api ready at ${apiUrl} (worker pid ${worker.child.pid}, api pid ${api.child.pid})`);
+    return { apiUrl, mongoUri, mongoKind: servers.mongo!.name, fake, api, worker, crashed, stop };
+  } catch (err) {
+    for (const svc of services) {
+      const lines = svc.lastLines();
+      if (lines.length > 0) say(`${svc.name} output:\n  ${lines.join('\n  ')}`);
+    }
+    await stop();
+    throw err;
+  }
+}
