@@ -7,17 +7,13 @@ import { requestId } from '../../api/middlewares/requestId';
 import type { AppState } from '../../api/context';
 import { createToken, revokeToken } from '../../commands/tokens';
 import { ApiToken, Membership } from '../../models';
-import { createTestApp, type TestApp } from '../helpers/app';
+import { useTestApp } from '../helpers/app';
 import { testLogger } from '../helpers/env';
 import { bearer, buildMember, buildOrg, buildServiceToken } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
 
 useTestDatabase();
-let t: TestApp;
-beforeAll(() => {
-  t = createTestApp();
-});
-afterAll(async () => t.close());
+const t = useTestApp();
 
 const v1Error = (statusCode: number, statusMessage: string, message: string): object => ({
   error: true,

@@ -5,17 +5,13 @@ import type { AppState } from '../../api/context';
 import { errorHandler } from '../../api/middlewares/errors';
 import { jsonBody } from '../../api/middlewares/body';
 import { requestId } from '../../api/middlewares/requestId';
-import { createTestApp, type TestApp } from '../helpers/app';
+import { useTestApp } from '../helpers/app';
 import { testLogger } from '../helpers/env';
 import { bearer, buildOrg } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
 
 useTestDatabase();
-let t: TestApp;
-beforeAll(() => {
-  t = createTestApp({ BODY_LIMIT_BYTES: '2048' });
-});
-afterAll(async () => t.close());
+const t = useTestApp({ BODY_LIMIT_BYTES: '2048' });
 
 describe('error envelopes', () => {
   it('unknown route: 404 in the v1 shape under /api/v1 and the current shape elsewhere', async () => {

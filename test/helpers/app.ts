@@ -52,3 +52,14 @@ export function createTestApp(overrides: Record<string, string> = {}): TestApp {
     },
   };
 }
+
+/**
+ * The app under test for a whole test file: created now, closed after the file's tests.
+ * @param overrides environment overrides for the app's configuration.
+ * @returns the app.
+ */
+export function useTestApp(overrides: Record<string, string> = {}): TestApp {
+  const t = createTestApp(overrides);
+  afterAll(async () => t.close());
+  return t;
+}

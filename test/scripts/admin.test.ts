@@ -1,15 +1,11 @@
-import { createTestApp, type TestApp } from '../helpers/app';
+import { useTestApp } from '../helpers/app';
 import { childTestEnv } from '../helpers/env';
 import { bearer } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
 import { runScript } from '../helpers/processes';
 
 const db = useTestDatabase();
-let t: TestApp;
-beforeAll(() => {
-  t = createTestApp();
-});
-afterAll(async () => t.close());
+const t = useTestApp();
 
 const admin = (...args: string[]): ReturnType<typeof runScript> =>
   runScript('scripts/admin.ts', args, childTestEnv({ MONGODB_URI: db.uri }));

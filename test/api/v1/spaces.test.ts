@@ -4,18 +4,14 @@ import path from 'node:path';
 import mongoose from 'mongoose';
 import { decryptSecret } from '../../../lib/crypto';
 import { Space } from '../../../models';
-import { createTestApp, type TestApp } from '../../helpers/app';
+import { useTestApp } from '../../helpers/app';
 import { TEST_ENCRYPTION_KEY } from '../../helpers/env';
 import { bearer, buildMember, buildOrg } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
 import { v1As, v1Error } from '../../helpers/v1';
 
 useTestDatabase();
-let t: TestApp;
-beforeAll(() => {
-  t = createTestApp();
-});
-afterAll(async () => t.close());
+const t = useTestApp();
 const as = (token: string): ReturnType<typeof v1As> => v1As(t, token);
 const client = (token: string) => ({
   post: (p: string, body: object) => t.request.post(`/api${p}`).set('Authorization', bearer(token)).send(body),

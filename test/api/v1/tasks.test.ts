@@ -1,15 +1,11 @@
 import { Task, type TaskStatus } from '../../../models';
-import { createTestApp, type TestApp } from '../../helpers/app';
+import { useTestApp } from '../../helpers/app';
 import { buildMember, buildOrg } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
 import { v1As, v1Error } from '../../helpers/v1';
 
 useTestDatabase();
-let t: TestApp;
-beforeAll(() => {
-  t = createTestApp();
-});
-afterAll(async () => t.close());
+const t = useTestApp();
 const as = (token: string): ReturnType<typeof v1As> => v1As(t, token);
 
 async function newTask(token: string, body: object = {}): Promise<Record<string, string>> {
