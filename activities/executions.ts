@@ -22,7 +22,13 @@ import {
 /** Largest reply requested from a model. */
 const MAX_OUTPUT_TOKENS = 4096;
 /** How often the model activity heartbeats (cancellation and dead workers are noticed through heartbeats). */
-const HEARTBEAT_MS = 250;
+const HEARTBEAT_MS = 100;
+/**
+ * Longest wait between two heartbeats the worker actually sends (worker option `maxHeartbeatThrottleInterval`): a
+ * cancellation reaches the activity in a heartbeat's response, so this bounds how fast a cancel aborts the model
+ * request. Four heartbeat calls a second per running reply.
+ */
+export const HEARTBEAT_THROTTLE = '250 milliseconds';
 
 export interface ExecutionActivityDeps {
   logger: Logger;

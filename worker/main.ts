@@ -4,6 +4,7 @@
  */
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type LogMetadata } from '@temporalio/worker';
 import { createActivities } from '../activities';
+import { HEARTBEAT_THROTTLE } from '../activities/executions';
 import { loadConfigOrExit } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
 import { connectMongo, disconnectMongo } from '../lib/mongo';
@@ -59,7 +60,7 @@ export async function main(stop: StopSignals): Promise<void> {
       taskQueue: config.temporalTaskQueue,
       workflowsPath: require.resolve('../workflows'),
       activities: createActivities({ logger, config }),
-      maxHeartbeatThrottleInterval: '500 milliseconds',
+      maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
       shutdownGraceTime: '8 seconds',
     });
     worker = created;

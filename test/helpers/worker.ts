@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
+import { HEARTBEAT_THROTTLE } from '../../activities/executions';
 import type { Config } from '../../lib/config';
 import { testLogger } from './env';
 
@@ -28,7 +29,7 @@ export async function startTestWorker(config: Readonly<Config>): Promise<TestWor
       ? { workflowBundle: { code: readFileSync(bundlePath, 'utf8') } }
       : { workflowsPath: require.resolve('../../workflows') }),
     activities: createActivities({ logger: testLogger(), config }),
-    maxHeartbeatThrottleInterval: '500 milliseconds',
+    maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
     shutdownGraceTime: '1 second',
   });
   const running = worker.run();
