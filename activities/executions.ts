@@ -206,11 +206,9 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
             content: text || ' ',
             position: exec.turn * 2 + 1,
           },
-          $set: { complete: true },
         },
         { upsert: true }
       );
-      await ChatMessage.updateOne({ _id: `${exec._id}:user` }, { $set: { complete: true } });
       await Session.updateOne({ _id: exec.sessionId }, { $addToSet: { history: exec._id } });
     }
     await Session.updateOne(

@@ -60,8 +60,6 @@ export interface ToolConfig {
   cacheDir: string;
   /** Directories of PATH, in order. */
   pathDirs: string[];
-  /** True under CI (CI=true). */
-  ci: boolean;
 }
 
 /** Thrown by loadConfig with every problem found. */
@@ -212,12 +210,7 @@ export function loadToolConfig(env: Env = process.env): ToolConfig {
     mongodPath: nonEmpty(env, 'MONGOD_PATH'),
     cacheDir: path.join(cacheRoot, 'agent-automation-service'),
     pathDirs: (env.PATH ?? '').split(path.delimiter).filter(Boolean),
-    ci: bool2(env.CI),
   };
-}
-
-function bool2(v: string | undefined): boolean {
-  return v !== undefined && /^(true|1|yes)$/i.test(v.trim());
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * A message of a chat. Ids are deterministic (`<executionId>:user`, `<executionId>:assistant`) so that
- * activity retries write the same documents. Only `complete` messages (of completed executions) form the
- * history sent to the model.
+ * activity retries write the same documents. The history sent to the model is the messages of the executions its
+ * session lists as completed (Session.history).
  */
 import mongoose, { type InferSchemaType } from 'mongoose';
 
@@ -16,11 +16,9 @@ const schema = new mongoose.Schema(
     content: { type: String, required: true },
     /** turn * 2 (+1 for the assistant): the order of the conversation. */
     position: { type: Number, required: true },
-    complete: { type: Boolean, default: false },
   },
   { timestamps: true, versionKey: false }
 );
-schema.index({ sessionId: 1, complete: 1, position: 1 });
 schema.index({ organizationId: 1, chatId: 1, position: 1 });
 
 export type ChatMessageDoc = InferSchemaType<typeof schema> & { _id: string; createdAt: Date; updatedAt: Date };

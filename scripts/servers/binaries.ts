@@ -11,7 +11,6 @@ import {
   accessSync,
   constants,
   createWriteStream,
-  existsSync,
   mkdirSync,
   readFileSync,
   renameSync,
@@ -214,17 +213,10 @@ export async function ensureMongoServer(tools: ToolConfig, say: Say): Promise<Mo
   }
   const mongod = onPath(tools, 'mongod');
   if (mongod) return { kind: 'mongod', path: mongod };
-  const key = `ferretdb-${FERRETDB_VERSION}-${ferretSourceKey()}`;
-  const cached = path.join(tools.cacheDir, 'bin', key, 'ferretdb');
+  // A binary placed in .tools/bin by hand (a regular file, not our link into the cache) is used as it is.
   const local = path.join(toolsBinDir(), 'ferretdb');
-  if (!isExecutable(cached) && isExecutable(local) && !existsSync(path.join(tools.cacheDir, 'bin', key))) {
-    // A hand-placed .tools/bin/ferretdb that is not our cache link: use it as is.
-    try {
-      if (!lstatSync(local).isSymbolicLink()) return { kind: 'ferretdb', path: local };
-    } catch {
-      // fall through to build
-    }
-  }
+  if (isExecutable(local) && !lstatSync(local).isSymbolicLink()) return { kind: 'ferretdb', path: local };
+  const key = `ferretdb-${FERRETDB_VERSION}-${ferretSourceKey()}`;
   const built = await buildCached({
     tools,
     name: 'ferretdb',
