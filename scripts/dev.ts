@@ -1,7 +1,7 @@
 /**
  * `npm run dev`: the whole service on one machine. Starts the embedded servers that the configuration does not
- * name (MongoDB on 127.0.0.1:27017 and the Temporal dev server on 127.0.0.1:7233 with its Web UI on :8233, data in
- * .data/; DEV_*_PORT change the ports), then the worker and the api (pretty logs), prints the addresses and the admin command, and stops
+ * name (MongoDB on 127.0.0.1:27017, FerretDB over an embedded PostgreSQL on a free port, and the Temporal dev server
+ * on 127.0.0.1:7233 with its Web UI on :8233, data in .data/; DEV_*_PORT change the ports), then the worker and the api (pretty logs), prints the addresses and the admin command, and stops
  * everything on Ctrl-C. The servers' addresses are written to .data/servers.json for the admin CLI.
  */
 import { randomBytes } from 'node:crypto';
@@ -79,7 +79,11 @@ async function main(): Promise<void> {
   const uiUrl = servers.temporal ? `http://127.0.0.1:${config.devPorts.temporalUi}` : undefined;
   writeFileSync(
     serversFile,
-    JSON.stringify({ pid: process.pid, mongodbUri, temporalAddress, temporalUiUrl: uiUrl }, null, 2)
+    JSON.stringify(
+      { pid: process.pid, mongodbUri, postgresUrl: servers.postgres?.address, temporalAddress, temporalUiUrl: uiUrl },
+      null,
+      2
+    )
   );
 
   const env = childEnv({
@@ -114,6 +118,7 @@ async function main(): Promise<void> {
     say(`API         ${apiUrl}   (ready: ${apiUrl}/readyz)`);
     if (uiUrl) say(`Temporal UI ${uiUrl}`);
     say(`MongoDB     ${mongodbUri}`);
+    if (servers.postgres) say(`PostgreSQL  ${servers.postgres.address}   (FerretDB's storage)`);
     say(`Get tokens: npm run --silent admin -- bootstrap --org "My org" --email me@example.com`);
     say('Ctrl-C stops everything.');
     say('');

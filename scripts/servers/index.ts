@@ -4,8 +4,8 @@
  */
 import path from 'node:path';
 import type { ToolConfig } from '../../lib/config';
-import { ensureMongoServer, ensureTemporalCli, type Say } from './binaries';
-import { startMongo, startTemporal, type RunningServer } from './launch';
+import { ensureMongoServer, ensurePostgres, ensureTemporalCli, type MongoBinary, type Say } from './binaries';
+import { freePort, startMongo, startPostgres, startTemporal, type RunningServer } from './launch';
 
 export { ProvisionError } from './binaries';
 export { freePort, lockDataDir, type RunningServer } from './launch';
@@ -25,13 +25,61 @@ export interface ProvisionOptions {
 
 export interface Provisioned {
   mongo?: RunningServer;
+  /** The embedded PostgreSQL under FerretDB (absent with mongod or MONGODB_URI). */
+  postgres?: RunningServer;
   temporal?: RunningServer;
   stop(): Promise<void>;
 }
 
+/** A MongoDB-compatible server and, under FerretDB, the PostgreSQL it stores its data in. */
+export interface MongoStack {
+  mongo: RunningServer;
+  postgres?: RunningServer;
+  /** Stops FerretDB before its PostgreSQL. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a mongod, or FerretDB's PostgreSQL (on a free port, data in `<dataDir>/postgres`) and then FerretDB.
+ * @param server the binary from ensureMongoServer.
+ * @param dataDir the data directory (`mongo/` and `postgres/` below it).
+ * @param port the MongoDB port.
+ * @returns the running stack.
+ */
+export async function startMongoStack(server: MongoBinary, dataDir: string, port: number): Promise<MongoStack> {
+  if (server.kind === 'mongod') {
+    const mongo = await startMongo({ server, dataDir: path.join(dataDir, 'mongo'), port });
+    return { mongo, stop: () => mongo.stop() };
+  }
+  const postgres = await startPostgres({
+    bins: ensurePostgres(),
+    dataDir: path.join(dataDir, 'postgres'),
+    port: await freePort(),
+  });
+  try {
+    const mongo = await startMongo({
+      server,
+      dataDir: path.join(dataDir, 'mongo'),
+      port,
+      postgresUrl: postgres.address,
+    });
+    return {
+      mongo,
+      postgres,
+      stop: async () => {
+        await mongo.stop();
+        await postgres.stop();
+      },
+    };
+  } catch (err) {
+    await postgres.stop();
+    throw err;
+  }
+}
+
 /**
  * Builds (first run) and starts the requested servers. Binaries are resolved one after the other (two Go builds
- * at once would only share 2 cores), then both servers start together.
+ * at once would only share 2 cores), then the servers start together.
  * @param opts what to start and where.
  * @returns the running servers.
  */
@@ -40,7 +88,7 @@ export async function provisionServers(opts: ProvisionOptions): Promise<Provisio
   const temporalBin = opts.temporalPort !== undefined ? await ensureTemporalCli(opts.tools, opts.say) : undefined;
   const [mongo, temporal] = await Promise.allSettled([
     mongoBin && opts.mongoPort !== undefined
-      ? startMongo({ server: mongoBin, dataDir: path.join(opts.dataDir, 'mongo'), port: opts.mongoPort })
+      ? startMongoStack(mongoBin, opts.dataDir, opts.mongoPort)
       : Promise.resolve(undefined),
     temporalBin && opts.temporalPort !== undefined
       ? startTemporal({
@@ -61,8 +109,10 @@ export async function provisionServers(opts: ProvisionOptions): Promise<Provisio
     await stop();
     throw failed.reason;
   }
+  const stack = mongo.status === 'fulfilled' ? mongo.value : undefined;
   return {
-    mongo: mongo.status === 'fulfilled' ? mongo.value : undefined,
+    mongo: stack?.mongo,
+    postgres: stack?.postgres,
     temporal: temporal.status === 'fulfilled' ? temporal.value : undefined,
     stop,
   };

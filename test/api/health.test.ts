@@ -8,7 +8,8 @@ import { connectMongo, disconnectMongo } from '../../lib/mongo';
 import { createTemporal } from '../../lib/temporal';
 import { EventTailer } from '../../lib/eventLog';
 import { ensureMongoServer } from '../../scripts/servers/binaries';
-import { freePort, startMongo, type RunningServer } from '../../scripts/servers/launch';
+import { startMongoStack, type MongoStack } from '../../scripts/servers';
+import { freePort } from '../../scripts/servers/launch';
 import { testConfig, testLogger } from '../helpers/env';
 import { uniqueDbName } from '../helpers/mongo';
 
@@ -16,17 +17,17 @@ const unavailable = { code: 'service_unavailable', message: 'Service temporarily
 
 describe('GET /healthz and /readyz', () => {
   // This file runs its own MongoDB-compatible server so that it can stop it.
-  let mongo: RunningServer;
+  let stack: MongoStack;
   let dataDir: string;
   beforeAll(async () => {
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'aas-health-'));
     const server = await ensureMongoServer(loadToolConfig(), () => undefined);
-    mongo = await startMongo({ server, dataDir, port: await freePort() });
-    await connectMongo(mongo.address, { dbName: uniqueDbName() });
+    stack = await startMongoStack(server, dataDir, await freePort());
+    await connectMongo(stack.mongo.address, { dbName: uniqueDbName() });
   });
   afterAll(async () => {
     await disconnectMongo().catch(() => undefined);
-    await mongo?.stop();
+    await stack?.stop();
     rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -47,7 +48,7 @@ describe('GET /healthz and /readyz', () => {
       expect(ready.status).toBe(200);
       expect(ready.body).toEqual({ status: 'ready', checks: { mongo: 'ok', temporal: 'ok' } });
 
-      await mongo.stop();
+      await stack.mongo.stop();
       const down = await request.get('/readyz');
       expect(down.status).toBe(503);
       expect(down.body).toEqual({ error: unavailable, checks: { mongo: 'unavailable', temporal: 'ok' } });
