@@ -47,12 +47,13 @@ export async function paginate<T extends CursorDoc>(
   let query = filter;
   if (page.cursor) {
     const { t, id } = decode(page.cursor);
-    query = {
-      $and: [
-        filter,
-        { $or: [{ createdAt: mongoose.trusted({ $lt: t }) }, { createdAt: t, _id: mongoose.trusted({ $lt: id }) }] },
-      ],
+    const after = {
+      $or: [{ createdAt: mongoose.trusted({ $lt: t }) }, { createdAt: t, _id: mongoose.trusted({ $lt: id }) }],
     };
+    // The filter's own fields stay at the top level: the embedded database pushes down only top-level equality
+    // (docs/query-shapes.md), so wrapping the whole filter in `$and` would make every next page a full scan.
+    const and = (filter as { $and?: FilterQuery<unknown>[] }).$and ?? [];
+    query = { ...filter, $and: [...and, after] };
   }
   const docs = (await model
     .find(query)

@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: a benchmark of agent execution, not a test. Starts the whole system on 127.0.0.1 with a fake
  * Anthropic API that answers instantly (scripts/bench/stack.ts), measures time to first delta, cancellation
- * latency, throughput and memory (scripts/bench/scenarios.ts), prints a summary and writes docs/benchmarks.md.
+ * latency, throughput and memory (scripts/bench/scenarios.ts), then per-operation latency with 1,000 and with
+ * 50,000 documents stored (scripts/bench/scale.ts), prints a summary and writes docs/benchmarks.md.
  * Everything it started is stopped, and its data directory removed, also on failure, Ctrl-C or the time limit;
  * any failure exits 1 and leaves docs/benchmarks.md untouched.
  */
@@ -17,11 +18,12 @@ import { ProvisionError } from '../servers';
 import { projectRoot } from '../servers/paths';
 import { ApiClient } from './client';
 import { renderMarkdown, renderSummary, type BenchResults } from './report';
+import { scalePhase } from './scale';
 import { cancellation, executeJson, platformTtfd, providerTtfd, throughput } from './scenarios';
 import { BENCH_DB, memoryOf, startStack, type Stack } from './stack';
 
 /** Limit for everything after provisioning (a first run may build the server binaries, which is not counted). */
-const RUN_LIMIT_MS = 210_000;
+const RUN_LIMIT_MS = 420_000;
 /** The first execution also waits for the worker to bundle its workflows and poll. */
 const FIRST_EXECUTION_TIMEOUT_MS = 90_000;
 
@@ -41,11 +43,16 @@ const say = (line: string): void => void process.stderr.write(`[bench] ${line}\n
  * @param stack the running system.
  * @returns an api client and the agent id.
  */
-async function setUp(stack: Stack): Promise<{ client: ApiClient; agentId: string }> {
+async function setUp(
+  stack: Stack
+): Promise<{ client: ApiClient; agentId: string; org: { organizationId: string; userId: string } }> {
   await connectMongo(stack.mongoUri, { dbName: BENCH_DB });
   let apiToken: string;
+  let org: { organizationId: string; userId: string };
   try {
-    ({ apiToken } = await bootstrapOrganization({ org: 'Bench', email: 'bench@example.com' }));
+    const boot = await bootstrapOrganization({ org: 'Bench', email: 'bench@example.com' });
+    apiToken = boot.apiToken;
+    org = { organizationId: boot.organizationId, userId: boot.userId };
   } finally {
     // The bench process only needs the database for this; an open pool would only add noise.
     await disconnectMongo();
@@ -56,7 +63,7 @@ async function setUp(stack: Stack): Promise<{ client: ApiClient; agentId: string
     systemPrompt: 'You answer briefly.',
   });
   if (res.status !== 200 || !res.body.id) throw new Error(`creating the agent answered ${res.status}`);
-  return { client, agentId: res.body.id };
+  return { client, agentId: res.body.id, org };
 }
 
 /**
@@ -79,7 +86,7 @@ async function databaseSize(stack: Stack): Promise<BenchResults['database']> {
 
 async function measure(stack: Stack): Promise<BenchResults> {
   const started = performance.now();
-  const { client, agentId } = await setUp(stack);
+  const { client, agentId, org } = await setUp(stack);
   try {
     say(`warm-up: ${WARMUP_RUNS} JSON executions (the first waits for the worker)`);
     await executeJson(client, agentId, 'warm-up', FIRST_EXECUTION_TIMEOUT_MS);
@@ -97,6 +104,8 @@ async function measure(stack: Stack): Promise<BenchResults> {
     const memory = { api: memoryOf(stack.api.child.pid), worker: memoryOf(stack.worker.child.pid) };
     const database = await databaseSize(stack);
 
+    const scale = await scalePhase(stack.mongoUri, client, org, agentId, say);
+
     for (const f of tp.failures) say(`failed execution #${f.index}: ${f.reason}`);
     for (const svc of [stack.api, stack.worker]) {
       if (svc.warnings > 0)
@@ -109,6 +118,7 @@ async function measure(stack: Stack): Promise<BenchResults> {
       throughput: { ...tp, message: THROUGHPUT_MESSAGE },
       memory,
       database,
+      scale,
       elapsedS: (performance.now() - started) / 1000,
     };
   } finally {

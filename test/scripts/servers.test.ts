@@ -6,7 +6,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'no
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import mongoose from 'mongoose';
 import { loadToolConfig } from '../../lib/config';
+import { startMongoStack } from '../../scripts/servers';
 import { ensureMongoServer, ensureTemporalCli, ProvisionError } from '../../scripts/servers/binaries';
 import { freePort, lockDataDir, startMongo, startTemporal } from '../../scripts/servers/launch';
 
@@ -61,6 +64,73 @@ describe('server provisioning', () => {
       startMongo({ server: { kind: 'mongod', path: fake }, dataDir: dir, port: await freePort() })
     ).rejects.toThrow(/mongod exited during start-up \(code 3\); last log lines:\n {4}fatal: cannot open data files/);
   });
+
+  it('the Temporal dev server keeps its workflows across a restart (SQLite in WAL mode)', async () => {
+    const bin = await ensureTemporalCli(loadToolConfig(), () => undefined);
+    const start = async (port: number) =>
+      startTemporal({ bin, dataDir: path.join(dir, 'temporal'), port, namespace: 'default' });
+    let server = await start(await freePort());
+    const workflowId = `restart-${Date.now()}`;
+    try {
+      const connection = await Connection.connect({ address: server.address });
+      try {
+        const client = new Client({ connection });
+        // No worker polls this queue: the workflow stays running, as it would through a restart in real use.
+        await client.workflow.start('agentExecution', { taskQueue: 'nobody-polls', workflowId, args: [] });
+      } finally {
+        await connection.close();
+      }
+      expect(existsSync(path.join(dir, 'temporal', 'temporal.db-wal'))).toBe(true);
+      await server.stop();
+      server = await start(await freePort());
+      const again = await Connection.connect({ address: server.address });
+      try {
+        const description = await new Client({ connection: again }).workflow.getHandle(workflowId).describe();
+        expect(description.status.name).toBe('RUNNING');
+        expect(description.type).toBe('agentExecution');
+      } finally {
+        await again.close();
+      }
+    } finally {
+      await server.stop();
+    }
+  }, 120_000);
+
+  it('the embedded database keeps its data across a restart; each index is mirrored once', async () => {
+    const server = await ensureMongoServer(loadToolConfig(), () => undefined);
+    if (server.kind !== 'ferretdb') return; // a mongod was found or configured: nothing embedded to restart
+    const logFile = path.join(dir, 'mongo', 'ferretdb.log');
+    const mirrored = (): string[] => readFileSync(logFile, 'utf8').match(/^mirror: created .*$/gm) ?? [];
+    const until = async (cond: () => boolean): Promise<void> => {
+      const deadline = Date.now() + 15_000;
+      while (!cond()) {
+        if (Date.now() > deadline) throw new Error(`not mirrored in time:\n${readFileSync(logFile, 'utf8')}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    const withStack = async (fn: (db: mongoose.mongo.Db) => Promise<void>): Promise<void> => {
+      const stack = await startMongoStack(server, dir, await freePort());
+      const client = await mongoose.mongo.MongoClient.connect(stack.mongo.address);
+      try {
+        await fn(client.db('restart'));
+      } finally {
+        await client.close();
+        await stack.stop();
+      }
+    };
+    await withStack(async (db) => {
+      await db.collection('things').createIndex({ owner: 1, at: -1 });
+      await db.collection('things').insertOne({ _id: 'one' as never, owner: 'o', at: 1 });
+      await until(() => mirrored().length >= 3); // _id, owner, at (and the metadata table's own)
+    });
+    const first = mirrored();
+    expect(first.filter((l) => / on things_[0-9a-f]{8} \(owner\)$/.test(l))).toHaveLength(1);
+    await withStack(async (db) => {
+      expect(await db.collection('things').findOne({ owner: 'o' })).toMatchObject({ _id: 'one', at: 1 });
+      await new Promise((r) => setTimeout(r, 2500)); // two passes of the mirror loop
+    });
+    expect(mirrored()).toEqual(first);
+  }, 120_000);
 
   it('a configured binary that does not exist is one clear line', async () => {
     const tools = { ...loadToolConfig(), temporalCliPath: path.join(dir, 'missing') };

@@ -1,0 +1,239 @@
+/**
+ * Proof that the embedded database answers every query shape the application uses from an index, with enough
+ * data that a sequential scan would be the planner's choice if no index matched (docs/query-shapes.md): 50,000
+ * agents over 100 organizations and 20,000 events over 400 streams. Each shape runs through the application's
+ * own code; PostgreSQL's statistics under FerretDB (pg_stat_user_tables / pg_stat_user_indexes) then show index
+ * scans and no sequential scan of the collection's table. A negative control (a filter on a field no index
+ * holds) shows that the method does see a sequential scan when there is one.
+ *
+ * With a real mongod (MONGODB_URI) there is no PostgreSQL: the same shapes are checked with MongoDB's explain.
+ */
+import mongoose from 'mongoose';
+import pg from 'pg';
+import { listAgents } from '../../commands/agents';
+import type { AuthContext } from '../../commands/tokens';
+import { appendEvents, lastSeq, readEvents, StreamEvent, StreamHead } from '../../lib/eventLog';
+import { Agent } from '../../models';
+import { useTestDatabase } from '../helpers/mongo';
+
+const { dbName } = useTestDatabase();
+/** A collection for the negative control: an index on `k`, none on `other`. */
+const control = {
+  createIndex: (spec: Record<string, 1>) => mongoose.connection.collection('control').createIndex(spec),
+  insertMany: (docs: never[]) => mongoose.connection.collection('control').insertMany(docs),
+  findOne: (filter: Record<string, number>) => mongoose.connection.collection('control').findOne(filter),
+};
+const postgresUrl = process.env.AAS_TEST_POSTGRES_URL;
+
+const ORGS = 100;
+const AGENTS = 50_000;
+const STREAMS = 400;
+const EVENTS_PER_STREAM = 50;
+/** Stream heads: one per stream ever written; most streams here have ended and their events are not seeded. */
+const HEADS = 20_000;
+const CONTROL = 20_000;
+
+const auth = (org: number): AuthContext => ({
+  organizationId: `org_${org}`,
+  userId: `usr_${org}`,
+  tokenId: 'tok',
+  kind: 'v1',
+  scopes: ['*'],
+  role: 'owner',
+});
+
+interface TableStats {
+  seqScan: number;
+  idxScan: number;
+}
+
+let client: pg.Client | undefined;
+
+/** @returns the scan counters of the FerretDB table that holds `collection` in this file's database. */
+async function tableStats(collection: string): Promise<TableStats> {
+  const { rows } = await client!.query<{ seq_scan: string; idx_scan: string | null }>(
+    `SELECT seq_scan, idx_scan FROM pg_stat_user_tables WHERE schemaname = $1 AND relname ~ $2`,
+    [dbName, `^${collection}_[0-9a-f]{8}$`]
+  );
+  expect(rows).toHaveLength(1);
+  return { seqScan: Number(rows[0].seq_scan), idxScan: Number(rows[0].idx_scan ?? 0) };
+}
+
+/**
+ * PostgreSQL backends publish their statistics when idle, at most once a second, else up to 10 s later
+ * (PGSTAT_IDLE_INTERVAL). Waits past that, until two reads a second apart agree.
+ */
+async function settledStats(collections: string[]): Promise<Record<string, TableStats>> {
+  const read = async (): Promise<Record<string, TableStats>> => {
+    const out: Record<string, TableStats> = {};
+    for (const c of collections) out[c] = await tableStats(c);
+    return out;
+  };
+  await new Promise((r) => setTimeout(r, 11_000));
+  let last = await read();
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const now = await read();
+    if (JSON.stringify(now) === JSON.stringify(last)) return now;
+    last = now;
+  }
+}
+
+beforeAll(async () => {
+  await Agent.init();
+  await StreamEvent.init();
+  await StreamHead.init();
+  const t0 = Date.now();
+  const batch = 2000;
+  for (let i = 0; i < AGENTS; i += batch) {
+    await Agent.collection.insertMany(
+      Array.from({ length: batch }, (_, j) => {
+        const n = i + j;
+        const org = n % ORGS;
+        return {
+          _id: `agt_${n}`,
+          organizationId: `org_${org}`,
+          userId: `usr_${org}`,
+          ownerId: `usr_${org}`,
+          name: `agent ${n}`,
+          systemPrompt: 'Be brief.',
+          visibility: 'organization',
+          spaceId: `spc_${n}`,
+          chatId: `chat_${n}`,
+          archived: false,
+          createdAt: new Date(1_700_000_000_000 + n * 1000),
+          updatedAt: new Date(1_700_000_000_000 + n * 1000),
+        };
+      }) as never[],
+      { ordered: false }
+    );
+  }
+  for (let s = 0; s < STREAMS; s += 50) {
+    await StreamEvent.collection.insertMany(
+      Array.from({ length: 50 * EVENTS_PER_STREAM }, (_, k) => {
+        const streamId = `exec-${s + Math.floor(k / EVENTS_PER_STREAM)}`;
+        const seq = (k % EVENTS_PER_STREAM) + 1;
+        return { _id: `${streamId}:${seq}`, streamId, seq, event: 'message', data: { text: 'x' } };
+      }) as never[],
+      { ordered: false }
+    );
+  }
+  for (let h = 0; h < HEADS; h += batch) {
+    await StreamHead.collection.insertMany(
+      Array.from({ length: batch }, (_, k) => ({ _id: `exec-${h + k}`, lastSeq: EVENTS_PER_STREAM })) as never[]
+    );
+  }
+  await control.createIndex({ k: 1 });
+  for (let c = 0; c < CONTROL; c += batch) {
+    await control.insertMany(
+      Array.from({ length: batch }, (_, i) => ({ _id: `c${c + i}`, k: c + i, other: c + i })) as never[]
+    );
+  }
+  expect(await Agent.estimatedDocumentCount()).toBe(AGENTS);
+  process.stderr.write(
+    `[index usage] seeded ${AGENTS} agents and ${STREAMS * EVENTS_PER_STREAM} events in ${Date.now() - t0} ms\n`
+  );
+  if (postgresUrl) {
+    client = new pg.Client({ connectionString: postgresUrl });
+    await client.connect();
+    // The mirror creates its GIN indexes within a second of FerretDB's own; wait until every indexed field has one.
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const { rows } = await client.query<{ n: string }>(
+        `SELECT count(*) AS n FROM pg_indexes WHERE schemaname = $1 AND indexname LIKE '%\\_aasgin'`,
+        [dbName]
+      );
+      // agents: _id, organizationId, archived, createdAt; stream_events: _id, streamId, seq; stream_heads: _id;
+      // control: _id, k.
+      if (Number(rows[0].n) >= 10 || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    await client.query(`ANALYZE`); // as autovacuum would after a bulk load; plans then reflect the data
+  }
+}, 180_000);
+
+afterAll(async () => {
+  await client?.end();
+});
+
+/** The application's query shapes, each as the code issues it. */
+const shapes: Array<[string, string, () => Promise<unknown>]> = [
+  ['find by id', 'agents', () => Agent.findById('agt_31337').lean()],
+  ['tenant-scoped find by id', 'agents', () => Agent.findOne({ _id: 'agt_31337', organizationId: 'org_37' }).lean()],
+  ['update by id', 'agents', () => Agent.updateOne({ _id: 'agt_31338' }, { $set: { name: 'renamed' } })],
+  [
+    'tenant-scoped update',
+    'agents',
+    () => Agent.updateOne({ _id: 'agt_31339', organizationId: 'org_39' }, { $set: { role: 'Reviewer' } }),
+  ],
+  ['list: first page and count', 'agents', () => listAgents(auth(7), { limit: 20 })],
+  [
+    'list: next page and count',
+    'agents',
+    async () => {
+      const first = await listAgents(auth(8), { limit: 20 });
+      expect(first.nextCursor).toBeTruthy();
+      const next = await listAgents(auth(8), { limit: 20, cursor: first.nextCursor! });
+      expect(next.items[0].createdAt.getTime()).toBeLessThan(first.items[19].createdAt.getTime());
+    },
+  ],
+  ['count', 'agents', () => Agent.countDocuments({ organizationId: 'org_9', archived: false })],
+  ['event log: stream head', 'stream_heads', () => lastSeq('exec-123')],
+  ['event log: read a range', 'stream_events', () => readEvents('exec-124', 40)],
+  [
+    'event log: append (events, then the head)',
+    'stream_heads',
+    () => appendEvents('exec-125', [{ seq: EVENTS_PER_STREAM + 1, event: 'result', data: {} }]),
+  ],
+];
+
+if (postgresUrl) {
+  describe('every query shape is answered from an index on the embedded database (FerretDB on PostgreSQL)', () => {
+    it('no query shape scans its table; the negative control does', async () => {
+      const collections = ['agents', 'stream_events', 'stream_heads', 'control'];
+      const before = await settledStats(collections);
+      for (const [name, , run] of shapes) {
+        await expect(run().then(() => name)).resolves.toBe(name);
+      }
+      // Appended events are read back from the index by the next reader.
+      expect((await readEvents('exec-125', EVENTS_PER_STREAM)).map((e) => e.seq)).toEqual([EVENTS_PER_STREAM + 1]);
+      expect(await control.findOne({ other: 4242 })).toMatchObject({ k: 4242 }); // no index on `other`
+      const after = await settledStats(collections);
+      const delta = Object.fromEntries(
+        collections.map((c) => [
+          c,
+          { seqScans: after[c].seqScan - before[c].seqScan, indexScans: after[c].idxScan - before[c].idxScan },
+        ])
+      );
+      expect(delta).toEqual({
+        agents: { seqScans: 0, indexScans: expect.any(Number) },
+        stream_events: { seqScans: 0, indexScans: expect.any(Number) },
+        stream_heads: { seqScans: 0, indexScans: expect.any(Number) },
+        control: { seqScans: 1, indexScans: 0 },
+      });
+      // Every shape touched its table, so each was answered by index scans: at least one per shape.
+      for (const c of ['agents', 'stream_events', 'stream_heads'] as const) {
+        const uses = shapes.filter(([, coll]) => coll === c).length;
+        expect(delta[c].indexScans).toBeGreaterThanOrEqual(uses);
+      }
+    }, 90_000);
+  });
+} else {
+  describe('every query shape is answered from an index on MongoDB', () => {
+    it.each(shapes)('%s', async (_name, _collection, run) => {
+      await run();
+    });
+
+    it('the filters of those shapes have index plans', async () => {
+      const plans = await Promise.all([
+        Agent.find({ _id: 'agt_1', organizationId: 'org_1' }).explain('queryPlanner'),
+        Agent.find({ organizationId: 'org_1', archived: false })
+          .sort({ createdAt: -1, _id: -1 })
+          .explain('queryPlanner'),
+        StreamEvent.find({ _id: 'exec-1:1' }).explain('queryPlanner'),
+        StreamHead.find({ _id: 'exec-1' }).explain('queryPlanner'),
+      ]);
+      expect(JSON.stringify(plans)).not.toContain('COLLSCAN');
+    });
+  });
+}
