@@ -49,8 +49,7 @@ function fakeAgent(n: number, organizationId: string, userId: string): Record<st
 /** Inserts agents until the collection holds `total`; the first ones go to the bench organization. */
 async function fillTo(total: number, org: { organizationId: string; userId: string }): Promise<void> {
   let n = await Agent.estimatedDocumentCount();
-  const ownBefore = await Agent.countDocuments({ organizationId: org.organizationId });
-  let own = ownBefore;
+  let own = await Agent.countDocuments({ organizationId: org.organizationId });
   while (n < total) {
     const batch = Array.from({ length: Math.min(2000, total - n) }, (_, i) => {
       const k = n + i;

@@ -246,6 +246,8 @@ export async function startMongo(opts: {
     'MongoDB',
     'stop whatever holds it (an earlier `npm run dev`?) or set MONGODB_URI to use that server'
   );
+  if (opts.server.kind === 'ferretdb' && !opts.postgresUrl)
+    throw new ProvisionError('FerretDB needs a PostgreSQL server');
   const release = lockDataDir(opts.dataDir, 'another MongoDB server');
   const logFile = path.join(opts.dataDir, `${opts.server.kind}.log`);
   let args: string[];
@@ -254,8 +256,7 @@ export async function startMongo(opts: {
     mkdirSync(dbDir, { recursive: true });
     args = ['--dbpath', dbDir, '--port', String(opts.port), '--bind_ip', '127.0.0.1', '--quiet'];
   } else {
-    if (!opts.postgresUrl) throw new ProvisionError('FerretDB needs a PostgreSQL server');
-    args = ['--listen-addr', `127.0.0.1:${opts.port}`, '--postgresql-url', opts.postgresUrl, '--log-level', 'error'];
+    args = ['--listen-addr', `127.0.0.1:${opts.port}`, '--postgresql-url', opts.postgresUrl!, '--log-level', 'error'];
   }
   const child = launch(opts.server.path, args, logFile);
   try {
