@@ -147,6 +147,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         prefill: prefill || undefined,
         maxTokens: MAX_OUTPUT_TOKENS,
         signal: ctx.cancellationSignal,
+        note: exec.modelNote ?? undefined,
       })) {
         if (ev.type === 'text') {
           if (ev.text) writer.text(ev.text);

@@ -29,7 +29,8 @@ export interface Config {
   openaiApiKey?: string;
   openaiBaseUrl?: string;
   /** Model used when an agent names none. @default builtin */
-  defaultModel: string;
+  /** DEFAULT_MODEL; unset: the configured provider's default model (lib/providers resolveModel). */
+  defaultModel?: string;
   /** 32-byte key (64 hex chars or base64) for AES-256-GCM secrets at rest. */
   encryptionKey?: Buffer;
   /** Allow webhooks and clones to private / loopback addresses. @default false */
@@ -160,7 +161,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     anthropicBaseUrl: url('ANTHROPIC_BASE_URL', ['http:', 'https:']),
     openaiApiKey: nonEmpty(env, 'OPENAI_API_KEY'),
     openaiBaseUrl: url('OPENAI_BASE_URL', ['http:', 'https:']),
-    defaultModel: nonEmpty(env, 'DEFAULT_MODEL') ?? 'builtin',
+    defaultModel: nonEmpty(env, 'DEFAULT_MODEL'),
     encryptionKey,
     webhookAllowPrivate: bool('WEBHOOK_ALLOW_PRIVATE', false),
     logLevel,

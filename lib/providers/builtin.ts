@@ -20,10 +20,8 @@ const MAX_QUOTE_CHARS = 500;
  */
 function replyFor(req: ModelRequest): string {
   const lastUser = [...req.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
-  return (
-    'I am the built-in offline model (no ANTHROPIC_API_KEY or OPENAI_API_KEY is configured). ' +
-    `You said: "${lastUser.slice(0, MAX_QUOTE_CHARS)}".`
-  );
+  const why = req.note ?? 'this agent asks for it by name';
+  return `I am the built-in offline model (${why}). You said: "${lastUser.slice(0, MAX_QUOTE_CHARS)}".`;
 }
 
 /**

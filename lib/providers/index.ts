@@ -4,6 +4,10 @@
  *
  * Model name resolution ({@link resolveModel}), with `name = requested || config.defaultModel`:
  *
+ * - no name at all (the agent names no model and DEFAULT_MODEL is unset) → the configured provider with its default
+ *   model: Anthropic ({@link DEFAULT_ANTHROPIC_MODEL}) when `anthropicApiKey` is set, else OpenAI-compatible
+ *   ({@link DEFAULT_OPENAI_MODEL}) when `openaiApiKey` or `openaiBaseUrl` is set, else builtin with note
+ *   {@link NO_PROVIDER_NOTE}.
  * - `builtin` or `builtin:<x>` → builtin, model `builtin`.
  * - `anthropic:<m>` → anthropic, model `<m>`; a name starting with `claude` → anthropic, model = the name. Needs
  *   `anthropicApiKey`; without it → builtin with note `ANTHROPIC_API_KEY is not set`.
@@ -28,6 +32,12 @@ export { createBuiltinProvider, type BuiltinProviderOptions } from './builtin';
 
 /** The model name recorded for the built-in provider. */
 export const BUILTIN_MODEL = 'builtin';
+/** The model Anthropic answers with when neither the agent nor DEFAULT_MODEL names one. */
+export const DEFAULT_ANTHROPIC_MODEL = 'claude-sonnet-4-5';
+/** The model an OpenAI-compatible server answers with when neither the agent nor DEFAULT_MODEL names one. */
+export const DEFAULT_OPENAI_MODEL = 'gpt-4.1-mini';
+/** Why the built-in model answers when no provider is configured at all. */
+export const NO_PROVIDER_NOTE = 'no model provider is configured (ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENAI_BASE_URL)';
 
 /** The configuration {@link resolveModel} reads. */
 export type ModelResolutionConfig = Pick<Config, 'defaultModel' | 'anthropicApiKey' | 'openaiApiKey' | 'openaiBaseUrl'>;
@@ -43,6 +53,11 @@ export type ProviderConfig = Pick<Config, 'anthropicApiKey' | 'anthropicBaseUrl'
  */
 export function resolveModel(requested: string | null | undefined, config: ModelResolutionConfig): ResolvedModel {
   const name = requested?.trim() || config.defaultModel;
+  if (!name) {
+    if (config.anthropicApiKey) return { provider: 'anthropic', model: DEFAULT_ANTHROPIC_MODEL };
+    if (config.openaiApiKey || config.openaiBaseUrl) return { provider: 'openai', model: DEFAULT_OPENAI_MODEL };
+    return { provider: 'builtin', model: BUILTIN_MODEL, note: NO_PROVIDER_NOTE };
+  }
 
   if (name === 'builtin' || name.startsWith('builtin:')) return { provider: 'builtin', model: BUILTIN_MODEL };
 

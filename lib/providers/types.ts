@@ -23,6 +23,8 @@ export interface ModelRequest {
   prefill?: string;
   maxTokens: number;
   signal: AbortSignal;
+  /** Why the built-in model answers when it is a fallback (ResolvedModel.note); the built-in model says it. */
+  note?: string;
 }
 
 /** What a streaming call yields. */

@@ -14,9 +14,9 @@ describe('loadConfig', () => {
       webhookAllowPrivate: false,
       logLevel: 'info',
       bodyLimitBytes: 1048576,
-      defaultModel: 'builtin',
     });
     expect(c.mongodbUri).toBeUndefined();
+    expect(c.defaultModel).toBeUndefined();
     expect(Object.isFrozen(c)).toBe(true);
   });
 

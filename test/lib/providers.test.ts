@@ -5,6 +5,9 @@ import {
   createBuiltinProvider,
   createOpenAIProvider,
   createProvider,
+  DEFAULT_ANTHROPIC_MODEL,
+  DEFAULT_OPENAI_MODEL,
+  NO_PROVIDER_NOTE,
   ProviderAbortedError,
   ProviderError,
   resolveModel,
@@ -279,8 +282,8 @@ describe('fake Anthropic server', () => {
 });
 
 describe('built-in provider', () => {
-  const expected = (said: string): string =>
-    `I am the built-in offline model (no ANTHROPIC_API_KEY or OPENAI_API_KEY is configured). You said: "${said}".`;
+  const expected = (said: string, why = 'this agent asks for it by name'): string =>
+    `I am the built-in offline model (${why}). You said: "${said}".`;
 
   it('streams a deterministic reply word by word with usage', async () => {
     const provider = createBuiltinProvider({ delayMs: 0 });
@@ -295,6 +298,11 @@ describe('built-in provider', () => {
     expect(c.events[c.events.length - 1]).toEqual({ type: 'usage', outputTokens: c.texts.length });
     // Deterministic: the same request gives the same chunks.
     expect((await collect(provider, req)).texts).toEqual(c.texts);
+  });
+
+  it('says why it answers when it is a fallback', async () => {
+    const c = await collect(createBuiltinProvider({ delayMs: 0 }), request('hi', { note: NO_PROVIDER_NOTE }));
+    expect(c.text).toBe(expected('hi', NO_PROVIDER_NOTE));
   });
 
   it('quotes at most 500 characters of the last user message', async () => {
@@ -328,6 +336,9 @@ describe('resolveModel', () => {
   const anthropic = { ...none, anthropicApiKey: 'sk-ant' };
   const openaiKey = { ...none, openaiApiKey: 'sk' };
   const openaiUrl = { ...none, openaiBaseUrl: 'http://localhost:11434/v1' };
+  // DEFAULT_MODEL unset: the configured provider answers with its default model.
+  const unset = {};
+  const both = { anthropicApiKey: 'sk-ant', openaiApiKey: 'sk' };
   const noAnthropic = 'ANTHROPIC_API_KEY is not set';
   const noOpenAI = 'OPENAI_API_KEY / OPENAI_BASE_URL are not set';
   const builtin = (note?: string): ResolvedModel => ({
@@ -351,6 +362,14 @@ describe('resolveModel', () => {
     ['gpt-4o', openaiKey, { provider: 'openai', model: 'gpt-4o' }],
     ['openai:gpt-4o', anthropic, builtin(noOpenAI)],
     ['llama3.2', none, builtin(noOpenAI)],
+    [undefined, unset, builtin(NO_PROVIDER_NOTE)],
+    [null, { anthropicApiKey: 'sk-ant' }, { provider: 'anthropic', model: DEFAULT_ANTHROPIC_MODEL }],
+    ['', both, { provider: 'anthropic', model: DEFAULT_ANTHROPIC_MODEL }],
+    [undefined, { openaiApiKey: 'sk' }, { provider: 'openai', model: DEFAULT_OPENAI_MODEL }],
+    [undefined, { openaiBaseUrl: 'http://localhost:11434/v1' }, { provider: 'openai', model: DEFAULT_OPENAI_MODEL }],
+    ['gpt-4o', { ...both, defaultModel: 'claude-haiku-4-5' }, { provider: 'openai', model: 'gpt-4o' }],
+    [undefined, { ...both, defaultModel: 'openai:gpt-4o' }, { provider: 'openai', model: 'gpt-4o' }],
+    [undefined, { ...both, defaultModel: 'builtin' }, builtin()],
   ])('resolves %p', (requested, config, expected) => {
     expect(resolveModel(requested, config)).toEqual(expected);
   });
