@@ -36,8 +36,14 @@ export async function main(stop: StopSignals): Promise<void> {
   }
   const temporal = createTemporal(config);
   const shutdown = new AbortController();
-  const events = new EventTailer(50, (err) => logger.warn({ err }, 'event tailer poll failed'));
-  shutdown.signal.addEventListener('abort', () => events.stop());
+  const events = new EventTailer(config.eventPollMs, (err) => logger.warn({ err }, 'event tailer read failed'));
+  shutdown.signal.addEventListener('abort', () => void events.stop());
+  try {
+    await events.listen(config.host, config.wakeupHost);
+  } catch (err) {
+    logger.fatal({ err }, `cannot receive stream wake-ups on ${config.host}: ${(err as Error).message}`);
+    process.exit(1);
+  }
   const app = createApp({ config, logger, temporal, events, shutdown: shutdown.signal });
   const server = http.createServer(app.callback());
   server.keepAliveTimeout = 65_000;

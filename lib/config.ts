@@ -28,7 +28,6 @@ export interface Config {
   anthropicBaseUrl?: string;
   openaiApiKey?: string;
   openaiBaseUrl?: string;
-  /** Model used when an agent names none. @default builtin */
   /** DEFAULT_MODEL; unset: the configured provider's default model (lib/providers resolveModel). */
   defaultModel?: string;
   /** 32-byte key (64 hex chars or base64) for AES-256-GCM secrets at rest. */
@@ -49,6 +48,13 @@ export interface Config {
   workspacesDir: string;
   /** Check every response body against its route's schema (tests). @default false */
   validateResponses: boolean;
+  /**
+   * How often an api process reads the heads of its live streams when no wake-up arrives (a lost wake-up costs at
+   * most this; lib/wakeups.ts). @default 1000
+   */
+  eventPollMs: number;
+  /** Address other processes send this api's stream wake-ups to. @default HOST (the host name when HOST is a wildcard) */
+  wakeupHost: string;
   /** Ports of the servers `npm run dev` embeds. @default 27017, 7233, 8233 */
   devPorts: { mongo: number; temporal: number; temporalUi: number };
 }
@@ -170,6 +176,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     dataDir,
     workspacesDir: path.resolve(nonEmpty(env, 'WORKSPACES_DIR') ?? path.join(dataDir, 'workspaces')),
     validateResponses: bool('VALIDATE_RESPONSES', false),
+    eventPollMs: int('EVENT_POLL_MS', 1000, 10, 60_000),
+    wakeupHost: nonEmpty(env, 'WAKEUP_HOST') ?? (['0.0.0.0', '::'].includes(host) ? os.hostname() : host),
     nodeEnv,
     devPorts: {
       mongo: int('DEV_MONGO_PORT', 27017, 1, 65535),

@@ -4,17 +4,18 @@
  * retried by an activity can never create a second copy. Each stream has one writer at a time.
  *
  * Every access is a point read or write by `_id`: a stream's head (`stream_heads`, `{_id: streamId, lastSeq}`)
- * says how far it goes, and events are fetched by their deterministic ids. That is the one query shape both
- * MongoDB and FerretDB answer from an index (FerretDB 1.24 on SQLite pushes down only `{_id: value}` filters and
- * scans the whole collection for anything else). Writers insert events first and raise the head after, so a
+ * says how far it goes, and events are fetched by their deterministic ids, so every read touches exactly the events
+ * it returns on MongoDB and on the embedded database, which pushes down only top-level equality (a `seq` range
+ * would touch the whole stream: docs/query-shapes.md). Writers insert events first and raise the head after, so a
  * reader never sees a gap.
  *
- * Readers: `readEvents` replays; `EventTailer` (one per api process) checks the head of every stream that has
- * live subscribers once per tick and fans new events out in memory, so the cost grows with the number of active
- * streams, not with the number of connected clients. (MongoDB change streams would avoid the polling, but
- * FerretDB has none.)
+ * Readers: `readEvents` replays; `EventTailer` (one per api process) reads a stream's new events as soon as a
+ * wake-up says its head moved (lib/wakeups.ts: pushed by whoever appended), and checks the heads of every stream
+ * with live subscribers once per fallback tick in case a wake-up was lost. It fans events out in memory, so the
+ * cost grows with the number of active streams, not with the number of connected clients.
  */
 import mongoose, { type InferSchemaType } from 'mongoose';
+import { wakeStream, WakeupReceiver } from './wakeups';
 
 const schema = new mongoose.Schema(
   {
@@ -78,6 +79,7 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
     }
   }
   await StreamHead.updateOne({ _id: streamId }, { $max: { lastSeq: events[events.length - 1].seq } }, { upsert: true });
+  wakeStream(streamId);
 }
 
 /**
@@ -208,22 +210,39 @@ interface StreamSubscription {
 }
 
 /**
- * One per api process: polls the log for every stream with live subscribers in one query per tick and fans out.
+ * One per api process: reads a stream's new events when woken (or on the fallback tick) and fans them out.
  */
 export class EventTailer {
   private readonly streams = new Map<string, StreamSubscription>();
   private timer: NodeJS.Timeout | undefined;
   private polling = false;
   private stopped = false;
+  /** Streams woken since the last read (read at once). */
+  private woken = new Set<string>();
+  private receiver: WakeupReceiver | undefined;
+  /** The fallback tick came: read every stream. */
+  private tickDue = false;
 
   /**
-   * @param intervalMs poll interval while anyone listens.
-   * @param onError called when a poll fails (the next tick retries).
+   * @param intervalMs fallback poll interval while anyone listens (wake-ups make reads immediate).
+   * @param onError called when a read fails (the next wake-up or tick retries).
    */
   constructor(
-    private readonly intervalMs = 50,
+    private readonly intervalMs = 1000,
     private readonly onError: (err: unknown) => void = () => undefined
   ) {}
+
+  /**
+   * Receives wake-ups from the processes that append events (lib/wakeups.ts); without it, only the fallback tick
+   * reads the log.
+   * @param bindHost the interface to listen on (the api's HOST).
+   * @param advertisedHost the address writers send to (WAKEUP_HOST).
+   * @returns the UDP port.
+   */
+  async listen(bindHost: string, advertisedHost: string): Promise<number> {
+    this.receiver = new WakeupReceiver((ids) => this.wake(ids), this.onError);
+    return this.receiver.start(bindHost, advertisedHost);
+  }
 
   /**
    * Delivers events with seq > afterSeq of a stream as they are written.
@@ -247,6 +266,8 @@ export class EventTailer {
     };
     sub.delivered = Math.min(sub.delivered, afterSeq);
     sub.listeners.add(guarded);
+    // Events written between the subscriber's replay and now were announced before it listened: read once now.
+    this.wake([streamId]);
     this.ensureTimer();
     return () => {
       const current = this.streams.get(streamId);
@@ -256,32 +277,64 @@ export class EventTailer {
     };
   }
 
-  /** Number of streams being polled (for tests and metrics). */
+  /**
+   * Reads the given streams' new events now (a wake-up arrived). Streams nobody listens to here are ignored.
+   * @param streamIds the streams whose heads moved.
+   */
+  wake(streamIds: string[]): void {
+    let any = false;
+    for (const id of streamIds) {
+      if (this.streams.has(id)) {
+        this.woken.add(id);
+        any = true;
+      }
+    }
+    if (any) void this.poll();
+  }
+
+  /** Number of streams being followed (for tests and metrics). */
   get activeStreams(): number {
     return this.streams.size;
   }
 
-  /** Stops polling for good (process shutdown). */
-  stop(): void {
+  /** Stops for good (process shutdown): no more reads, and writers are told to stop sending wake-ups here. */
+  async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     this.streams.clear();
+    const receiver = this.receiver;
+    this.receiver = undefined;
+    await receiver?.stop();
   }
 
   private ensureTimer(): void {
     if (this.timer || this.stopped) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
+      this.tickDue = true;
       void this.poll();
     }, this.intervalMs);
   }
 
+  /** Reads the woken streams (or all, on a tick); a wake-up during a read is served right after it. */
   private async poll(): Promise<void> {
-    if (this.polling || this.stopped || this.streams.size === 0) return;
+    if (this.polling || this.stopped) return;
+    if (this.streams.size === 0) {
+      this.woken.clear();
+      this.tickDue = false;
+      return;
+    }
+    if (!this.tickDue && this.woken.size === 0) return;
     this.polling = true;
+    const ids = this.tickDue ? [...this.streams.keys()] : [...this.woken];
+    this.tickDue = false;
+    this.woken = new Set();
     try {
-      const entries = [...this.streams.entries()];
+      const entries = ids.flatMap((id) => {
+        const sub = this.streams.get(id);
+        return sub ? [[id, sub] as const] : [];
+      });
       const heads = await Promise.all(entries.map(([streamId]) => lastSeq(streamId)));
       await Promise.all(
         entries.map(async ([streamId, sub], i) => {
@@ -298,6 +351,7 @@ export class EventTailer {
       this.onError(err);
     } finally {
       this.polling = false;
+      if (this.woken.size > 0) void this.poll();
       if (this.streams.size > 0) this.ensureTimer();
     }
   }

@@ -28,12 +28,16 @@ export function createTestApp(overrides: Record<string, string> = {}): TestApp {
   const config = testConfig(overrides);
   const temporal = createTemporal(config);
   const shutdown = new AbortController();
-  const events = new EventTailer(20);
+  const events = new EventTailer(config.eventPollMs);
+  // Wake-ups as in the api process (registered in the test file's database once it is connected).
+  const listening = events.listen(config.host, config.wakeupHost);
+  listening.catch(() => undefined); // awaited by listen() and close(), which report a failure
   const app = createApp({ config, logger: testLogger(), temporal, events, shutdown: shutdown.signal });
   let server: http.Server | undefined;
   return {
     request: supertest(app.callback()),
     listen: async () => {
+      await listening;
       server ??= http.createServer(app.callback());
       if (!server.listening) await new Promise<void>((r) => server!.listen(0, '127.0.0.1', () => r()));
       return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -43,7 +47,7 @@ export function createTestApp(overrides: Record<string, string> = {}): TestApp {
     shutdown,
     close: async () => {
       shutdown.abort();
-      events.stop();
+      await events.stop();
       if (server?.listening) {
         server.closeAllConnections();
         await new Promise((r) => server!.close(r));

@@ -60,7 +60,7 @@ describe('event log', () => {
       unsubs.forEach((u) => u());
       expect(tailer.activeStreams).toBe(0);
     } finally {
-      tailer.stop();
+      await tailer.stop();
     }
   });
 
@@ -78,7 +78,7 @@ describe('event log', () => {
       await until(() => got.length === 3);
       expect(got).toEqual([1, 2, 3]);
     } finally {
-      tailer.stop();
+      await tailer.stop();
     }
   });
 
@@ -98,7 +98,7 @@ describe('event log', () => {
       expect(early).toEqual([4, 5]);
       expect(late).toEqual([2, 3, 4, 5]);
     } finally {
-      tailer.stop();
+      await tailer.stop();
     }
   });
 });

@@ -1,0 +1,196 @@
+/**
+ * Stream wake-ups (ARCHITECTURE.md §6; docs/decisions.md "Live events"): pushed notifications that a stream of the
+ * durable event log has new events, so api processes read the log at once instead of waiting for a poll tick.
+ *
+ * - Every api process runs a {@link WakeupReceiver}: a UDP socket on its HOST and an ephemeral port, registered in
+ *   the `event_wakeup_targets` collection (`_id` = the target, refreshed every 10 s, expiring after 30 s).
+ * - Every process that appends events (worker activities, the api itself) wakes every registered target after the
+ *   stream's head has moved ({@link wakeStream}, called by lib/eventLog.ts `appendEvents`). Wake-ups of one event
+ *   loop turn go out together, one datagram per target.
+ * - A wake-up carries stream ids only, never events: readers always read the log, so a lost, late, duplicated or
+ *   forged datagram costs at most a read. A lost one is covered by the reader's fallback poll (EVENT_POLL_MS).
+ *
+ * It works the same on MongoDB and on the embedded database, needs no replica set, and costs one datagram per api
+ * process per batch of appends, whatever the number of connected clients.
+ */
+import { randomBytes } from 'node:crypto';
+import dgram from 'node:dgram';
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import mongoose from 'mongoose';
+
+const targetSchema = new mongoose.Schema(
+  {
+    _id: { type: String, required: true },
+    host: { type: String, required: true },
+    port: { type: Number, required: true },
+    expiresAt: { type: Date, required: true },
+  },
+  { versionKey: false }
+);
+/** One document per live api process: tiny by construction, read whole by writers (docs/query-shapes.md). */
+export const WakeupTarget = mongoose.model('WakeupTarget', targetSchema, 'event_wakeup_targets');
+
+/** How often a receiver renews its registration, and how long a registration lives without renewal. */
+const RENEW_MS = 10_000;
+const EXPIRE_MS = 30_000;
+/** How long a writer uses its list of targets before reading it again. */
+const TARGETS_TTL_MS = 2_000;
+/** Stream ids per datagram (ids are short; this keeps a datagram well under a loopback or LAN MTU's worth). */
+const IDS_PER_DATAGRAM = 20;
+/** Largest datagram a receiver reads. */
+const MAX_DATAGRAM = 4096;
+
+interface Target {
+  host: string;
+  port: number;
+}
+
+/** The writer side: batches wake-ups per event-loop turn and sends them to every registered api process. */
+class WakeupSender {
+  private pending = new Set<string>();
+  private scheduled = false;
+  private readonly sockets = new Map<'udp4' | 'udp6', dgram.Socket>();
+  private targets: Target[] = [];
+  private targetsAt = 0;
+  private refreshing: Promise<void> | undefined;
+
+  wake(streamId: string): void {
+    this.pending.add(streamId);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => void this.flush());
+  }
+
+  private async flush(): Promise<void> {
+    this.scheduled = false;
+    const ids = [...this.pending];
+    this.pending.clear();
+    if (ids.length === 0) return;
+    try {
+      if (Date.now() - this.targetsAt > TARGETS_TTL_MS) {
+        // The first send waits for the list; later ones use the current list while it is refreshed.
+        const refresh = (this.refreshing ??= this.refresh().finally(() => (this.refreshing = undefined)));
+        if (this.targetsAt === 0) await refresh;
+      }
+    } catch {
+      return; // no list (database unreachable): readers fall back to polling
+    }
+    for (let i = 0; i < ids.length; i += IDS_PER_DATAGRAM) {
+      const payload = Buffer.from(JSON.stringify({ s: ids.slice(i, i + IDS_PER_DATAGRAM) }));
+      for (const t of this.targets) this.socketFor(t.host).send(payload, t.port, t.host, () => undefined);
+    }
+  }
+
+  private socketFor(host: string): dgram.Socket {
+    const type = isIP(host) === 6 ? 'udp6' : 'udp4';
+    let socket = this.sockets.get(type);
+    if (!socket) {
+      socket = dgram.createSocket(type);
+      socket.on('error', () => undefined); // a send that fails is a lost wake-up: the fallback poll covers it
+      socket.unref();
+      this.sockets.set(type, socket);
+    }
+    return socket;
+  }
+
+  private async refresh(): Promise<void> {
+    if (mongoose.connection.readyState !== 1) throw new Error('not connected');
+    const now = new Date();
+    const docs = await WakeupTarget.find({}).lean();
+    const live = docs.filter((d) => d.expiresAt > now);
+    for (const d of docs) if (d.expiresAt <= now) void WakeupTarget.deleteOne({ _id: d._id }).catch(() => undefined);
+    // Host names (WAKEUP_HOST in a container) are resolved once per refresh, not once per datagram.
+    const resolved = await Promise.all(
+      live.map(async (d) => {
+        if (isIP(d.host)) return { host: d.host, port: d.port };
+        const a = await lookup(d.host).catch(() => undefined);
+        return a ? { host: a.address, port: d.port } : undefined;
+      })
+    );
+    this.targets = resolved.filter((t): t is Target => t !== undefined);
+    this.targetsAt = Date.now();
+  }
+}
+
+const sender = new WakeupSender();
+
+/**
+ * Tells every api process that a stream has new events (call after its head moved). Never throws, never waits.
+ * @param streamId the stream.
+ */
+export function wakeStream(streamId: string): void {
+  sender.wake(streamId);
+}
+
+/** The api side: receives wake-ups and passes the stream ids on. */
+export class WakeupReceiver {
+  private socket: dgram.Socket | undefined;
+  private renewTimer: NodeJS.Timeout | undefined;
+  private id = '';
+
+  /**
+   * @param onWake called with the stream ids of each valid datagram.
+   * @param onError called when the registration cannot be renewed (the next renewal retries).
+   */
+  constructor(
+    private readonly onWake: (streamIds: string[]) => void,
+    private readonly onError: (err: unknown) => void = () => undefined
+  ) {}
+
+  /**
+   * Opens the socket and registers it (in the background: the registration waits for the database).
+   * @param bindHost the interface to listen on (the api's HOST).
+   * @param advertisedHost the address writers send to.
+   * @returns the UDP port.
+   */
+  async start(bindHost: string, advertisedHost: string): Promise<number> {
+    const socket = dgram.createSocket(isIP(bindHost) === 4 ? 'udp4' : 'udp6');
+    socket.on('message', (msg) => this.receive(msg));
+    socket.on('error', (err) => this.onError(err));
+    await new Promise<void>((resolve, reject) => {
+      socket.once('error', reject);
+      socket.bind(0, bindHost, () => {
+        socket.removeListener('error', reject);
+        resolve();
+      });
+    });
+    socket.unref();
+    this.socket = socket;
+    const port = socket.address().port;
+    this.id = `${advertisedHost}:${port}:${randomBytes(4).toString('hex')}`;
+    const register = (): Promise<unknown> =>
+      WakeupTarget.updateOne(
+        { _id: this.id },
+        { $set: { host: advertisedHost, port, expiresAt: new Date(Date.now() + EXPIRE_MS) } },
+        { upsert: true }
+      );
+    // Registration is retried at each renewal: a database that is down now only delays the first wake-ups.
+    const renew = (): void => void register().catch(this.onError);
+    renew();
+    this.renewTimer = setInterval(renew, RENEW_MS);
+    this.renewTimer.unref();
+    return port;
+  }
+
+  /** Closes the socket and removes the registration. */
+  async stop(): Promise<void> {
+    if (this.renewTimer) clearInterval(this.renewTimer);
+    this.renewTimer = undefined;
+    this.socket?.close();
+    this.socket = undefined;
+    if (this.id) await WakeupTarget.deleteOne({ _id: this.id }).catch(() => undefined);
+  }
+
+  private receive(msg: Buffer): void {
+    if (msg.length > MAX_DATAGRAM) return;
+    try {
+      const parsed = JSON.parse(msg.toString('utf8')) as { s?: unknown };
+      if (!Array.isArray(parsed.s)) return;
+      const ids = parsed.s.filter((x): x is string => typeof x === 'string' && x.length <= 200);
+      if (ids.length > 0) this.onWake(ids);
+    } catch {
+      // not a wake-up: ignored
+    }
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * Live events are pushed, not polled (lib/wakeups.ts): two real api processes whose fallback poll is a minute
+ * apart, one worker, one streamed execution. A client on each api receives every event, in order, without gaps,
+ * while the reply streams — which only wake-ups can deliver before the fallback poll's first tick.
+ */
+import { randomBytes } from 'node:crypto';
+import { freePort } from '../../scripts/servers/launch';
+import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
+import { childTestEnv, testConfig } from '../helpers/env';
+import { bearer, buildOrg } from '../helpers/factories';
+import { useTestDatabase } from '../helpers/mongo';
+import { spawnScript, type Spawned } from '../helpers/processes';
+import { openSse, type SseEvent } from '../helpers/sse';
+import { startTestWorker, type TestWorker } from '../helpers/worker';
+
+const db = useTestDatabase();
+const queue = `live-${randomBytes(4).toString('hex')}`;
+/** Far longer than the test may take: only a wake-up can deliver an event written after a client subscribed. */
+const FALLBACK_POLL_MS = '60000';
+let fake: FakeAnthropic;
+let worker: TestWorker;
+const apis: Array<{ proc: Spawned; url: string }> = [];
+
+beforeAll(async () => {
+  fake = await startFakeAnthropic();
+  const env = {
+    MONGODB_URI: db.uri,
+    TEMPORAL_TASK_QUEUE: queue,
+    ANTHROPIC_API_KEY: 'test-key',
+    ANTHROPIC_BASE_URL: fake.url,
+    DEFAULT_MODEL: 'claude-test',
+    EVENT_POLL_MS: FALLBACK_POLL_MS,
+  };
+  worker = await startTestWorker(testConfig(env));
+  const ports = [await freePort(), await freePort()];
+  for (const port of ports) {
+    const proc = spawnScript('api/server.ts', childTestEnv({ ...env, PORT: String(port) }));
+    apis.push({ proc, url: `http://127.0.0.1:${port}` });
+  }
+  await Promise.all(apis.map((a) => a.proc.waitFor(/api listening/, 60_000)));
+}, 90_000);
+
+afterAll(async () => {
+  for (const a of apis) {
+    a.proc.child.kill('SIGTERM');
+    await a.proc.exited();
+  }
+  await worker?.stop();
+  await fake?.close();
+});
+
+const summary = (events: SseEvent[]): string[] => events.map((e) => `${e.id} ${e.event} ${e.data}`);
+
+it('a client on each of two api processes receives the same events, in order, with no gaps', async () => {
+  const org = await buildOrg();
+  const auth = { authorization: bearer(org.apiToken) };
+  const agent = await fetch(`${apis[0].url}/api/v1/agents`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'Live', systemPrompt: 'Be brief.' }),
+  }).then((r) => r.json() as Promise<{ id: string }>);
+
+  const onA = await openSse(`${apis[0].url}/api/v1/agents/${agent.id}/execute`, {
+    method: 'POST',
+    headers: auth,
+    body: { message: '[chunks:40][slow:25]', stream: true },
+  });
+  expect(onA.status).toBe(200);
+  await onA.waitFor(1);
+  const { executionId } = JSON.parse(onA.events[0].data) as { executionId: string };
+  const onB = await openSse(`${apis[1].url}/api/v1/executions/${executionId}/stream`, { headers: auth });
+  expect(onB.status).toBe(200);
+
+  await Promise.all([onA.ended, onB.ended]);
+  for (const events of [onA.events, onB.events]) {
+    expect(events.map((e) => Number(e.id))).toEqual(events.map((_, i) => i + 1));
+    expect(events.at(-1)!.event).toBe('result');
+  }
+  expect(summary(onB.events)).toEqual(summary(onA.events));
+  const text = onA.events
+    .filter((e) => e.event === 'message')
+    .map((e) => JSON.parse(e.data) as { messageType?: string; delta?: { text: string } })
+    .filter((d) => d.messageType === 'stream_event')
+    .map((d) => d.delta!.text)
+    .join('');
+  expect(text).toBe(Array.from({ length: 40 }, (_, i) => `tok${i + 1} `).join(''));
+});
