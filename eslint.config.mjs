@@ -12,6 +12,10 @@ export default tseslint.config(
     files: ['**/*.js'],
     languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
   },
+  {
+    files: ['**/*.mjs'],
+    languageOptions: { sourceType: 'module', globals: { process: 'readonly' } },
+  },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],

@@ -1,19 +1,25 @@
 /**
  * createApp(deps): the Koa application without listen() (tests drive it over real HTTP with supertest).
- * Middleware order: requestId → errorHandler → JSON body → routers (health, v1, current).
+ * Middleware order: requestId → errorHandler → JSON body → the route groups' routers.
+ * The route groups are declared once ({@link routeGroups}): the same list is mounted and documented
+ * (api/openapi.ts), so the contract covers exactly the routes that answer.
  */
 import Koa from 'koa';
 import type { Config } from '../lib/config';
 import type { EventTailer } from '../lib/eventLog';
 import type { Logger } from '../lib/logger';
 import type { TemporalDeps } from '../lib/temporal';
+import { buildInfo } from '../lib/version';
 import type { AppState } from './context';
-import { currentRouter } from './current';
-import { healthRouter } from './health';
+import { CURRENT_PREFIX, currentRoutes } from './current';
+import { wellKnownRoutes, type Contract } from './current/contract';
+import { healthRoutes } from './health';
 import { jsonBody } from './middlewares/body';
 import { errorHandler } from './middlewares/errors';
 import { requestId } from './middlewares/requestId';
-import { v1Router } from './v1';
+import { buildOpenApi, contractHash, type RouteGroup } from './openapi';
+import { mountRoutes } from './route';
+import { V1_PREFIX, v1Routes } from './v1';
 
 export interface AppDeps {
   config: Readonly<Config>;
@@ -26,15 +32,40 @@ export interface AppDeps {
 }
 
 /**
+ * Every documented route, by mount prefix.
+ * @param deps app dependencies.
+ * @param contract the document, for the routes that serve it.
+ * @returns the groups.
+ */
+export function routeGroups(deps: AppDeps, contract: () => Contract): RouteGroup[] {
+  return [
+    { prefix: V1_PREFIX, routes: v1Routes(deps) },
+    { prefix: CURRENT_PREFIX, routes: currentRoutes(deps, contract) },
+    { prefix: '', routes: [...healthRoutes(deps), ...wellKnownRoutes(deps.config, contract)] },
+  ];
+}
+
+/**
  * @param deps configuration, logger, Temporal client, event tailer and the shutdown signal.
  * @returns the Koa app.
  */
 export function createApp(deps: AppDeps): Koa<AppState> {
+  // The contract routes serve the document that describes them too: it is read at request time.
+  const holder: { contract?: Contract } = {};
+  const groups = routeGroups(deps, () => holder.contract!);
+  const document = buildOpenApi(groups, {
+    version: buildInfo(deps.config.gitCommit).version,
+    appUrl: deps.config.appUrl,
+  });
+  holder.contract = { document, hash: contractHash(document) };
+
   const app = new Koa<AppState>();
   app.use(requestId(deps.logger));
   app.use(errorHandler({ bodyLimitBytes: deps.config.bodyLimitBytes }));
   app.use(jsonBody({ limitBytes: deps.config.bodyLimitBytes }));
-  for (const router of [healthRouter(deps), v1Router(deps), currentRouter(deps)]) app.use(router.routes());
+  for (const group of groups) {
+    app.use(mountRoutes(group.prefix, group.routes, { validateResponses: deps.config.validateResponses }).routes());
+  }
   app.on('error', (err: unknown) => deps.logger.warn({ err }, 'response error'));
   return app;
 }

@@ -26,10 +26,21 @@ export interface RouteSpec {
   body?: Schema;
   query?: Schema;
   params?: Schema;
-  /** Success responses by status; routes answering only `text/event-stream` declare `{ sse: true }`. */
+  /**
+   * Success responses by status; routes answering only `text/event-stream` declare `{ sse: true }`, other non-JSON
+   * answers `{ contentType: 'text/html' }` (not validated as JSON).
+   */
   responses: Record<number, Schema>;
   /** The route may also answer 200 as `text/event-stream` (clients choose). */
   streams?: boolean;
+  /** Event name → data schema of the route's text/event-stream answer (documented in OpenAPI). */
+  events?: Record<string, Schema>;
+  /** Error statuses the route answers besides the ones implied by its auth, input and params (e.g. 409). */
+  errors?: number[];
+  /** The route counts against the caller's request budget and answers the rate-limit headers. */
+  rateLimited?: boolean;
+  /** The route honours `Idempotency-Key`. */
+  idempotent?: boolean;
   handler: (ctx: AppContext) => Promise<void> | void;
 }
 
@@ -71,7 +82,7 @@ function checkOutput(route: RouteSpec) {
   return async function responseSchemaMiddleware(ctx: AppContext, next: Next): Promise<void> {
     await next();
     const schema = route.responses[ctx.status];
-    if (!schema || schema.sse || ctx.response.type === 'text/event-stream') return;
+    if (!schema || schema.sse || schema.contentType || ctx.response.type === 'text/event-stream') return;
     const problem = checkResponse(schema, ctx.body);
     if (problem) {
       ctx.state.log.error(

@@ -55,6 +55,8 @@ export interface Config {
   eventPollMs: number;
   /** Address other processes send this api's stream wake-ups to. @default HOST (the host name when HOST is a wildcard) */
   wakeupHost: string;
+  /** The git commit reported by GET /api/version (GIT_COMMIT). @default the checkout's HEAD */
+  gitCommit?: string;
   /** Ports of the servers `npm run dev` embeds. @default 27017, 7233, 8233 */
   devPorts: { mongo: number; temporal: number; temporalUi: number };
 }
@@ -63,6 +65,8 @@ export interface Config {
 export interface ToolConfig {
   temporalCliPath?: string;
   mongodPath?: string;
+  /** Chromium for the browser tests (CHROMIUM_PATH). @default `chromium` on PATH */
+  chromiumPath?: string;
   /** Per-user cache of built server binaries. */
   cacheDir: string;
   /** Directories of PATH, in order. */
@@ -177,6 +181,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     workspacesDir: path.resolve(nonEmpty(env, 'WORKSPACES_DIR') ?? path.join(dataDir, 'workspaces')),
     validateResponses: bool('VALIDATE_RESPONSES', false),
     eventPollMs: int('EVENT_POLL_MS', 1000, 10, 60_000),
+    gitCommit: nonEmpty(env, 'GIT_COMMIT'),
     wakeupHost: nonEmpty(env, 'WAKEUP_HOST') ?? (['0.0.0.0', '::'].includes(host) ? os.hostname() : host),
     nodeEnv,
     devPorts: {
@@ -217,6 +222,7 @@ export function loadToolConfig(env: Env = process.env): ToolConfig {
   return {
     temporalCliPath: nonEmpty(env, 'TEMPORAL_CLI_PATH'),
     mongodPath: nonEmpty(env, 'MONGOD_PATH'),
+    chromiumPath: nonEmpty(env, 'CHROMIUM_PATH'),
     cacheDir: path.join(cacheRoot, 'agent-automation-service'),
     pathDirs: (env.PATH ?? '').split(path.delimiter).filter(Boolean),
   };

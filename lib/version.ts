@@ -1,27 +1,73 @@
-/** Build and version metadata, read once. */
-import { readFileSync } from 'node:fs';
+/**
+ * Build and version metadata, read once: package name and version, the git commit (GIT_COMMIT, else the
+ * checkout's .git), when the running code was built (the modification time of this compiled file, or of the
+ * source when run through tsx) and when this process started.
+ */
+import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 
-let cached: Record<string, string> | undefined;
+let cached: BuildInfo | undefined;
 
-/** @returns name, version, node version and start time of this process. */
-export function buildInfo(): Record<string, string> {
+export interface BuildInfo {
+  name: string;
+  version: string;
+  apiVersions: string;
+  gitCommit: string;
+  builtAt: string;
+  node: string;
+  startedAt: string;
+}
+
+function readFirst(paths: string[]): { file: string; text: string } | undefined {
+  for (const file of paths) {
+    try {
+      return { file, text: readFileSync(file, 'utf8') };
+    } catch {
+      // try the next
+    }
+  }
+  return undefined;
+}
+
+/**
+ * @param root the project root.
+ * @returns the commit checked out there, or undefined when there is no readable .git.
+ */
+function gitCommitOf(root: string): string | undefined {
+  const git = path.join(root, '.git');
+  const head = readFirst([path.join(git, 'HEAD')])?.text.trim();
+  if (!head) return undefined;
+  if (/^[0-9a-f]{40}$/.test(head)) return head;
+  const ref = /^ref: (\S+)$/.exec(head)?.[1];
+  if (!ref) return undefined;
+  const loose = readFirst([path.join(git, ref)])?.text.trim();
+  if (loose && /^[0-9a-f]{40}$/.test(loose)) return loose;
+  const packed = readFirst([path.join(git, 'packed-refs')])?.text ?? '';
+  return packed
+    .split('\n')
+    .find((l) => l.endsWith(` ${ref}`))
+    ?.slice(0, 40);
+}
+
+/**
+ * @param gitCommit the configured commit (GIT_COMMIT), if any.
+ * @returns name, version, commit, build time, node version and start time of this process.
+ */
+export function buildInfo(gitCommit?: string): BuildInfo {
   if (!cached) {
-    const pkgPath = [path.join(__dirname, '..', 'package.json'), path.join(__dirname, '..', '..', 'package.json')].find(
-      (p) => {
-        try {
-          readFileSync(p);
-          return true;
-        } catch {
-          return false;
-        }
-      }
-    );
-    const pkg = pkgPath ? (JSON.parse(readFileSync(pkgPath, 'utf8')) as { name: string; version: string }) : undefined;
+    // Source (lib/) or compiled (dist/lib/): the project root is one or two levels up.
+    const pkg = readFirst([
+      path.join(__dirname, '..', 'package.json'),
+      path.join(__dirname, '..', '..', 'package.json'),
+    ]);
+    const meta = pkg ? (JSON.parse(pkg.text) as { name: string; version: string }) : undefined;
+    const root = pkg ? path.dirname(pkg.file) : path.join(__dirname, '..');
     cached = {
-      name: pkg?.name ?? 'agent-automation-service',
-      version: pkg?.version ?? '0.0.0',
+      name: meta?.name ?? 'agent-automation-service',
+      version: meta?.version ?? '0.0.0',
       apiVersions: 'v1,current',
+      gitCommit: gitCommit ?? gitCommitOf(root) ?? 'unknown',
+      builtAt: statSync(__filename).mtime.toISOString(),
       node: process.version,
       startedAt: new Date().toISOString(),
     };

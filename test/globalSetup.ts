@@ -8,6 +8,7 @@ import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, loadToolConfig } from '../lib/config';
+import { ensureChromium } from '../scripts/browser';
 import { freePort, provisionServers, ProvisionError } from '../scripts/servers';
 import type { TestServers } from './helpers/servers';
 
@@ -18,6 +19,8 @@ export default async function globalSetup(): Promise<void> {
   const config = loadConfig();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'aas-test-'));
   const say = (line: string): void => void process.stderr.write(`[test servers] ${line}\n`);
+  // The browser for the reference page's test is found (or installed) while the servers start.
+  const chromium = ensureChromium(loadToolConfig(), say);
   try {
     const servers = await provisionServers({
       tools: loadToolConfig(),
@@ -40,6 +43,9 @@ export default async function globalSetup(): Promise<void> {
     const bundlePath = path.join(dataDir, 'workflow-bundle.js');
     writeFileSync(bundlePath, code);
     process.env.AAS_WORKFLOW_BUNDLE = bundlePath;
+    const browser = await chromium;
+    if ('path' in browser) process.env.AAS_TEST_CHROMIUM = browser.path;
+    else process.env.AAS_TEST_CHROMIUM_MISSING = browser.missing;
     (globalThis as { __AAS_TEST_SERVERS__?: TestServers }).__AAS_TEST_SERVERS__ = { stop: servers.stop, dataDir };
     say(
       `MongoDB ${process.env.MONGODB_URI}, Temporal ${process.env.TEMPORAL_ADDRESS} (ready in ${Date.now() - started} ms)`

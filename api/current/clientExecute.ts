@@ -8,6 +8,7 @@ import type { Schema } from '../../lib/ajv';
 import { NotFoundError } from '../../lib/errors';
 import { input, type RouteSpec } from '../route';
 import { record, requiredStr, str } from '../schemas';
+import { executionStreamEvents } from '../v1/executions.schema';
 import { wantsEventStream } from '../sse';
 import { executeResponse, MAX_MESSAGE_CHARS } from '../v1/executions.schema';
 import { replyToExecution, type ExecutionRouteDeps } from '../v1/executions';
@@ -67,6 +68,8 @@ export function clientExecuteRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       },
       responses: { 200: executeResponse },
       streams: true,
+      events: executionStreamEvents,
+      errors: [409],
       handler: async (ctx) => {
         const body = input<{
           characterId: string;

@@ -3,28 +3,19 @@
  * service token carrying the route's scope. The client-library endpoints (`/api/spaces/{id}/init`, ...) accept
  * either token kind.
  */
-import type Router from '@koa/router';
 import type { AppDeps } from '../app';
-import type { AppState } from '../context';
-import { mountRoutes, type RouteSpec } from '../route';
+import type { RouteSpec } from '../route';
 import { spaceClientRoutes } from '../v1/spaces';
 import { clientExecuteRoutes } from './clientExecute';
-import { versionRoutes } from './version';
+import { contractRoutes, type Contract } from './contract';
 
 export const CURRENT_PREFIX = '/api';
 
 /**
  * @param deps app dependencies.
+ * @param contract the OpenAPI document (served by the contract routes).
  * @returns every current-surface route declaration.
  */
-export function currentRoutes(deps: AppDeps): RouteSpec[] {
-  return [...versionRoutes(), ...spaceClientRoutes(deps), ...clientExecuteRoutes(deps)];
-}
-
-/**
- * @param deps app dependencies.
- * @returns the current-surface router.
- */
-export function currentRouter(deps: AppDeps): Router<AppState> {
-  return mountRoutes(CURRENT_PREFIX, currentRoutes(deps), { validateResponses: deps.config.validateResponses });
+export function currentRoutes(deps: AppDeps, contract: () => Contract): RouteSpec[] {
+  return [...contractRoutes(deps.config, contract), ...spaceClientRoutes(deps), ...clientExecuteRoutes(deps)];
 }

@@ -38,6 +38,28 @@ export const executeResponse: Schema = record({
 /** Marker for text/event-stream responses (not validated as JSON). */
 export const sseResponse: Schema = { sse: true, description: 'text/event-stream: meta, message*, result | error' };
 
+/** The events of an execution stream (SPEC "Agent execution stream"), in order: meta, message*, result | error. */
+export const executionStreamEvents: Record<string, Schema> = {
+  meta: record({ executionId: { type: 'string' }, chatId: { type: 'string' }, sessionId: { type: 'string' } }),
+  message: {
+    oneOf: [
+      record({
+        messageType: { const: 'stream_event' },
+        delta: record({ type: { const: 'text_delta' }, text: { type: 'string' } }),
+      }),
+      record({
+        messageType: { const: 'assistant' },
+        content: { type: 'array', items: record({ type: { const: 'text' }, text: { type: 'string' } }) },
+      }),
+    ],
+  },
+  result: record({
+    sessionId: { type: 'string' },
+    usage: record({ input_tokens: { type: 'integer' }, output_tokens: { type: 'integer' } }),
+  }),
+  error: record({ message: { type: 'string' } }),
+};
+
 const usage = record({ input_tokens: { type: 'integer' }, output_tokens: { type: 'integer' } });
 
 export const executionSchema: Schema = record({
@@ -86,12 +108,15 @@ export const executionListResponse: Schema = record({
 export const executionTreeResponse: Schema = {
   type: 'object',
   required: ['success', 'tree'],
-  properties: { success: { type: 'boolean' }, tree: { $ref: '#/$defs/node' } },
+  properties: { success: { type: 'boolean' }, tree: { $ref: '#/$defs/ExecutionTreeNode' } },
   $defs: {
-    node: {
+    ExecutionTreeNode: {
       type: 'object',
       required: ['execution', 'children'],
-      properties: { execution: executionSchema, children: { type: 'array', items: { $ref: '#/$defs/node' } } },
+      properties: {
+        execution: executionSchema,
+        children: { type: 'array', items: { $ref: '#/$defs/ExecutionTreeNode' } },
+      },
     },
   },
 };

@@ -26,6 +26,7 @@ import {
   executionListResponse,
   executionResponse,
   executionTreeResponse,
+  executionStreamEvents,
   sseResponse,
   type ExecuteBody,
 } from './executions.schema';
@@ -111,6 +112,8 @@ export function executionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       body: executeBody,
       responses: { 200: executeResponse },
       streams: true,
+      events: executionStreamEvents,
+      errors: [409],
       handler: async (ctx) => {
         const body = input<ExecuteBody>(ctx).body;
         const exec = await startExecution(deps, ctx.state.auth, input(ctx).params.id, {
@@ -189,6 +192,7 @@ export function executionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       auth: 'v1',
       params: idParams,
       responses: { 200: sseResponse },
+      events: executionStreamEvents,
       handler: async (ctx) => {
         const exec = await findExecution(ctx.state.auth, input(ctx).params.id);
         await streamEvents(ctx, {

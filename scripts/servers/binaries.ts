@@ -58,7 +58,12 @@ function isExecutable(file: string): boolean {
   }
 }
 
-function onPath(tools: ToolConfig, name: string): string | undefined {
+/**
+ * @param tools PATH directories.
+ * @param name an executable's name.
+ * @returns its path in the first PATH directory that has it.
+ */
+export function onPath(tools: ToolConfig, name: string): string | undefined {
   return tools.pathDirs.map((d) => path.join(d, name)).find(isExecutable);
 }
 

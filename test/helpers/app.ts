@@ -12,6 +12,8 @@ import { testConfig, testLogger } from './env';
 
 export interface TestApp {
   request: ReturnType<typeof supertest>;
+  /** The Koa application (its routers, for the contract's drift test). */
+  app: ReturnType<typeof createApp>;
   config: Readonly<Config>;
   temporal: TemporalDeps;
   shutdown: AbortController;
@@ -36,6 +38,7 @@ export function createTestApp(overrides: Record<string, string> = {}): TestApp {
   let server: http.Server | undefined;
   return {
     request: supertest(app.callback()),
+    app,
     listen: async () => {
       await listening;
       server ??= http.createServer(app.callback());

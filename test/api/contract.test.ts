@@ -1,0 +1,156 @@
+/**
+ * The contract (SPEC "Versioning"; api/openapi.ts): the OpenAPI 3.1 document validates with a maintained
+ * validator, documents exactly the routes the app answers (no more, no fewer), and the public manifests point at
+ * it. The app is the real one over real HTTP.
+ */
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import type Router from '@koa/router';
+import { useTestApp } from '../helpers/app';
+import { useTestDatabase } from '../helpers/mongo';
+
+useTestDatabase();
+const t = useTestApp();
+
+type Doc = {
+  openapi: string;
+  paths: Record<string, Record<string, { security?: unknown[]; responses: Record<string, unknown> }>>;
+};
+
+async function getDocument(): Promise<{ doc: Doc; raw: string }> {
+  const res = await t.request.get('/api/openapi.json');
+  expect(res.status).toBe(200);
+  expect(res.headers['content-type']).toMatch(/^application\/json/);
+  return { doc: res.body as Doc, raw: res.text };
+}
+
+/** Every METHOD path the app's routers answer, in OpenAPI's path syntax. */
+function registeredRoutes(): string[] {
+  const out: string[] = [];
+  for (const mw of t.app.middleware as Array<{ router?: Router }>) {
+    for (const layer of mw.router?.stack ?? []) {
+      for (const method of layer.methods) {
+        if (method === 'HEAD') continue; // added by koa-router for every GET
+        out.push(`${method} ${String(layer.path).replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`);
+      }
+    }
+  }
+  return out.sort();
+}
+
+function documentedRoutes(doc: Doc): string[] {
+  return Object.entries(doc.paths)
+    .flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`))
+    .sort();
+}
+
+describe('GET /api/openapi.json', () => {
+  it('is a valid OpenAPI 3.1 document', async () => {
+    const { doc } = await getDocument();
+    expect(doc.openapi).toMatch(/^3\.1\./);
+    // @seriousme/openapi-schema-validator is an ES module: it runs in its own node process.
+    const run = spawnSync(process.execPath, [path.join(__dirname, '..', 'helpers', 'validateOpenApi.mjs')], {
+      input: JSON.stringify(doc),
+      encoding: 'utf8',
+    });
+    expect(run.stderr).toBe('');
+    const result = JSON.parse(run.stdout) as { valid: boolean; errors: unknown[] };
+    expect(result.errors).toEqual([]);
+    expect(result.valid).toBe(true);
+  });
+
+  it('documents exactly the routes the app answers', async () => {
+    const registered = registeredRoutes();
+    expect(registered.length).toBeGreaterThan(20);
+    expect(documentedRoutes((await getDocument()).doc)).toEqual(registered);
+  });
+
+  it('carries each route’s auth, its error envelope, and the events of its streams', async () => {
+    const { doc } = await getDocument();
+    const create = doc.paths['/api/v1/agents'].post;
+    expect(create.security).toEqual([{ personalAccessToken: [] }]);
+    expect(JSON.stringify(create.responses['401'])).toContain('#/components/schemas/V1Error');
+    expect(doc.paths['/api/openapi.json'].get.security).toEqual([]);
+    const stream = doc.paths['/api/v1/executions/{id}/stream'].get.responses['200'] as {
+      content: Record<string, { 'x-events': Record<string, unknown> }>;
+    };
+    expect(Object.keys(stream.content['text/event-stream']['x-events'])).toEqual([
+      'meta',
+      'message',
+      'result',
+      'error',
+    ]);
+    const execute = doc.paths['/api/v1/agents/{id}/execute'].post.responses['200'] as { content: object };
+    expect(Object.keys(execute.content)).toEqual(['application/json', 'text/event-stream']);
+  });
+
+  it('is cacheable: an unchanged contract answers 304 to its ETag', async () => {
+    const first = await t.request.get('/api/openapi.json');
+    expect(first.headers['cache-control']).toMatch(/public/);
+    const etag = first.headers.etag as string;
+    expect(etag).toBeTruthy();
+    expect((await t.request.get('/api/openapi.json').set('If-None-Match', etag)).status).toBe(304);
+  });
+});
+
+describe('public manifests', () => {
+  it('GET /api/version names the version, commit, build time and the hash of the document', async () => {
+    const { raw } = await getDocument();
+    const res = await t.request.get('/api/version');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      name: 'agent-automation-service',
+      version: expect.any(String),
+      gitCommit: expect.stringMatching(/^[0-9a-f]{40}$/),
+      builtAt: expect.any(String),
+      contractHash: createHash('sha256').update(raw).digest('hex'),
+    });
+  });
+
+  it('GET /api/agent-readiness describes auth, scopes, limits, the contract, MCP, webhooks and streams', async () => {
+    const res = await t.request.get('/api/agent-readiness');
+    expect(res.status).toBe(200);
+    const base = t.config.appUrl;
+    expect(res.body).toMatchObject({
+      openapi: `${base}/api/openapi.json`,
+      rateLimits: { current: { limit: 900, windowSeconds: 60 } },
+      mcp: { endpoint: `${base}/mcp`, scope: 'mcp' },
+      webhooks: { signatureHeader: 'Service-Signature' },
+    });
+    expect(res.body.auth.schemes.map((s: { tokenPrefix?: string }) => s.tokenPrefix)).toEqual([
+      'td_',
+      'svc_',
+      undefined,
+    ]);
+    expect(res.body.auth.schemes[1].scopes).toContain('agents:read');
+    expect(res.body.streams).toContainEqual({
+      method: 'GET',
+      path: '/api/v1/executions/{id}/stream',
+      events: ['meta', 'message', 'result', 'error'],
+    });
+  });
+
+  it('GET /.well-known/service-agent-api points at the contract and the manifest', async () => {
+    const res = await t.request.get('/.well-known/service-agent-api');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      openapi: `${t.config.appUrl}/api/openapi.json`,
+      agentReadiness: `${t.config.appUrl}/api/agent-readiness`,
+    });
+  });
+
+  it('GET /.well-known/oauth-authorization-server has the RFC 8414 fields and the mcp scope', async () => {
+    const res = await t.request.get('/.well-known/oauth-authorization-server');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      issuer: t.config.appUrl,
+      authorization_endpoint: `${t.config.appUrl}/oauth/authorize`,
+      token_endpoint: `${t.config.appUrl}/oauth/token`,
+      response_types_supported: ['code'],
+      code_challenge_methods_supported: ['S256'],
+    });
+    expect(res.body.scopes_supported).toContain('mcp');
+    expect(res.body.scopes_supported).not.toContain('*');
+  });
+});

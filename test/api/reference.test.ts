@@ -1,0 +1,60 @@
+/**
+ * The interactive reference (`GET /api/reference`) in a real browser: Debian's chromium driven by playwright-core
+ * (the test set-up installs it when it can, test/globalSetup.ts). Every request the page makes goes to the service
+ * itself: anything else is refused and counted, so the page is shown to work with no network.
+ */
+import { chromium, type Browser } from 'playwright-core';
+import { useTestApp } from '../helpers/app';
+import { useTestDatabase } from '../helpers/mongo';
+
+useTestDatabase();
+const t = useTestApp();
+let browser: Browser | undefined;
+
+beforeAll(async () => {
+  const executablePath = process.env.AAS_TEST_CHROMIUM;
+  if (!executablePath) throw new Error(`no browser for the reference test: ${process.env.AAS_TEST_CHROMIUM_MISSING}`);
+  browser = await chromium.launch({
+    executablePath,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+}, 60_000);
+afterAll(async () => browser?.close());
+
+it('renders the operations from /api/openapi.json and expands one, loading nothing from outside', async () => {
+  const base = await t.listen();
+  const page = await browser!.newPage();
+  const outside: string[] = [];
+  await page.route('**/*', (route) => {
+    if (route.request().url().startsWith(base)) return route.continue();
+    outside.push(route.request().url());
+    return route.abort();
+  });
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+
+  const res = await page.goto(`${base}/api/reference`);
+  expect(res?.status()).toBe(200);
+  expect(res?.headers()['content-security-policy']).toContain("default-src 'self'");
+
+  const operation = page.locator('.opblock', { hasText: '/api/v1/agents/{id}/execute' }).first();
+  await operation.waitFor({ timeout: 20_000 });
+  expect(await page.locator('.opblock').count()).toBeGreaterThan(20);
+
+  await operation.locator('.opblock-summary').first().click();
+  const body = operation.locator('.opblock-body');
+  await body.waitFor({ timeout: 10_000 });
+  expect(await body.innerText()).toMatch(/Request body/i);
+
+  expect(outside).toEqual([]);
+  expect(errors).toEqual([]);
+  await page.close();
+});
