@@ -7,7 +7,16 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { Config } from '../lib/config';
 import { appendEvents, CoalescingWriter, readEvents, type LoggedEvent } from '../lib/eventLog';
 import type { Logger } from '../lib/logger';
-import { createProvider, ProviderAbortedError, ProviderError, type ModelMessage } from '../lib/providers';
+import {
+  createProvider,
+  ProviderAbortedError,
+  ProviderError,
+  ProviderIdleError,
+  ProviderNotConfiguredError,
+  withIdleTimeout,
+  type ModelMessage,
+} from '../lib/providers';
+import { FAILURES, rejectedMessage, type FailureCode } from '../workflows/failures';
 import {
   Agent,
   Chat,
@@ -29,6 +38,11 @@ const HEARTBEAT_MS = 100;
  * request. Four heartbeat calls a second per running reply.
  */
 export const HEARTBEAT_THROTTLE = '250 milliseconds';
+/**
+ * How often the running attempt's token counts are saved (besides at once when the input count arrives, and at the
+ * end): what a worker crash can lose of an attempt's count.
+ */
+const USAGE_SAVE_MS = 500;
 
 export interface ExecutionActivityDeps {
   logger: Logger;
@@ -40,8 +54,48 @@ export interface FinishInput {
   status: 'completed' | 'failed' | 'cancelled';
   /** Full reply (completed). */
   text?: string;
-  /** Failure message (failed). */
+  /** Failure message (failed), in the service's words (workflows/failures.ts). */
   error?: string;
+  /** Failure code (failed). */
+  errorCode?: FailureCode;
+}
+
+/** Token counts of one provider attempt, as saved on the execution (`usageByAttempt.<attempt>`). */
+interface AttemptUsage {
+  inputTokens: number;
+  outputTokens: number;
+  /** false while the provider has not reported its final output count: outputTokens counts the text deltas. */
+  final: boolean;
+}
+
+/**
+ * A failure for the workflow: retryable or not, typed with a client code, its message in the service's words.
+ * @param failure the code and client message.
+ * @param retryable whether Temporal may retry the attempt.
+ * @param message the client message when it differs from the code's.
+ * @returns the ApplicationFailure to throw.
+ */
+function failure(
+  failure: { code: FailureCode; message: string },
+  retryable: boolean,
+  message = failure.message
+): ApplicationFailure {
+  return ApplicationFailure.create({ type: failure.code, message, nonRetryable: !retryable });
+}
+
+/**
+ * Translates a provider error into the service's words (the provider's own text stays in the logs, except the
+ * one-line explanation of a rejection, which the client needs to fix its request).
+ * @param err the provider error.
+ * @param delivered whether text of this reply was already delivered (then nothing is retried).
+ * @returns the ApplicationFailure to throw.
+ */
+export function providerFailure(err: ProviderError, delivered: boolean): ApplicationFailure {
+  if (err instanceof ProviderNotConfiguredError) return failure(FAILURES.providerNotConfigured, false);
+  if (err instanceof ProviderIdleError) return failure(FAILURES.providerTimeout, !delivered);
+  if (!err.transient) return failure(FAILURES.providerRejected, false, rejectedMessage(err.providerMessage));
+  if (delivered) return failure(FAILURES.providerInterrupted, false);
+  return failure(FAILURES.providerUnavailable, true);
 }
 
 /** The v1 `message` event carrying a text delta (SPEC "Agent execution stream"). */
@@ -125,7 +179,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     if (exec.status === 'pending') await markRunning(exec);
     // The system prompt is read now, so an update applies to the next execution.
     const agent = await Agent.findById(exec.agentId).select({ systemPrompt: 1 }).lean();
-    if (!agent) throw ApplicationFailure.nonRetryable('Agent not found', 'AgentMissing');
+    if (!agent) throw failure(FAILURES.agentNotFound, false);
     const messages: ModelMessage[] = [
       ...(await sessionHistory(exec.sessionId, exec._id)),
       { role: 'user', content: exec.input?.message ?? '' },
@@ -135,49 +189,111 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     const prefill = deliveredText(existing);
     const writer = new CoalescingWriter(executionId, (existing.at(-1)?.seq ?? 0) + 1, textDeltaEvent);
     const provider = createProvider({ provider: exec.provider as 'anthropic', model: exec.model }, deps.config);
-    const usage = { inputTokens: 0, outputTokens: 0 };
+    const attempt = ctx.info.attempt;
     const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
-    if (ctx.info.attempt > 1)
-      log.info({ executionId, attempt: ctx.info.attempt, resumedChars: prefill.length }, 'resuming reply');
+    const usage = trackUsage(executionId, attempt);
+    // The request is aborted by a cancellation (heartbeat) or by the idle timeout.
+    const idle = new AbortController();
+    const signal = AbortSignal.any([ctx.cancellationSignal, idle.signal]);
+    if (attempt > 1) log.info({ executionId, attempt, resumedChars: prefill.length }, 'resuming reply');
     try {
-      for await (const ev of provider.stream({
+      const events = provider.stream({
         model: exec.model,
         system: agent.systemPrompt,
         messages,
         prefill: prefill || undefined,
         maxTokens: MAX_OUTPUT_TOKENS,
-        signal: ctx.cancellationSignal,
+        signal,
         note: exec.modelNote ?? undefined,
-      })) {
+      });
+      for await (const ev of withIdleTimeout(events, deps.config.modelIdleTimeoutSeconds * 1000, () => idle.abort())) {
         if (ev.type === 'text') {
-          if (ev.text) writer.text(ev.text);
-        } else {
-          if (ev.inputTokens !== undefined) usage.inputTokens = ev.inputTokens;
-          if (ev.outputTokens !== undefined) usage.outputTokens = ev.outputTokens;
-        }
+          if (ev.text) {
+            writer.text(ev.text);
+            usage.delta();
+          }
+        } else usage.report(ev.inputTokens, ev.outputTokens);
       }
       await writer.flush();
       return { text: prefill + writer.written };
     } catch (err) {
       await writer.flush().catch(() => undefined);
+      const delivered = prefill + writer.written !== '';
+      if (err instanceof ProviderIdleError) {
+        log.warn({ executionId, attempt, idleMs: err.idleMs, delivered }, 'model provider went silent');
+        throw providerFailure(err, delivered);
+      }
       const details = ctx.cancellationDetails;
       if (ctx.cancellationSignal.aborted || err instanceof ProviderAbortedError) {
         if (details?.workerShutdown) throw ApplicationFailure.retryable('Worker shutting down', 'WorkerShutdown');
         throw new CancelledFailure('Execution cancelled');
       }
       if (err instanceof ProviderError) {
-        const delivered = prefill + writer.written;
-        if (err.transient && delivered === '') throw ApplicationFailure.retryable(err.message, 'ProviderUnavailable');
-        throw ApplicationFailure.nonRetryable(err.message, err.transient ? 'OutputInterrupted' : 'ProviderRejected');
+        // The provider's own words (possibly a raw error body) stay here, keyed by the execution.
+        log.warn(
+          { executionId, attempt, status: err.status, transient: err.transient, delivered, providerError: err.message },
+          'model call failed'
+        );
+        throw providerFailure(err, delivered);
       }
+      log.warn({ executionId, attempt, err }, 'reply failed');
       throw err;
     } finally {
       clearInterval(beat);
-      await Execution.updateOne(
-        { _id: executionId },
-        { $set: { [`usageByAttempt.${ctx.info.attempt}`]: usage } }
-      ).catch((e: unknown) => log.warn({ err: e, executionId }, 'could not record usage'));
+      await usage.close();
     }
+  }
+
+  /**
+   * Saves one attempt's token counts on the execution as they become known, so that an attempt cut short (its
+   * worker killed) still counts what it was billed for: the input tokens at once when the provider reports them,
+   * the output tokens every USAGE_SAVE_MS and at the end. Until the provider reports its final output count
+   * (Anthropic and OpenAI do so only at the end of a reply), the output count is the number of text deltas
+   * received: each carries at least one token, so it never counts more than was generated [docs/decisions.md
+   * "Usage"].
+   * @param executionId the execution.
+   * @param attempt the activity attempt (the key in `usageByAttempt`).
+   * @returns report/delta/close.
+   */
+  function trackUsage(executionId: string, attempt: number) {
+    const current: AttemptUsage = { inputTokens: 0, outputTokens: 0, final: false };
+    let deltas = 0;
+    let dirty = false;
+    let chain: Promise<void> = Promise.resolve();
+    const save = (): Promise<void> => {
+      if (!dirty) return chain;
+      dirty = false;
+      const snapshot = { ...current };
+      chain = chain
+        .then(() => Execution.updateOne({ _id: executionId }, { $set: { [`usageByAttempt.${attempt}`]: snapshot } }))
+        .then(() => undefined)
+        .catch((e: unknown) => log.warn({ err: e, executionId, attempt }, 'could not record usage'));
+      return chain;
+    };
+    const timer = setInterval(() => void save(), USAGE_SAVE_MS);
+    return {
+      report(inputTokens?: number, outputTokens?: number): void {
+        if (inputTokens !== undefined) current.inputTokens = inputTokens;
+        if (outputTokens !== undefined) {
+          current.outputTokens = outputTokens;
+          current.final = true;
+        }
+        dirty = true;
+        if (inputTokens !== undefined) void save();
+      },
+      delta(): void {
+        deltas++;
+        if (!current.final) {
+          current.outputTokens = deltas;
+          dirty = true;
+        }
+      },
+      async close(): Promise<void> {
+        clearInterval(timer);
+        dirty = true;
+        await save();
+      },
+    };
   }
 
   /**
@@ -229,7 +345,10 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
             result: text,
             error:
               input.status === 'failed'
-                ? { message: input.error ?? 'Chat execution failed', code: 'failed' }
+                ? {
+                    message: input.error ?? FAILURES.internal.message,
+                    code: input.errorCode ?? FAILURES.internal.code,
+                  }
                 : input.status === 'cancelled'
                   ? { message: 'Execution cancelled', code: 'cancelled' }
                   : null,
@@ -266,7 +385,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         seq: seq++,
         event: 'error',
         data: {
-          message: input.status === 'cancelled' ? 'Execution cancelled' : (input.error ?? 'Chat execution failed'),
+          message: input.status === 'cancelled' ? 'Execution cancelled' : (input.error ?? FAILURES.internal.message),
         },
       });
     }

@@ -19,6 +19,17 @@ export const strArray = (maxItems = 100, maxLength = 200): Schema => ({
   maxItems,
   items: { type: 'string', maxLength },
 });
+/**
+ * A field holding a URL: an absolute `http:` or `https:` URL with a host, nothing else (no `javascript:`, `data:`,
+ * `file:` …) [docs/decisions.md "URLs"]. Every URL field of a request schema uses this one helper.
+ */
+export const httpUrl = (maxLength = 2000): Schema => ({
+  type: 'string',
+  maxLength,
+  format: 'uri',
+  pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^/?#\\s]+',
+  'x-message': 'Field {field} must be an http or https URL',
+});
 /** ISO 8601 timestamp in responses. */
 export const timestamp: Schema = { type: 'string', format: 'date-time' };
 export const nullableTimestamp: Schema = { type: ['string', 'null'], format: 'date-time' };

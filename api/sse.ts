@@ -4,10 +4,17 @@
  * process's EventTailer, `: heartbeat` every 15 s, and the end of the response after a terminal event. Every event
  * carries `id: <seq>`, so a reconnecting client resumes with no gap and no duplicate. A client disconnect only
  * unsubscribes: it never cancels the work.
+ *
+ * Every stream ends [docs/decisions.md "Streams"]: the terminal event is always delivered, even to a client whose
+ * position is at or past it (it is replayed once, with its own id, then the response ends), so a join after the end
+ * of a finished execution ends at once and a join past the head of a running one ends when the execution does.
  */
 import { PassThrough } from 'node:stream';
-import { readEvents, type EventTailer, type LoggedEvent } from '../lib/eventLog';
+import { check, type Schema } from '../lib/ajv';
+import { ValidationError } from '../lib/errors';
+import { lastSeq, readEvents, type EventTailer, type LoggedEvent } from '../lib/eventLog';
 import type { AppContext } from './context';
+import { input } from './route';
 
 export const SSE_HEARTBEAT_MS = 15_000;
 export const SSE_RETRY_MS = 2_000;
@@ -24,15 +31,34 @@ export interface SseOptions {
   heartbeatMs?: number;
 }
 
+/** A resume position (`Last-Event-ID` header, `?lastEventId=`): a non-negative integer, like every id we send. */
+export const lastEventIdSchema: Schema = { type: 'integer', minimum: 0 };
+
+/** Query of the routes that join a stream. */
+export const streamQuery: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { lastEventId: lastEventIdSchema },
+};
+
+const lastEventIdHeader: Schema = { type: 'object', properties: { 'Last-Event-ID': lastEventIdSchema } };
+
 /**
- * The client's resume position: `Last-Event-ID` header, else `?lastEventId=`, else 0.
+ * The client's resume position: the `Last-Event-ID` header (what EventSource sends when it reconnects), else the
+ * route's validated `?lastEventId=` (declare {@link streamQuery}), else 0.
  * @param ctx the context.
  * @returns a non-negative integer.
+ * @throws ValidationError (400) when the header is not a non-negative integer.
  */
 export function lastEventId(ctx: AppContext): number {
-  const raw = ctx.get('last-event-id') || (typeof ctx.query.lastEventId === 'string' ? ctx.query.lastEventId : '');
-  const n = Number(raw);
-  return Number.isInteger(n) && n > 0 ? n : 0;
+  const header = ctx.get('last-event-id');
+  if (header !== '') {
+    const holder: Record<string, unknown> = { 'Last-Event-ID': header };
+    const problem = check(lastEventIdHeader, holder, 'query');
+    if (problem) throw new ValidationError(problem);
+    return holder['Last-Event-ID'] as number;
+  }
+  return input<unknown, { lastEventId?: number }>(ctx).query?.lastEventId ?? 0;
 }
 
 /**
@@ -74,15 +100,27 @@ export async function streamEvents(ctx: AppContext, opts: SseOptions): Promise<v
     body.end();
   };
   const send = (e: LoggedEvent): void => {
-    if (closed || e.seq <= last) return;
-    last = e.seq;
+    if (closed) return;
+    const terminal = opts.isTerminal(e);
+    // Events the client has are skipped, except the terminal one: it ends every stream (replayed once when the
+    // client's position is at or past it).
+    if (e.seq <= last && !terminal) return;
+    last = Math.max(last, e.seq);
     body.write(`id: ${e.seq}\nevent: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`);
-    if (opts.isTerminal(e)) close();
+    if (terminal) close();
   };
   ctx.res.once('close', close); // the client went away (or the response ended)
   opts.shutdown.addEventListener('abort', close);
   body.write(`retry: ${SSE_RETRY_MS}\n: connected\n\n`);
 
-  for (const e of await readEvents(opts.streamId, last)) send(e);
-  if (!closed) unsubscribe = opts.tailer.subscribe(opts.streamId, last, send);
+  // Read from the client's position, but never from beyond the head's last event: a position at or past the end
+  // still gets the stream's last event (the terminal one when the execution is over; skipped otherwise).
+  const head = await lastSeq(opts.streamId);
+  const from = Math.min(opts.afterSeq, Math.max(head - 1, 0));
+  let read = from;
+  for (const e of await readEvents(opts.streamId, from)) {
+    read = e.seq;
+    send(e);
+  }
+  if (!closed) unsubscribe = opts.tailer.subscribe(opts.streamId, read, send);
 }

@@ -188,7 +188,7 @@ export async function startExecution(
       await deps.temporal.client.workflow.start<typeof agentExecution>('agentExecution', {
         workflowId: executionWorkflowId(executionId),
         taskQueue: deps.temporal.taskQueue,
-        args: [{ executionId }],
+        args: [{ executionId, deadlineSeconds: deps.config.executionDeadlineSeconds }],
         typedSearchAttributes: new TypedSearchAttributes([
           { key: organizationIdKey, value: auth.organizationId },
           { key: agentIdKey, value: agent._id },

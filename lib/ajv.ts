@@ -2,7 +2,7 @@
  * The JSON Schema validators (compiled once per schema). Bodies are validated strictly (no coercion, unknown
  * fields refused); query strings are coerced (`?limit=10` → 10). Errors become one client-readable message in the
  * spec's wording (`Missing required field: name`); a schema can carry its own message for a failing enum or
- * pattern with the `x-message` annotation.
+ * pattern with the `x-message` annotation (`{field}` in it is replaced by the field's path).
  */
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
@@ -33,7 +33,8 @@ function fieldOf(error: ErrorObject): string {
  */
 export function describeError(error: ErrorObject): string {
   const field = fieldOf(error);
-  const custom = (error.parentSchema as Schema | undefined)?.['x-message'];
+  const annotation = (error.parentSchema as Schema | undefined)?.['x-message'];
+  const custom = typeof annotation === 'string' ? annotation.replace('{field}', field || '(body)') : undefined;
   switch (error.keyword) {
     case 'required':
       return `Missing required field: ${field ? `${field}.` : ''}${(error.params as { missingProperty: string }).missingProperty}`;

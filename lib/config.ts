@@ -38,6 +38,10 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Human-readable logs (dev launcher). @default false */
   logPretty: boolean;
+  /** A model stream with no event for this long fails its attempt (ARCHITECTURE.md §7). @default 60 */
+  modelIdleTimeoutSeconds: number;
+  /** Longest an execution may run, every attempt included; then it fails with a terminal error. @default 600 */
+  executionDeadlineSeconds: number;
   /** Largest accepted JSON body in bytes. @default 1 MiB */
   bodyLimitBytes: number;
   /** Where `npm run dev` keeps embedded server data and the admin CLI finds their addresses. @default .data */
@@ -176,6 +180,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     webhookAllowPrivate: bool('WEBHOOK_ALLOW_PRIVATE', false),
     logLevel,
     logPretty: bool('LOG_PRETTY', false),
+    modelIdleTimeoutSeconds: int('MODEL_IDLE_TIMEOUT_SECONDS', 60, 1, 3600),
+    executionDeadlineSeconds: int('EXECUTION_DEADLINE_SECONDS', 600, 1, 86_400),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     dataDir,
     workspacesDir: path.resolve(nonEmpty(env, 'WORKSPACES_DIR') ?? path.join(dataDir, 'workspaces')),

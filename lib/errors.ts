@@ -82,6 +82,20 @@ export class UnsupportedMediaTypeError extends AppError {
   }
 }
 
+/** 400: the body's bytes do not decode as its declared `Content-Encoding`. */
+export class InvalidContentEncodingError extends AppError {
+  constructor(coding: string) {
+    super(400, 'invalid_content_encoding', `Request body could not be decoded as Content-Encoding ${coding}`);
+  }
+}
+
+/** 415: the body was sent with a `Content-Encoding` the service does not decode. */
+export class UnsupportedContentEncodingError extends AppError {
+  constructor() {
+    super(415, 'unsupported_media_type', 'Content-Encoding must be gzip, deflate, br or identity');
+  }
+}
+
 /** 429: the identity's request budget is spent. */
 export class RateLimitedError extends AppError {
   constructor(retryAfterSeconds: number) {

@@ -5,20 +5,33 @@
  * after a worker dies, continuing the reply where it stopped) → finish (completed | failed | cancelled: final events,
  * chat message, usage, session released). Cancelling the workflow cancels the model call (the activity sees it
  * through its heartbeat and aborts the provider request); finishing always runs, even after cancellation.
+ *
+ * The reply has an overall deadline (`deadlineSeconds`, EXECUTION_DEADLINE_SECONDS, every attempt and backoff
+ * included): when it passes, the model call is cancelled and the execution fails with a terminal `error` event,
+ * which frees its session. Clients read failures in the service's words (workflows/failures.ts); the engine's own
+ * failure (timeouts, driver errors) is logged with the execution id.
  */
 import {
   ActivityCancellationType,
-  ApplicationFailure,
   CancellationScope,
   isCancellation,
+  log,
+  patched,
   proxyActivities,
+  sleep,
 } from '@temporalio/workflow';
 // Only import the activity types
 import type { ExecutionActivities } from '../activities/executions';
+import { clientFailure, deadlineMessage, FAILURES } from './failures';
 
 export interface AgentExecutionInput {
   executionId: string;
+  /** Overall deadline of the reply in seconds (EXECUTION_DEADLINE_SECONDS when the api started it). */
+  deadlineSeconds?: number;
 }
+
+/** Deadline of executions started without one (by an api older than the deadline). */
+const DEFAULT_DEADLINE_SECONDS = 600;
 
 export interface AgentExecutionOutcome {
   status: 'completed' | 'failed' | 'cancelled';
@@ -41,35 +54,93 @@ const { generateReply } = proxyActivities<ExecutionActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 5 },
 });
 
-function failureMessage(err: unknown): string {
-  let cause: unknown = err;
-  while (cause && typeof cause === 'object' && 'cause' in cause && (cause as { cause?: unknown }).cause) {
-    cause = (cause as { cause: unknown }).cause;
+/**
+ * Runs `fn` in its own cancellation scope, cancelled when `seconds` pass first.
+ * @param seconds the deadline.
+ * @param fn the work.
+ * @returns the work's result, and whether the deadline cancelled it.
+ */
+async function withDeadline<T>(
+  seconds: number,
+  fn: () => Promise<T>
+): Promise<{ value: T; timedOut: false } | { error: unknown; timedOut: boolean }> {
+  let timedOut = false;
+  const work = new CancellationScope();
+  const timer = new CancellationScope();
+  const expiry = timer
+    .run(() => sleep(seconds * 1000))
+    .then(
+      () => {
+        timedOut = true;
+        work.cancel();
+      },
+      () => undefined // the timer was cancelled: the work ended first
+    );
+  try {
+    return { value: await work.run(fn), timedOut: false };
+  } catch (error) {
+    return { error, timedOut };
+  } finally {
+    timer.cancel();
+    await expiry;
   }
-  if (cause instanceof ApplicationFailure || cause instanceof Error) return cause.message;
-  return 'Chat execution failed';
 }
 
 /**
- * @param input the execution id.
+ * @param input the execution id and its deadline.
  * @returns the final status.
  */
 export async function agentExecution(input: AgentExecutionInput): Promise<AgentExecutionOutcome> {
   const { executionId } = input;
-  try {
-    const reply = await generateReply(executionId);
+  const deadlineSeconds = input.deadlineSeconds ?? DEFAULT_DEADLINE_SECONDS;
+  // Histories recorded before the deadline existed replay without its timer.
+  const outcome = patched('execution-deadline')
+    ? await withDeadline(deadlineSeconds, () => generateReply(executionId))
+    : await generateReply(executionId).then(
+        (value) => ({ value, timedOut: false as const }),
+        (error: unknown) => ({ error, timedOut: false })
+      );
+  if ('value' in outcome) {
     await CancellationScope.nonCancellable(() =>
-      finishExecution({ executionId, status: 'completed', text: reply.text })
+      finishExecution({ executionId, status: 'completed', text: outcome.value.text })
     );
     return { status: 'completed' };
-  } catch (err) {
-    if (isCancellation(err)) {
-      await CancellationScope.nonCancellable(() => finishExecution({ executionId, status: 'cancelled' }));
-      return { status: 'cancelled' };
-    }
+  }
+  const err = outcome.error;
+  if (outcome.timedOut) {
+    log.warn('execution deadline exceeded', { executionId, deadlineSeconds });
     await CancellationScope.nonCancellable(() =>
-      finishExecution({ executionId, status: 'failed', error: failureMessage(err) })
+      finishExecution({
+        executionId,
+        status: 'failed',
+        error: deadlineMessage(deadlineSeconds),
+        errorCode: FAILURES.deadlineExceeded.code,
+      })
     );
     return { status: 'failed' };
   }
+  if (isCancellation(err)) {
+    await CancellationScope.nonCancellable(() => finishExecution({ executionId, status: 'cancelled' }));
+    return { status: 'cancelled' };
+  }
+  const failure = clientFailure(err);
+  // The engine's own account (e.g. "activity Heartbeat timeout", a driver error) is for operators only.
+  log.warn('execution failed', { executionId, code: failure.code, cause: describe(err) });
+  await CancellationScope.nonCancellable(() =>
+    finishExecution({ executionId, status: 'failed', error: failure.message, errorCode: failure.code })
+  );
+  return { status: 'failed' };
+}
+
+/**
+ * @param err a failure.
+ * @returns its messages, outermost first (for the log).
+ */
+function describe(err: unknown): string {
+  const parts: string[] = [];
+  for (let e = err as { message?: unknown; cause?: unknown } | undefined, i = 0; e && i < 10; i++) {
+    if (typeof e.message === 'string') parts.push(e.message);
+    e = e.cause as typeof e;
+  }
+  return parts.join(' <- ');
 }

@@ -18,7 +18,7 @@ import type { AppDeps } from '../app';
 import type { AppContext } from '../context';
 import { input, type RouteSpec } from '../route';
 import { idParams } from '../schemas';
-import { lastEventId, streamEvents, wantsEventStream } from '../sse';
+import { lastEventId, streamEvents, streamQuery, wantsEventStream } from '../sse';
 import {
   executeBody,
   executeResponse,
@@ -187,17 +187,20 @@ export function executionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
     {
       method: 'get',
       path: '/executions/:id/stream',
-      summary: 'Join an execution stream (replay after Last-Event-ID, then live)',
+      summary:
+        'Join an execution stream (replay after Last-Event-ID or ?lastEventId=, then live); ends with the terminal event',
       tags,
       auth: 'v1',
       params: idParams,
+      query: streamQuery,
       responses: { 200: sseResponse },
       events: executionStreamEvents,
       handler: async (ctx) => {
+        const afterSeq = lastEventId(ctx);
         const exec = await findExecution(ctx.state.auth, input(ctx).params.id);
         await streamEvents(ctx, {
           streamId: exec._id,
-          afterSeq: lastEventId(ctx),
+          afterSeq,
           tailer: deps.events,
           shutdown: deps.shutdown,
           isTerminal: isExecutionTerminal,

@@ -8,7 +8,7 @@ import { presentUser } from '../../presenters/user';
 import type { AuthContext } from '../../commands/tokens';
 import type { Schema } from '../../lib/ajv';
 import { input, type RouteSpec } from '../route';
-import { nullableStr, record, requiredStr, str, strArray, timestamp } from '../schemas';
+import { httpUrl, nullableStr, record, requiredStr, strArray, timestamp } from '../schemas';
 
 const tags = ['Profile'];
 
@@ -87,7 +87,7 @@ export function profileRoutes(): RouteSpec[] {
       body: {
         type: 'object',
         additionalProperties: false,
-        properties: { name: requiredStr(200), avatarUrl: { ...str(2000), format: 'uri' } },
+        properties: { name: requiredStr(200), avatarUrl: httpUrl(2000) },
       },
       responses: { 200: profileResponse },
       handler: async (ctx) => {

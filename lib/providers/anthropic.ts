@@ -47,9 +47,19 @@ function toProviderError(err: unknown, signal: AbortSignal): Error {
       // The SDK throws an APIError without a status for an `error` event inside an accepted stream.
       const type = err.type ?? 'unknown_error';
       const message = err.apiMessage ?? err.message;
-      return new ProviderError(`Anthropic stream error (${type}): ${message}`, TRANSIENT_STREAM_ERROR_TYPES.has(type));
+      return new ProviderError(
+        `Anthropic stream error (${type}): ${message}`,
+        TRANSIENT_STREAM_ERROR_TYPES.has(type),
+        undefined,
+        err.apiMessage ?? undefined
+      );
     }
-    return new ProviderError(`Anthropic API error: ${err.message}`, isTransientStatus(err.status), err.status);
+    return new ProviderError(
+      `Anthropic API error: ${err.message}`,
+      isTransientStatus(err.status),
+      err.status,
+      err.apiMessage ?? undefined
+    );
   }
   // Anything else comes from reading the body (socket reset mid-stream, garbled SSE): retryable network trouble.
   const message = err instanceof Error ? err.message : String(err);

@@ -22,13 +22,14 @@ import type { Config } from '../config';
 import { createAnthropicProvider } from './anthropic';
 import { createBuiltinProvider } from './builtin';
 import { createOpenAIProvider } from './openai';
-import { ProviderError } from './types';
+import { ProviderNotConfiguredError } from './types';
 import type { ModelProvider, ResolvedModel } from './types';
 
 export * from './types';
 export { createAnthropicProvider, type AnthropicProviderOptions } from './anthropic';
 export { createOpenAIProvider, type OpenAIProviderOptions } from './openai';
 export { createBuiltinProvider, type BuiltinProviderOptions } from './builtin';
+export { withIdleTimeout } from './idle';
 
 /** The model name recorded for the built-in provider. */
 export const BUILTIN_MODEL = 'builtin';
@@ -80,7 +81,7 @@ const cache = new WeakMap<object, Map<ModelProvider['name'], ModelProvider>>();
  * @param resolved the result of {@link resolveModel}.
  * @param config the keys and base addresses.
  * @returns the provider.
- * @throws ProviderError (not transient) when the resolved provider's key is no longer configured.
+ * @throws ProviderNotConfiguredError (not transient) when the resolved provider's key is no longer configured.
  */
 export function createProvider(resolved: ResolvedModel, config: ProviderConfig): ModelProvider {
   let perConfig = cache.get(config);
@@ -105,11 +106,11 @@ function build(name: ModelProvider['name'], config: ProviderConfig): ModelProvid
   switch (name) {
     case 'anthropic':
       // An execution resolved earlier may run after a restart without the key: fail clearly, without retries.
-      if (!config.anthropicApiKey) throw new ProviderError('ANTHROPIC_API_KEY is not set', false);
+      if (!config.anthropicApiKey) throw new ProviderNotConfiguredError('ANTHROPIC_API_KEY is not set');
       return createAnthropicProvider({ apiKey: config.anthropicApiKey, baseURL: config.anthropicBaseUrl });
     case 'openai':
       if (!config.openaiApiKey && !config.openaiBaseUrl) {
-        throw new ProviderError('OPENAI_API_KEY / OPENAI_BASE_URL are not set', false);
+        throw new ProviderNotConfiguredError('OPENAI_API_KEY / OPENAI_BASE_URL are not set');
       }
       return createOpenAIProvider({ apiKey: config.openaiApiKey, baseURL: config.openaiBaseUrl });
     case 'builtin':

@@ -44,8 +44,16 @@ function toProviderError(err: unknown, signal: AbortSignal): Error {
   if (err instanceof APIError) {
     // No status: an `error` object inside an accepted stream, which servers send when generation fails midway
     // (overload, internal failure); request problems are rejected with a status before the stream starts.
-    if (err.status === undefined) return new ProviderError(`OpenAI stream error: ${err.message}`, true);
-    return new ProviderError(`OpenAI API error: ${err.message}`, isTransientStatus(err.status), err.status);
+    const own = (err.error as { message?: unknown } | undefined)?.message;
+    const providerMessage = typeof own === 'string' ? own : undefined;
+    if (err.status === undefined)
+      return new ProviderError(`OpenAI stream error: ${err.message}`, true, undefined, providerMessage);
+    return new ProviderError(
+      `OpenAI API error: ${err.message}`,
+      isTransientStatus(err.status),
+      err.status,
+      providerMessage
+    );
   }
   // Anything else comes from reading the body (socket reset mid-stream, garbled SSE): retryable network trouble.
   const message = err instanceof Error ? err.message : String(err);

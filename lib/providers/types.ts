@@ -42,13 +42,37 @@ export interface ModelProvider {
  * output has been delivered; others (4xx: bad key, bad model, bad request) may not.
  */
 export class ProviderError extends Error {
+  /**
+   * @param message what happened, with the provider's details (logs only: it may hold a raw error body).
+   * @param transient whether the call may be retried.
+   * @param status the provider's HTTP status, if it answered with one.
+   * @param providerMessage the provider's own one-line explanation (its error body's `message`), which a client
+   *   may read after "The model provider rejected the request: ".
+   */
   constructor(
     message: string,
     readonly transient: boolean,
-    readonly status?: number
+    readonly status?: number,
+    readonly providerMessage?: string
   ) {
     super(message);
     this.name = 'ProviderError';
+  }
+}
+
+/** The resolved provider has no key or address configured any more (not retried). */
+export class ProviderNotConfiguredError extends ProviderError {
+  constructor(message: string) {
+    super(message, false);
+    this.name = 'ProviderNotConfiguredError';
+  }
+}
+
+/** The provider sent no event for the idle timeout: the attempt fails (transient: it may be retried). */
+export class ProviderIdleError extends ProviderError {
+  constructor(readonly idleMs: number) {
+    super(`No event from the model provider for ${idleMs} ms`, true);
+    this.name = 'ProviderIdleError';
   }
 }
 

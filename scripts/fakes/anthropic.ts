@@ -12,7 +12,8 @@
  * - `[fail-times:K]`  with `[fail:…]`: fail only the first K requests carrying this exact message text, then
  *                     succeed (counted per distinct message text, over the server's lifetime).
  * - `[fail-after:K]`  stream K deltas, then an `event: error` (`overloaded_error`) and end the response.
- * - `[hang]`          send `message_start`, then nothing more until the client disconnects.
+ * - `[hang]`          send `message_start`, then nothing more until the client disconnects (a silent model).
+ * - `[hang-after:K]`  stream K deltas, then nothing more until the client disconnects (silent mid-reply).
  *
  * Prefill: when the request's last message is an assistant message P, the reply R is still computed from the last
  * user message; if R starts with P with its trailing whitespace trimmed, only the rest of R is streamed, like a
@@ -34,12 +35,23 @@ export interface FakeAnthropic {
   readonly url: string;
   /** Parsed JSON bodies of the `/v1/messages` requests received, in order. */
   readonly requests: FakeMessagesRequest[];
+  /**
+   * What each request of `requests` (same index) was billed so far: its input tokens, and one output token per
+   * text delta actually sent (also for a response cut short).
+   */
+  readonly usage: FakeUsage[];
   /** Requests whose response is still open. */
   readonly activeConnections: number;
   /** Requests whose client disconnected before the response ended. */
   readonly aborted: number;
   /** Stops the server, dropping open connections. */
   close(): Promise<void>;
+}
+
+/** Tokens billed for one request. */
+export interface FakeUsage {
+  inputTokens: number;
+  outputTokens: number;
 }
 
 /** The part of a Messages request body the fake reads. */
@@ -124,6 +136,7 @@ function sendError(res: http.ServerResponse, status: number, type: string, messa
  */
 export async function startFakeAnthropic(): Promise<FakeAnthropic> {
   const requests: FakeMessagesRequest[] = [];
+  const usage: FakeUsage[] = [];
   const failures = new Map<string, number>();
   const open = new Set<http.ServerResponse>();
   let aborted = 0;
@@ -157,6 +170,8 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
       return;
     }
     requests.push(body);
+    const billed: FakeUsage = { inputTokens: 0, outputTokens: 0 };
+    usage.push(billed);
 
     const messages = body.messages ?? [];
     const lastUser = textOf([...messages].reverse().find((m) => m.role === 'user')?.content);
@@ -179,10 +194,12 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
     const toStream = prefill !== '' && fullText.startsWith(prefill) ? dropPrefix(full, prefill.length) : full;
     const allText = textOf(body.system) + messages.map((m) => textOf(m.content)).join('');
     const inputTokens = Math.ceil(allText.length / 4);
+    billed.inputTokens = inputTokens;
     const id = `msg_fake_${nextId++}`;
     const model = body.model ?? 'unknown';
 
     if (!body.stream) {
+      billed.outputTokens = toStream.length;
       res.writeHead(200, { 'content-type': 'application/json', 'request-id': 'req_fake' });
       res.end(
         JSON.stringify({
@@ -232,11 +249,15 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
     send('ping', {});
     const slowMs = numberDirective(lastUser, 'slow') ?? 0;
     const failAfter = numberDirective(lastUser, 'fail-after');
+    const hangAfter = numberDirective(lastUser, 'hang-after');
     for (let i = 0; i < toStream.length; i++) {
       if (failAfter !== undefined && i >= failAfter) break;
+      // [hang-after:K]: leave the response open after K deltas, like [hang].
+      if (hangAfter !== undefined && i >= hangAfter) return;
       if (i > 0 && slowMs > 0) await new Promise((r) => setTimeout(r, slowMs));
       if (disconnected) return;
       send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: toStream[i] } });
+      billed.outputTokens++;
     }
     if (failAfter !== undefined) {
       send('error', { error: { type: 'overloaded_error', message: 'Overloaded' } });
@@ -261,6 +282,7 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
+    usage,
     get activeConnections() {
       return open.size;
     },

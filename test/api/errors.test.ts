@@ -1,3 +1,4 @@
+import zlib from 'node:zlib';
 import Koa from 'koa';
 import Router from '@koa/router';
 import supertest from 'supertest';
@@ -11,6 +12,8 @@ import { bearer, buildOrg } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
 
 useTestDatabase();
+/** Sends a Buffer as it is (superagent would JSON-encode it under a JSON Content-Type). */
+const raw = (b: Buffer): string => b as unknown as string;
 const t = useTestApp({ BODY_LIMIT_BYTES: '2048' });
 
 describe('error envelopes', () => {
@@ -70,6 +73,113 @@ describe('error envelopes', () => {
   });
 });
 
+describe('Content-Encoding of bodies', () => {
+  const json = Buffer.from(JSON.stringify({ name: 'Renamed' }));
+
+  it.each(['gzip', 'deflate', 'br'])(
+    '%s declared on bytes that are not: 400 on both surfaces, never 500',
+    async (coding) => {
+      const org = await buildOrg();
+      const v1 = await t.request
+        .patch('/api/v1/profile')
+        .set('Authorization', bearer(org.apiToken))
+        .set('Content-Type', 'application/json')
+        .set('Content-Encoding', coding)
+        .serialize(raw)
+        .send(json);
+      expect(v1.status).toBe(400);
+      expect(v1.body).toEqual({
+        error: true,
+        statusCode: 400,
+        statusMessage: 'Bad Request',
+        message: `Request body could not be decoded as Content-Encoding ${coding}`,
+      });
+      const cur = await t.request
+        .post('/api/version')
+        .set('Content-Type', 'application/json')
+        .set('Content-Encoding', coding)
+        .serialize(raw)
+        .send(json);
+      expect(cur.status).toBe(400);
+      expect(cur.body).toEqual({
+        error: {
+          code: 'invalid_content_encoding',
+          message: `Request body could not be decoded as Content-Encoding ${coding}`,
+        },
+      });
+    }
+  );
+
+  it('a truncated gzip body: 400', async () => {
+    const gz = zlib.gzipSync(json);
+    const res = await t.request
+      .post('/api/version')
+      .set('Content-Type', 'application/json')
+      .set('Content-Encoding', 'gzip')
+      .serialize(raw)
+      .send(gz.subarray(0, gz.length - 6));
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('invalid_content_encoding');
+  });
+
+  it('an unsupported Content-Encoding: 415 naming Content-Encoding (v1 and current)', async () => {
+    const org = await buildOrg();
+    const v1 = await t.request
+      .patch('/api/v1/profile')
+      .set('Authorization', bearer(org.apiToken))
+      .set('Content-Type', 'application/json')
+      .set('Content-Encoding', 'foo')
+      .serialize(raw)
+      .send(json);
+    expect(v1.status).toBe(415);
+    expect(v1.body).toEqual({
+      error: true,
+      statusCode: 415,
+      statusMessage: 'Unsupported Media Type',
+      message: 'Content-Encoding must be gzip, deflate, br or identity',
+    });
+    const cur = await t.request
+      .post('/api/version')
+      .set('Content-Type', 'application/json')
+      .set('Content-Encoding', 'foo')
+      .serialize(raw)
+      .send(json);
+    expect(cur.status).toBe(415);
+    expect(cur.body).toEqual({
+      error: { code: 'unsupported_media_type', message: 'Content-Encoding must be gzip, deflate, br or identity' },
+    });
+  });
+
+  it('the decoded size is capped by the body limit: 413', async () => {
+    const bomb = zlib.gzipSync(Buffer.from(JSON.stringify({ blob: 'x'.repeat(1_000_000) })));
+    expect(bomb.length).toBeLessThan(2048);
+    const res = await t.request
+      .post('/api/version')
+      .set('Content-Type', 'application/json')
+      .set('Content-Encoding', 'gzip')
+      .serialize(raw)
+      .send(bomb);
+    expect(res.status).toBe(413);
+    expect(res.body).toEqual({
+      error: { code: 'payload_too_large', message: 'Request body exceeds the limit of 2048 bytes' },
+    });
+  });
+
+  it('a well-encoded body is decoded and applied (codings are case-insensitive)', async () => {
+    const org = await buildOrg();
+    const res = await t.request
+      .patch('/api/v1/profile')
+      .set('Authorization', bearer(org.apiToken))
+      .set('Content-Type', 'application/json')
+      .set('Content-Encoding', 'GZIP')
+      .serialize(raw)
+      .send(zlib.gzipSync(json));
+    expect(res.status).toBe(200);
+    const profile = await t.request.get('/api/v1/profile').set('Authorization', bearer(org.apiToken));
+    expect(profile.body.user.name).toBe('Renamed');
+  });
+});
+
 describe('request ids', () => {
   it('echoes a well-formed incoming x-request-id', async () => {
     const res = await t.request.get('/healthz').set('x-request-id', 'client-req-42');
@@ -125,5 +235,19 @@ describe('unexpected errors', () => {
     expect(a.body).toEqual({ a: 1 });
     const b = await request.post('/api/echo').set('Content-Type', 'application/merge-patch+json').send('{"b":2}');
     expect(b.body).toEqual({ b: 2 });
+  });
+
+  it('decodes gzip, deflate and br bodies', async () => {
+    const body = Buffer.from('{"c":3}');
+    const encoders = { gzip: zlib.gzipSync, deflate: zlib.deflateSync, br: zlib.brotliCompressSync };
+    for (const [coding, encode] of Object.entries(encoders)) {
+      const res = await request
+        .post('/api/echo')
+        .set('Content-Type', 'application/json')
+        .set('Content-Encoding', coding)
+        .serialize(raw)
+        .send(encode(body));
+      expect(res.body).toEqual({ c: 3 });
+    }
   });
 });

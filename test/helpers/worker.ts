@@ -7,6 +7,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { HEARTBEAT_THROTTLE } from '../../activities/executions';
 import type { Config } from '../../lib/config';
+import type { Logger } from '../../lib/logger';
 import { testLogger } from './env';
 
 export interface TestWorker {
@@ -16,9 +17,10 @@ export interface TestWorker {
 
 /**
  * @param config the test configuration (its task queue is served).
+ * @param logger the activities' logger (default: testLogger(), silent unless TEST_LOG_LEVEL is set).
  * @returns the running worker.
  */
-export async function startTestWorker(config: Readonly<Config>): Promise<TestWorker> {
+export async function startTestWorker(config: Readonly<Config>, logger: Logger = testLogger()): Promise<TestWorker> {
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const bundlePath = process.env.AAS_WORKFLOW_BUNDLE;
   const worker = await Worker.create({
@@ -28,7 +30,7 @@ export async function startTestWorker(config: Readonly<Config>): Promise<TestWor
     ...(bundlePath
       ? { workflowBundle: { code: readFileSync(bundlePath, 'utf8') } }
       : { workflowsPath: require.resolve('../../workflows') }),
-    activities: createActivities({ logger: testLogger(), config }),
+    activities: createActivities({ logger, config }),
     maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
     shutdownGraceTime: '1 second',
   });

@@ -14,6 +14,8 @@ describe('loadConfig', () => {
       webhookAllowPrivate: false,
       logLevel: 'info',
       bodyLimitBytes: 1048576,
+      modelIdleTimeoutSeconds: 60,
+      executionDeadlineSeconds: 600,
     });
     expect(c.mongodbUri).toBeUndefined();
     expect(c.defaultModel).toBeUndefined();
@@ -63,6 +65,13 @@ describe('loadConfig', () => {
         'WEBHOOK_ALLOW_PRIVATE',
       ])
     );
+  });
+
+  it('reads the model idle timeout and the execution deadline, in whole seconds', () => {
+    const c = loadConfig({ MODEL_IDLE_TIMEOUT_SECONDS: '2', EXECUTION_DEADLINE_SECONDS: '30' });
+    expect(c).toMatchObject({ modelIdleTimeoutSeconds: 2, executionDeadlineSeconds: 30 });
+    expect(() => loadConfig({ MODEL_IDLE_TIMEOUT_SECONDS: '0' })).toThrow(/MODEL_IDLE_TIMEOUT_SECONDS="0"/);
+    expect(() => loadConfig({ EXECUTION_DEADLINE_SECONDS: '1.5' })).toThrow(/EXECUTION_DEADLINE_SECONDS="1.5"/);
   });
 
   it('requires ENCRYPTION_KEY in production', () => {

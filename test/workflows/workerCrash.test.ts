@@ -54,7 +54,8 @@ it('a worker killed mid-stream: a new worker finishes the reply with no duplicat
     headers: { authorization: bearer(org.apiToken) },
     body: { message: '[chunks:40][slow:100]', stream: true },
   });
-  await stream.waitFor(6);
+  // Far enough into the reply for the dying attempt's token counts to have been saved at least once.
+  await stream.waitFor(10);
   first.crash();
   await first.exited();
   const requestsBefore = fake.requests.length;
@@ -79,4 +80,16 @@ it('a worker killed mid-stream: a new worker finishes the reply with no duplicat
   const resumed = fake.requests.slice(requestsBefore).find((r) => r.messages?.at(-1)?.role === 'assistant');
   expect(resumed).toBeDefined();
   expect(expected.startsWith(String(resumed!.messages!.at(-1)!.content))).toBe(true);
+
+  // Usage counts every attempt the provider billed, the killed one included: its input tokens exactly (saved as
+  // soon as the provider reported them), its output tokens as the deltas it had received when last saved.
+  const billed = fake.usage;
+  const attempts = Object.values(exec!.usageByAttempt as Record<string, { inputTokens: number }>);
+  expect(attempts.length).toBe(billed.length);
+  expect(exec!.usage!.inputTokens).toBe(billed.reduce((n, u) => n + u.inputTokens, 0));
+  const lastAttempt = billed.at(-1)!.outputTokens;
+  expect(exec!.usage!.outputTokens).toBeGreaterThan(lastAttempt);
+  expect(exec!.usage!.outputTokens).toBeLessThanOrEqual(billed.reduce((n, u) => n + u.outputTokens, 0));
+  const result = JSON.parse(events.at(-1)!.data);
+  expect(result.usage).toEqual({ input_tokens: exec!.usage!.inputTokens, output_tokens: exec!.usage!.outputTokens });
 }, 120_000);

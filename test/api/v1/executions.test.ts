@@ -321,6 +321,77 @@ describe('cancel, join and resume', () => {
     expect((await Execution.findById(executionId).lean())?.status).toBe('completed');
   });
 
+  it('a join at or past the end of a finished execution replays the terminal event once and ends', async () => {
+    const { token, agentId } = await setup();
+    const { executionId } = (await as(token).post(`/agents/${agentId}/execute`, { message: '[chunks:5]' })).body;
+    const all = await openSse(`${base}/api/v1/executions/${executionId}/stream`, {
+      headers: { authorization: bearer(token) },
+    });
+    await all.ended;
+    const terminal = all.events.at(-1)!;
+    expect(terminal.event).toBe('result');
+    const joins: Array<{ path: string; headers?: Record<string, string> }> = [
+      { path: '', headers: { 'last-event-id': terminal.id! } },
+      { path: '', headers: { 'last-event-id': '9999' } },
+      { path: '', headers: { 'last-event-id': '1e308' } },
+      { path: `?lastEventId=${terminal.id}` },
+      { path: '?lastEventId=9999' },
+    ];
+    for (const join of joins) {
+      const rest = await openSse(`${base}/api/v1/executions/${executionId}/stream${join.path}`, {
+        headers: { authorization: bearer(token), ...join.headers },
+      });
+      expect(rest.status).toBe(200);
+      await rest.ended;
+      expect(rest.events).toEqual([terminal]);
+    }
+    // One before the end: only the terminal event, once.
+    const before = await openSse(`${base}/api/v1/executions/${executionId}/stream`, {
+      headers: { authorization: bearer(token), 'last-event-id': String(Number(terminal.id) - 1) },
+    });
+    await before.ended;
+    expect(before.events).toEqual([terminal]);
+  });
+
+  it('a join past the head of a running execution ends when the execution ends', async () => {
+    const { token, agentId } = await setup();
+    const live = await openSse(`${base}/api/v1/agents/${agentId}/execute`, {
+      method: 'POST',
+      headers: { authorization: bearer(token) },
+      body: { message: '[chunks:20][slow:50]', stream: true },
+    });
+    await live.waitFor(2);
+    const { executionId } = JSON.parse(live.events[0].data);
+    const ahead = await openSse(`${base}/api/v1/executions/${executionId}/stream?lastEventId=500`, {
+      headers: { authorization: bearer(token) },
+    });
+    await Promise.all([live.ended, ahead.ended]);
+    expect(live.events.at(-1)!.event).toBe('result');
+    expect(ahead.events).toEqual([live.events.at(-1)]);
+  });
+
+  it('lastEventId (query or Last-Event-ID) must be a non-negative integer: 400 otherwise', async () => {
+    const { token, agentId } = await setup();
+    const { executionId } = (await as(token).post(`/agents/${agentId}/execute`, { message: 'x' })).body;
+    const stream = `/executions/${executionId}/stream`;
+    expect((await as(token).get(`${stream}?lastEventId[$gt]=0`)).body).toEqual(
+      v1Error(400, 'Bad Request', 'Unknown field: lastEventId[$gt]')
+    );
+    expect((await as(token).get(`${stream}?lastEventId=abc`)).body).toEqual(
+      v1Error(400, 'Bad Request', 'Invalid type for field: lastEventId (expected integer)')
+    );
+    expect((await as(token).get(`${stream}?lastEventId=-5`)).body).toEqual(
+      v1Error(400, 'Bad Request', 'Field lastEventId must be >= 0')
+    );
+    for (const bad of ['1.5', '']) expect((await as(token).get(`${stream}?lastEventId=${bad}`)).status).toBe(400);
+    expect((await as(token).get(`${stream}?lastEventId=1&lastEventId=2`)).status).toBe(400);
+    for (const bad of ['abc', '-5', '1.5', '[object Object]']) {
+      const res = await as(token).get(stream).set('Last-Event-ID', bad);
+      expect(res.status).toBe(400);
+      expect(res.body.message).toMatch(/Last-Event-ID/);
+    }
+  });
+
   it('a second message while the session runs is refused with 409; the session frees afterwards', async () => {
     const { token, agentId } = await setup();
     const live = await openSse(`${base}/api/v1/agents/${agentId}/execute`, {

@@ -66,4 +66,31 @@ describe('/api/v1/profile', () => {
     expect((await as(org.apiToken).patch('/profile', { email: 'x@y.z' })).body.message).toBe('Unknown field: email');
     expect((await as(org.apiToken).patch('/profile', { avatarUrl: 'not a url' })).status).toBe(400);
   });
+
+  it.each([
+    'javascript:alert(1)',
+    'JavaScript:alert(1)',
+    'data:text/html,<script>alert(1)</script>',
+    'file:///etc/passwd',
+    'ftp://example.com/a.png',
+    '//example.com/a.png',
+    'http:/example.com',
+    'https://',
+    ' https://example.com/a.png',
+  ])('avatarUrl %j is refused with 400: only http: and https: URLs', async (avatarUrl) => {
+    const org = await buildOrg();
+    const res = await as(org.apiToken).patch('/profile', { avatarUrl });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual(v1Error(400, 'Bad Request', 'Field avatarUrl must be an http or https URL'));
+    expect((await as(org.apiToken).get('/profile')).body.user.avatarUrl).toBeNull();
+  });
+
+  it('avatarUrl accepts http: and https: URLs in any letter case', async () => {
+    const org = await buildOrg();
+    for (const avatarUrl of ['HTTPS://EXAMPLE.COM/A.PNG', 'http://127.0.0.1:8080/a.png?x=1#y']) {
+      const res = await as(org.apiToken).patch('/profile', { avatarUrl });
+      expect(res.status).toBe(200);
+      expect(res.body.user.avatarUrl).toBe(avatarUrl);
+    }
+  });
 });
