@@ -1,15 +1,20 @@
 /**
  * Liveness and readiness. `/healthz` answers while the process runs; `/readyz` pings MongoDB and checks that the
- * Temporal namespace is reachable, answering 503 `Service temporarily unavailable. Please retry.` otherwise.
+ * Temporal namespace is reachable, answering 503 `Service temporarily unavailable. Please retry.` otherwise. Both
+ * checks run at once under one deadline (READY_DEADLINE_MS), so the answer never takes longer than that.
  */
 import Router from '@koa/router';
 import { pingMongo } from '../lib/mongo';
 import { pingTemporal, type TemporalDeps } from '../lib/temporal';
+import { withDeadline } from '../lib/deadline';
 import { ServiceUnavailableError } from '../lib/errors';
 import type { AppState } from './context';
 import { renderError } from './middlewares/errors';
 
 type Check = 'ok' | 'unavailable';
+
+/** The one deadline of a readiness answer (both checks together). */
+export const READY_DEADLINE_MS = 2000;
 
 /**
  * @param deps.temporal the Temporal connection and namespace.
@@ -21,15 +26,20 @@ export function healthRouter(deps: { temporal: Pick<TemporalDeps, 'connection' |
     ctx.body = { status: 'ok' };
   });
   router.get('/readyz', async (ctx) => {
+    const deadline = Date.now() + READY_DEADLINE_MS;
+    const check = (what: string, ping: (ms: number) => Promise<void>): Promise<void> => {
+      const left = deadline - Date.now();
+      return withDeadline(ping(left), left, what);
+    };
     const [mongo, temporal] = await Promise.all([
-      pingMongo().then(
+      check('MongoDB', (ms) => pingMongo(ms)).then(
         (): Check => 'ok',
         (err: unknown): Check => {
           ctx.state.log.warn({ err }, 'readiness: MongoDB unavailable');
           return 'unavailable';
         }
       ),
-      pingTemporal(deps.temporal).then(
+      check('Temporal', (ms) => pingTemporal(deps.temporal, ms)).then(
         (): Check => 'ok',
         (err: unknown): Check => {
           ctx.state.log.warn({ err }, 'readiness: Temporal unavailable');
