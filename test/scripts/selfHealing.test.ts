@@ -128,29 +128,46 @@ function expectWholeStream(events: SseEvent[], chunks: number): void {
   expect(events.at(-1)!.event).toBe('result');
 }
 
+/**
+ * Starts `npm run dev` on free ports. A port is only free when chosen: another process on this machine (another
+ * test run's servers pick random ports too) can take it before the server binds it, which the launcher reports as
+ * `port … is already in use`; then it is started again on other ports (at most three times).
+ */
+async function startDev(): Promise<NodeJS.ProcessEnv> {
+  for (let attempt = 1; ; attempt++) {
+    const [port, mongo, temporal, ui] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+    base = `http://127.0.0.1:${port}`;
+    const env = childTestEnv({
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      DEV_MONGO_PORT: String(mongo),
+      DEV_TEMPORAL_PORT: String(temporal),
+      DEV_TEMPORAL_UI_PORT: String(ui),
+      RESTART_BACKOFF_MS: String(RESTART_MS),
+      RESTART_BACKOFF_MAX_MS: String(RESTART_MS),
+      DEPENDENCY_TIMEOUT_MS: '3000',
+      ANTHROPIC_API_KEY: 'test-key',
+      ANTHROPIC_BASE_URL: fake.url,
+      DEFAULT_MODEL: 'claude-test',
+      LOG_LEVEL: 'warn',
+    });
+    delete env.MONGODB_URI;
+    delete env.TEMPORAL_ADDRESS;
+    dev = spawnScript('scripts/dev.ts', env);
+    await dev.waitFor(/Ctrl-C stops everything|is already in use/, 120_000).catch(() => undefined);
+    if (!/is already in use/.test(dev.output()) || attempt === 3) {
+      await dev.waitFor(/Ctrl-C stops everything/, 1000);
+      return env;
+    }
+    dev.child.kill('SIGINT');
+    await dev.exited();
+  }
+}
+
 beforeAll(async () => {
   fake = await startFakeAnthropic();
   dataDir = mkdtempSync(path.join(os.tmpdir(), 'aas-heal-'));
-  const [port, mongo, temporal, ui] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
-  base = `http://127.0.0.1:${port}`;
-  const env = childTestEnv({
-    PORT: String(port),
-    DATA_DIR: dataDir,
-    DEV_MONGO_PORT: String(mongo),
-    DEV_TEMPORAL_PORT: String(temporal),
-    DEV_TEMPORAL_UI_PORT: String(ui),
-    RESTART_BACKOFF_MS: String(RESTART_MS),
-    RESTART_BACKOFF_MAX_MS: String(RESTART_MS),
-    DEPENDENCY_TIMEOUT_MS: '3000',
-    ANTHROPIC_API_KEY: 'test-key',
-    ANTHROPIC_BASE_URL: fake.url,
-    DEFAULT_MODEL: 'claude-test',
-    LOG_LEVEL: 'warn',
-  });
-  delete env.MONGODB_URI;
-  delete env.TEMPORAL_ADDRESS;
-  dev = spawnScript('scripts/dev.ts', env);
-  await dev.waitFor(/Ctrl-C stops everything/, 120_000);
+  const env = await startDev();
   const boot = runScript('scripts/admin.ts', ['bootstrap', '--org', 'Heal', '--email', 'heal@example.com'], env);
   expect(boot.status).toBe(0);
   ({ apiToken, serviceToken } = JSON.parse(boot.stdout));
