@@ -176,6 +176,10 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     const ctx = Context.current();
     const exec = await Execution.findById(executionId).lean<ExecutionDoc>();
     if (!exec) throw ApplicationFailure.nonRetryable(`Execution ${executionId} not found`, 'ExecutionMissing');
+    // The api marks an execution whose workflow start failed (Temporal away) as failed; if that start reached the
+    // server after all, the workflow must not bring the execution back to life.
+    if (exec.error?.code === 'start_failed')
+      throw ApplicationFailure.nonRetryable('The execution could not be started', 'StartFailed');
     if (exec.status === 'pending') await markRunning(exec);
     // The system prompt is read now, so an update applies to the next execution.
     const agent = await Agent.findById(exec.agentId).select({ systemPrompt: 1 }).lean();

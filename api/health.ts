@@ -1,22 +1,27 @@
 /**
  * Liveness and readiness. `/healthz` answers while the process runs; `/readyz` pings MongoDB and checks that the
- * Temporal namespace is reachable, answering 503 `Service temporarily unavailable. Please retry.` otherwise.
+ * Temporal namespace is reachable, answering 503 `Service temporarily unavailable. Please retry.` otherwise. Both
+ * checks run at once under one deadline (READY_DEADLINE_MS), so the answer never takes longer than that.
  */
+import { withDeadline } from '../lib/deadline';
+import { ServiceUnavailableError } from '../lib/errors';
 import { pingMongo } from '../lib/mongo';
 import { pingTemporal, type TemporalDeps } from '../lib/temporal';
-import { ServiceUnavailableError } from '../lib/errors';
+import { renderError } from './middlewares/errors';
 import type { RouteSpec } from './route';
 import { record } from './schemas';
-import { renderError } from './middlewares/errors';
 
 type Check = 'ok' | 'unavailable';
+
+/** The one deadline of a readiness answer (both checks together). */
+export const READY_DEADLINE_MS = 2000;
 
 /**
  * @param deps.temporal the Temporal connection and namespace.
  * @returns the route declarations (mounted at the root).
  */
 export function healthRoutes(deps: { temporal: Pick<TemporalDeps, 'connection' | 'namespace'> }): RouteSpec[] {
-  const check = { type: 'string', enum: ['ok', 'unavailable'] };
+  const checkSchema = { type: 'string', enum: ['ok', 'unavailable'] };
   return [
     {
       method: 'get',
@@ -35,17 +40,24 @@ export function healthRoutes(deps: { temporal: Pick<TemporalDeps, 'connection' |
       summary: 'Readiness: MongoDB and Temporal reachable (503 with the checks otherwise)',
       tags: ['Health'],
       auth: 'public',
-      responses: { 200: record({ status: { const: 'ready' }, checks: record({ mongo: check, temporal: check }) }) },
+      responses: {
+        200: record({ status: { const: 'ready' }, checks: record({ mongo: checkSchema, temporal: checkSchema }) }),
+      },
       handler: async (ctx) => {
+        const deadline = Date.now() + READY_DEADLINE_MS;
+        const check = (what: string, ping: (ms: number) => Promise<void>): Promise<void> => {
+          const left = deadline - Date.now();
+          return withDeadline(ping(left), left, what);
+        };
         const [mongo, temporal] = await Promise.all([
-          pingMongo().then(
+          check('MongoDB', (ms) => pingMongo(ms)).then(
             (): Check => 'ok',
             (err: unknown): Check => {
               ctx.state.log.warn({ err }, 'readiness: MongoDB unavailable');
               return 'unavailable';
             }
           ),
-          pingTemporal(deps.temporal).then(
+          check('Temporal', (ms) => pingTemporal(deps.temporal, ms)).then(
             (): Check => 'ok',
             (err: unknown): Check => {
               ctx.state.log.warn({ err }, 'readiness: Temporal unavailable');

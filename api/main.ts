@@ -29,7 +29,7 @@ export async function main(stop: StopSignals): Promise<void> {
     process.exit(1);
   }
   try {
-    await connectMongo(config.mongodbUri);
+    await connectMongo(config.mongodbUri, { timeoutMs: config.dependencyTimeoutMs });
   } catch (err) {
     logger.fatal({ err }, `cannot reach MongoDB: ${(err as Error).message}`);
     process.exit(1);

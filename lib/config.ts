@@ -63,6 +63,17 @@ export interface Config {
   gitCommit?: string;
   /** Ports of the servers `npm run dev` embeds. @default 27017, 7233, 8233 */
   devPorts: { mongo: number; temporal: number; temporalUi: number };
+  /**
+   * Longest wait for MongoDB (server selection) or for one Temporal call before the operation fails, so that a
+   * request answers 503 while a dependency is down. @default 3000
+   */
+  dependencyTimeoutMs: number;
+  /**
+   * The supervisor's restart policy (`npm run dev`, `npm start`): the first restart of a crashed child waits
+   * `initialMs`, each further one twice as long up to `maxMs`; a child that ran `healthyMs` starts over at `initialMs`.
+   * @default 500, 10000, 60000
+   */
+  restart: { initialMs: number; maxMs: number; healthyMs: number };
 }
 
 /** Locations of local tools used by the server provisioning scripts. */
@@ -195,7 +206,18 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       temporal: int('DEV_TEMPORAL_PORT', 7233, 1, 65535),
       temporalUi: int('DEV_TEMPORAL_UI_PORT', 8233, 1, 65535),
     },
+    dependencyTimeoutMs: int('DEPENDENCY_TIMEOUT_MS', 3000, 100, 60_000),
+    restart: {
+      initialMs: int('RESTART_BACKOFF_MS', 500, 10, 60_000),
+      maxMs: int('RESTART_BACKOFF_MAX_MS', 10_000, 10, 600_000),
+      healthyMs: int('RESTART_HEALTHY_MS', 60_000, 100, 3_600_000),
+    },
   };
+  if (config.restart.maxMs < config.restart.initialMs) {
+    problems.push(
+      `RESTART_BACKOFF_MAX_MS=${config.restart.maxMs}: must be at least RESTART_BACKOFF_MS (${config.restart.initialMs})`
+    );
+  }
 
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);

@@ -4,6 +4,7 @@
  * like an operator (`{"$gt": ""}`) is matched literally, never executed.
  */
 import mongoose from 'mongoose';
+import { withDeadline } from './deadline';
 
 mongoose.set('sanitizeFilter', true);
 mongoose.set('strictQuery', true);
@@ -11,18 +12,32 @@ mongoose.set('strictQuery', true);
 /** Default database name when the URI names none. */
 export const DEFAULT_DB_NAME = 'agent_service';
 
+/** Default of `timeoutMs` (the configuration's DEPENDENCY_TIMEOUT_MS default). */
+const DEFAULT_TIMEOUT_MS = 3000;
+
 /**
  * Connects the shared mongoose instance and builds every registered model's indexes.
+ *
+ * Outages: commands are never buffered (`bufferCommands: false`; mongoose would otherwise queue them for 10 s while
+ * the server is away and then fail with an error of its own); each one goes to the driver, which waits at most
+ * `timeoutMs` for a server and then fails with MongoServerSelectionError, answered 503 by the error middleware.
+ * The driver reconnects by itself when the server is back.
  * @param uri MongoDB connection string.
  * @param options.dbName database to use when the URI has no path.
+ * @param options.timeoutMs longest wait for a server (DEPENDENCY_TIMEOUT_MS).
  * @returns the connection.
  */
-export async function connectMongo(uri: string, options: { dbName?: string } = {}): Promise<mongoose.Connection> {
+export async function connectMongo(
+  uri: string,
+  options: { dbName?: string; timeoutMs?: number } = {}
+): Promise<mongoose.Connection> {
   const hasDb = /^mongodb(\+srv)?:\/\/[^/]+\/[^/?]+/.test(uri);
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   await mongoose.connect(uri, {
     dbName: options.dbName ?? (hasDb ? undefined : DEFAULT_DB_NAME),
-    serverSelectionTimeoutMS: 5000,
-    connectTimeoutMS: 5000,
+    bufferCommands: false,
+    serverSelectionTimeoutMS: timeoutMs,
+    connectTimeoutMS: timeoutMs,
   });
   await Promise.all(Object.values(mongoose.connection.models).map((m) => m.init()));
   return mongoose.connection;
@@ -35,17 +50,7 @@ export async function connectMongo(uri: string, options: { dbName?: string } = {
 export async function pingMongo(timeoutMs = 2000): Promise<void> {
   const db = mongoose.connection.db;
   if (!db || mongoose.connection.readyState !== 1) throw new Error('MongoDB is not connected');
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      db.admin().ping(),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error('MongoDB ping timed out')), timeoutMs);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
+  await withDeadline(db.admin().ping(), timeoutMs, 'MongoDB ping');
 }
 
 /** Closes the shared connection. */

@@ -34,6 +34,8 @@ export const WakeupTarget = mongoose.model('WakeupTarget', targetSchema, 'event_
 /** How often a receiver renews its registration, and how long a registration lives without renewal. */
 const RENEW_MS = 10_000;
 const EXPIRE_MS = 30_000;
+/** Retry interval of a first registration that failed. */
+const FIRST_REGISTRATION_RETRY_MS = 250;
 /** How long a writer uses its list of targets before reading it again. */
 const TARGETS_TTL_MS = 2_000;
 /** Stream ids per datagram (ids are short; this keeps a datagram well under a loopback or LAN MTU's worth). */
@@ -165,8 +167,21 @@ export class WakeupReceiver {
         { $set: { host: advertisedHost, port, expiresAt: new Date(Date.now() + EXPIRE_MS) } },
         { upsert: true }
       );
-    // Registration is retried at each renewal: a database that is down now only delays the first wake-ups.
-    const renew = (): void => void register().catch(this.onError);
+    // A registration that fails (the database is not reachable yet: commands are not queued) is retried soon,
+    // and at every renewal after that; until it succeeds this api relies on its fallback poll.
+    let registered = false;
+    let failures = 0;
+    const renew = (): void =>
+      void register().then(
+        () => {
+          registered = true;
+          failures = 0;
+        },
+        (err: unknown) => {
+          if (failures++ === 0) this.onError(err); // once per outage, not once per retry
+          if (!registered && this.socket) setTimeout(renew, FIRST_REGISTRATION_RETRY_MS).unref();
+        }
+      );
     renew();
     this.renewTimer = setInterval(renew, RENEW_MS);
     this.renewTimer.unref();

@@ -1,16 +1,18 @@
 /**
  * `npm run dev`: the whole service on one machine. Starts the embedded servers that the configuration does not
  * name (MongoDB on 127.0.0.1:27017, FerretDB over an embedded PostgreSQL on a free port, and the Temporal dev server
- * on 127.0.0.1:7233 with its Web UI on :8233, data in .data/; DEV_*_PORT change the ports), then the worker and the api (pretty logs), prints the addresses and the admin command, and stops
- * everything on Ctrl-C. The servers' addresses are written to .data/servers.json for the admin CLI.
+ * on 127.0.0.1:7233 with its Web UI on :8233, data in .data/; DEV_*_PORT change the ports), then the worker and the
+ * api (pretty logs), all under the supervisor (scripts/lib/supervisor.ts: a part that dies is restarted with
+ * backoff on the same port and data), prints the addresses and the admin command, and stops everything on Ctrl-C.
+ * The servers' addresses are written to .data/servers.json for the admin CLI.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { childEnv, loadConfigOrExit, loadToolConfig } from '../lib/config';
-import { lockDataDir, provisionServers, ProvisionError, type Provisioned } from './servers';
+import { lockDataDir, ProvisionError, serverUnits, type ServerUnits } from './servers';
 import { projectRoot } from './servers/paths';
-import { supervise } from './lib/supervisor';
+import { spawnUnit, supervise, type Started } from './lib/supervisor';
 
 const say = (line: string): void => void process.stderr.write(`[dev] ${line}\n`);
 
@@ -25,7 +27,7 @@ async function waitReady(url: string, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     try {
-      const res = await fetch(url);
+      const res = await fetch(url, { signal: AbortSignal.timeout(3000) });
       if (res.ok) return true;
     } catch {
       // not listening yet
@@ -41,9 +43,7 @@ async function main(): Promise<void> {
   mkdirSync(config.dataDir, { recursive: true });
   const releaseLock = lockDataDir(config.dataDir, 'another `npm run dev`');
   const serversFile = path.join(config.dataDir, 'servers.json');
-  let servers: Provisioned | undefined;
-  const cleanup = async (): Promise<void> => {
-    await servers?.stop();
+  const cleanup = (): void => {
     rmSync(serversFile, { force: true });
     releaseLock();
   };
@@ -55,8 +55,9 @@ async function main(): Promise<void> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
 
+  let servers: ServerUnits;
   try {
-    servers = await provisionServers({
+    servers = await serverUnits({
       tools,
       dataDir: config.dataDir,
       namespace: config.temporalNamespace,
@@ -66,26 +67,17 @@ async function main(): Promise<void> {
       say,
     });
   } catch (err) {
-    await cleanup();
+    cleanup();
     throw err;
   }
   if (interrupted) {
-    await cleanup();
+    cleanup();
     process.exit(0);
   }
 
   const mongodbUri = config.mongodbUri ?? `${servers.mongo!.address}/agent_service`;
   const temporalAddress = config.temporalAddress ?? servers.temporal!.address;
   const uiUrl = servers.temporal ? `http://127.0.0.1:${config.devPorts.temporalUi}` : undefined;
-  writeFileSync(
-    serversFile,
-    JSON.stringify(
-      { pid: process.pid, mongodbUri, postgresUrl: servers.postgres?.address, temporalAddress, temporalUiUrl: uiUrl },
-      null,
-      2
-    )
-  );
-
   const env = childEnv({
     MONGODB_URI: mongodbUri,
     TEMPORAL_ADDRESS: temporalAddress,
@@ -95,12 +87,16 @@ async function main(): Promise<void> {
   // `node --import tsx` runs the TypeScript sources in one process per child, so stop signals reach our handlers
   // directly (the tsx CLI adds a relaying parent process).
   const root = projectRoot();
+  const service = (entry: string): (() => Promise<Started>) =>
+    spawnUnit({ command: process.execPath, args: ['--import', 'tsx', path.join(root, entry)], env, graceMs: 10_000 });
+  const serverNames = servers.units.map((u) => u.name);
   const sup = supervise(
     [
-      { name: 'worker', command: process.execPath, args: ['--import', 'tsx', path.join(root, 'worker/index.ts')], env },
-      { name: 'api', command: process.execPath, args: ['--import', 'tsx', path.join(root, 'api/server.ts')], env },
+      ...servers.units,
+      { name: 'worker', start: service('worker/index.ts'), after: serverNames },
+      { name: 'api', start: service('api/server.ts'), after: serverNames },
     ],
-    10_000,
+    config.restart,
     say
   );
   process.removeListener('SIGINT', onSignal);
@@ -111,6 +107,23 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', shutdown);
   process.on('SIGTERM', shutdown);
+  if (interrupted) shutdown();
+
+  try {
+    await sup.started;
+  } catch (err) {
+    await sup.done;
+    cleanup();
+    throw err;
+  }
+  writeFileSync(
+    serversFile,
+    JSON.stringify(
+      { pid: process.pid, mongodbUri, postgresUrl: servers.postgres?.address, temporalAddress, temporalUiUrl: uiUrl },
+      null,
+      2
+    )
+  );
 
   const apiUrl = `http://${config.host}:${config.port}`;
   if (await waitReady(`${apiUrl}/readyz`, 60_000)) {
@@ -120,11 +133,11 @@ async function main(): Promise<void> {
     say(`MongoDB     ${mongodbUri}`);
     if (servers.postgres) say(`PostgreSQL  ${servers.postgres.address}   (FerretDB's storage)`);
     say(`Get tokens: npm run --silent admin -- bootstrap --org "My org" --email me@example.com`);
-    say('Ctrl-C stops everything.');
+    say('Ctrl-C stops everything; a part that crashes is restarted.');
     say('');
   }
   const code = await sup.done;
-  await cleanup();
+  cleanup();
   process.exit(code);
 }
 

@@ -1,10 +1,11 @@
 /**
  * `npm start` (production): runs the compiled api and worker against the configured servers (MONGODB_URI and
- * TEMPORAL_ADDRESS must be set). `npm run api` / `npm run worker` run one each.
+ * TEMPORAL_ADDRESS must be set), under the supervisor (a process that dies is restarted with backoff).
+ * `npm run api` / `npm run worker` run one each.
  */
 import path from 'node:path';
 import { childEnv, loadConfigOrExit } from '../lib/config';
-import { supervise } from './lib/supervisor';
+import { spawnUnit, supervise } from './lib/supervisor';
 
 const say = (line: string): void => void process.stderr.write(`[start] ${line}\n`);
 
@@ -15,14 +16,17 @@ if (!config.mongodbUri || !config.temporalAddress) {
 }
 const dist = path.resolve(__dirname, '..');
 const env = childEnv({});
+const service = (entry: string): ReturnType<typeof spawnUnit> =>
+  spawnUnit({ command: process.execPath, args: [path.join(dist, entry)], env, graceMs: 10_000 });
 const sup = supervise(
   [
-    { name: 'worker', command: process.execPath, args: [path.join(dist, 'worker', 'index.js')], env },
-    { name: 'api', command: process.execPath, args: [path.join(dist, 'api', 'server.js')], env },
+    { name: 'worker', start: service('worker/index.js') },
+    { name: 'api', start: service('api/server.js') },
   ],
-  10_000,
+  config.restart,
   say
 );
 process.on('SIGINT', () => sup.stop());
 process.on('SIGTERM', () => sup.stop());
+sup.started.catch((err: unknown) => say(`could not start: ${(err as Error)?.message ?? String(err)}`));
 void sup.done.then((code) => process.exit(code));

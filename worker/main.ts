@@ -50,7 +50,7 @@ export async function main(stop: StopSignals): Promise<void> {
     worker?.shutdown();
   });
 
-  await connectMongo(config.mongodbUri);
+  await connectMongo(config.mongodbUri, { timeoutMs: config.dependencyTimeoutMs });
   installRuntimeLogger(logger);
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   if (!stop.requested) {

@@ -9,7 +9,8 @@
 import { STATUS_CODES } from 'node:http';
 import type { Next } from 'koa';
 import mongoose from 'mongoose';
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { isGrpcServiceError, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { DeadlineExceededError } from '../../lib/deadline';
 import {
   AppError,
   ConflictError,
@@ -29,6 +30,42 @@ interface ErrorLike {
   status?: unknown;
   type?: unknown;
   message?: string;
+  cause?: unknown;
+}
+
+/** Errors of the MongoDB driver that mean the server cannot be reached (or was lost mid-operation). */
+const MONGO_OUTAGE_ERRORS = new Set([
+  'MongoServerSelectionError',
+  'MongoNetworkError',
+  'MongoNetworkTimeoutError',
+  'MongoNotConnectedError',
+  'MongoTopologyClosedError',
+  'MongoPoolClearedError',
+  'MongoServerClosedError',
+]);
+/** gRPC statuses of a Temporal server that cannot be reached in time: UNAVAILABLE, DEADLINE_EXCEEDED. */
+const GRPC_OUTAGE_CODES = new Set([14, 4]);
+/**
+ * FerretDB answers InternalError (code 1) with its PostgreSQL driver's words when PostgreSQL is away (`failed to
+ * connect`, `terminating connection`, `connection refused`, `conn closed`).
+ */
+const FERRETDB_BACKEND_DOWN = /failed to connect|terminating connection|connection refused|conn closed|unexpected EOF/i;
+
+/**
+ * Whether an error means that MongoDB or Temporal is unreachable, looking through `cause` chains (the Temporal
+ * client wraps gRPC errors in a ServiceError whose own message names the operation only).
+ * @param err the thrown value.
+ * @returns true for an outage of a dependency.
+ */
+export function isDependencyOutage(err: unknown): boolean {
+  for (let e = err as ErrorLike | undefined, depth = 0; e && depth < 10; e = e.cause as ErrorLike, depth++) {
+    if (e instanceof DeadlineExceededError) return true;
+    if (typeof e.name === 'string' && MONGO_OUTAGE_ERRORS.has(e.name)) return true;
+    if (e.name === 'MongoServerError' && e.code === 1 && FERRETDB_BACKEND_DOWN.test(String(e.message))) return true;
+    if (isGrpcServiceError(e) && GRPC_OUTAGE_CODES.has(e.code)) return true;
+    if (e.name === 'TransportError') return true;
+  }
+  return false;
 }
 
 /**
@@ -54,16 +91,7 @@ export function translateError(err: unknown, bodyLimitBytes: number): AppError |
   if (e.type === 'entity.parse.failed' || e.name === 'SyntaxError' || e.type === 'encoding.unsupported')
     return new InvalidJsonError();
   if (e.type === 'request.aborted') return new AppError(400, 'request_aborted', 'Request aborted');
-  if (
-    e.name === 'MongoServerSelectionError' ||
-    e.name === 'MongoNetworkError' ||
-    e.name === 'MongoNotConnectedError' ||
-    e.name === 'MongoNetworkTimeoutError' ||
-    e.name === 'MongoTopologyClosedError' ||
-    (e.name === 'ServiceError' && /UNAVAILABLE|DEADLINE_EXCEEDED|connect/i.test(String(e.message))) ||
-    e.name === 'TransportError'
-  )
-    return new ServiceUnavailableError();
+  if (isDependencyOutage(err)) return new ServiceUnavailableError();
   return undefined;
 }
 

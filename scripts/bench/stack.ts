@@ -3,7 +3,7 @@
  * data in a fresh temporary directory (the same provisioning code as `npm run dev` and the tests), the fake
  * Anthropic API, and the api and the worker as child processes started the way `npm run dev` starts them.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -12,6 +12,7 @@ import { childEnv, loadToolConfig } from '../../lib/config';
 import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic';
 import { freePort, provisionServers, type Provisioned } from '../servers';
 import { projectRoot } from '../servers/paths';
+import { supervise, spawnUnit, type Supervisor, type Unit } from '../lib/supervisor';
 
 /** The database every process of the run uses. */
 export const BENCH_DB = 'bench';
@@ -72,14 +73,15 @@ export function memoryOf(pid: number | undefined): MemoryUse {
   }
 }
 
-function spawnService(name: 'api' | 'worker', script: string, env: NodeJS.ProcessEnv): ServiceProcess {
-  // `node --import tsx <entry>` like scripts/dev.ts: the pid is the service's own node process, so /proc/<pid>
-  // describes the service and not a tsx wrapper.
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot(), script)], {
-    cwd: projectRoot(),
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+/**
+ * A service process (`node --import tsx <entry>` like scripts/dev.ts, so the pid is the service's own node process
+ * and /proc/<pid> describes it, not a tsx wrapper) under the supervisor, without restarts: a crash fails the run.
+ */
+function serviceUnit(
+  name: 'api' | 'worker',
+  script: string,
+  env: NodeJS.ProcessEnv
+): { unit: Unit; svc: ServiceProcess } {
   const lines: string[] = [];
   let warnings = 0;
   let partial = '';
@@ -95,26 +97,37 @@ function spawnService(name: 'api' | 'worker', script: string, env: NodeJS.Proces
       if (lines.length > KEPT_LINES) lines.shift();
     }
   };
-  child.stdout?.on('data', onData);
-  child.stderr?.on('data', onData);
-  return {
+  const spawnIt = spawnUnit({
+    command: process.execPath,
+    args: ['--import', 'tsx', path.join(projectRoot(), script)],
+    cwd: projectRoot(),
+    env,
+    output: 'pipe',
+    graceMs: CHILD_GRACE_MS,
+  });
+  let child: ChildProcess | undefined;
+  const svc: ServiceProcess = {
     name,
-    child,
+    get child() {
+      return child!;
+    },
     lastLines: () => (partial ? [...lines, partial] : [...lines]),
     get warnings() {
       return warnings;
     },
   };
-}
-
-async function stopService(svc: ServiceProcess): Promise<void> {
-  const { child } = svc;
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), CHILD_GRACE_MS);
-  await exited;
-  clearTimeout(timer);
+  const unit: Unit = {
+    name,
+    restart: false,
+    start: async () => {
+      const started = await spawnIt();
+      child = started.child;
+      child.stdout?.on('data', onData);
+      child.stderr?.on('data', onData);
+      return started;
+    },
+  };
+  return { unit, svc };
 }
 
 /**
@@ -149,14 +162,16 @@ export async function startStack(say: (line: string) => void): Promise<Stack> {
   let servers: Provisioned | undefined;
   let fake: FakeAnthropic | undefined;
   const services: ServiceProcess[] = [];
-  let stopping = false;
+  let sup: Supervisor | undefined;
   let stopped: Promise<void> | undefined;
 
   const stop = (): Promise<void> => {
-    stopping = true;
     stopped ??= (async () => {
       // The service processes first: they hold connections to everything else.
-      await Promise.allSettled(services.map(stopService));
+      if (sup) {
+        sup.stop();
+        await sup.done;
+      }
       await fake?.close().catch(() => undefined);
       await servers?.stop();
       rmSync(dataDir, { recursive: true, force: true });
@@ -196,28 +211,32 @@ export async function startStack(say: (line: string) => void): Promise<Stack> {
       WORKSPACES_DIR: '',
       VALIDATE_RESPONSES: 'false',
     });
-    const worker = spawnService('worker', 'worker/index.ts', env);
-    services.push(worker);
-    const api = spawnService('api', 'api/server.ts', env);
-    services.push(api);
-    const crashed = new Promise<never>((_, reject) => {
-      for (const svc of services) {
-        svc.child.once('exit', (code, signal) => {
-          if (stopping) return;
-          reject(
-            new Error(
-              `${svc.name} exited during the run (${signal ?? `code ${code}`}); its last lines:\n  ` +
-                svc.lastLines().join('\n  ')
-            )
-          );
-        });
-      }
-    });
+    const worker = serviceUnit('worker', 'worker/index.ts', env);
+    const api = serviceUnit('api', 'api/server.ts', env);
+    services.push(worker.svc, api.svc);
+    let crash: (err: Error) => void = () => undefined;
+    const crashed = new Promise<never>((_, reject) => (crash = reject));
     crashed.catch(() => undefined);
+    const running = supervise(
+      [worker.unit, api.unit],
+      { initialMs: 0, maxMs: 0, healthyMs: 0 },
+      say,
+      (name, code, signal) => {
+        const svc = name === 'api' ? api.svc : worker.svc;
+        crash(
+          new Error(
+            `${name} exited during the run (${signal ?? `code ${code}`}); its last lines:\n  ` +
+              svc.lastLines().join('\n  ')
+          )
+        );
+      }
+    );
+    sup = running;
+    await running.started;
     const apiUrl = `http://127.0.0.1:${port}`;
     await waitReady(`${apiUrl}/readyz`, 60_000, crashed);
-    say(`api ready at ${apiUrl} (worker pid ${worker.child.pid}, api pid ${api.child.pid})`);
-    return { apiUrl, mongoUri, mongoKind: servers.mongo!.name, fake, api, worker, crashed, stop };
+    say(`api ready at ${apiUrl} (worker pid ${worker.svc.child.pid}, api pid ${api.svc.child.pid})`);
+    return { apiUrl, mongoUri, mongoKind: servers.mongo!.name, fake, api: api.svc, worker: worker.svc, crashed, stop };
   } catch (err) {
     for (const svc of services) {
       const lines = svc.lastLines();

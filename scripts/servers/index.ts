@@ -5,6 +5,7 @@
 import path from 'node:path';
 import type { ToolConfig } from '../../lib/config';
 import { ensureMongoServer, ensurePostgres, ensureTemporalCli, type MongoBinary, type Say } from './binaries';
+import type { Unit } from '../lib/supervisor';
 import { freePort, startMongo, startPostgres, startTemporal, type RunningServer } from './launch';
 
 export { ProvisionError } from './binaries';
@@ -116,4 +117,62 @@ export async function provisionServers(opts: ProvisionOptions): Promise<Provisio
     temporal: temporal.status === 'fulfilled' ? temporal.value : undefined,
     stop,
   };
+}
+
+/** The servers as supervised units (`npm run dev`), with the addresses they will have. */
+export interface ServerUnits {
+  /** PostgreSQL (FerretDB only), then MongoDB (`ferretdb` or `mongod`), and `temporal`. */
+  units: Unit[];
+  mongo?: { kind: string; address: string };
+  postgres?: { address: string };
+  temporal?: { address: string };
+}
+
+/**
+ * Builds (first run) the requested servers' binaries and describes how to start each one, so that the supervisor
+ * starts them and starts them again after a crash on the same port and data directory: PostgreSQL (a free port
+ * chosen once, data in `<dataDir>/postgres`), FerretDB after it (or a mongod, data in `<dataDir>/mongo`), and
+ * the Temporal dev server (`<dataDir>/temporal`).
+ * @param opts what to start and where.
+ * @returns the units and the addresses.
+ */
+export async function serverUnits(opts: ProvisionOptions): Promise<ServerUnits> {
+  const mongoBin = opts.mongoPort !== undefined ? await ensureMongoServer(opts.tools, opts.say) : undefined;
+  const temporalBin = opts.temporalPort !== undefined ? await ensureTemporalCli(opts.tools, opts.say) : undefined;
+  const result: ServerUnits = { units: [] };
+  if (mongoBin && opts.mongoPort !== undefined) {
+    const mongoPort = opts.mongoPort;
+    let postgresUrl: string | undefined;
+    if (mongoBin.kind === 'ferretdb') {
+      const bins = ensurePostgres();
+      const port = await freePort();
+      const dataDir = path.join(opts.dataDir, 'postgres');
+      postgresUrl = `postgres://postgres@127.0.0.1:${port}/postgres`;
+      result.postgres = { address: postgresUrl };
+      result.units.push({ name: 'postgres', start: () => startPostgres({ bins, dataDir, port }) });
+    }
+    result.mongo = { kind: mongoBin.kind, address: `mongodb://127.0.0.1:${mongoPort}` };
+    result.units.push({
+      name: mongoBin.kind,
+      after: postgresUrl ? ['postgres'] : [],
+      start: () =>
+        startMongo({ server: mongoBin, dataDir: path.join(opts.dataDir, 'mongo'), port: mongoPort, postgresUrl }),
+    });
+  }
+  if (temporalBin && opts.temporalPort !== undefined) {
+    const port = opts.temporalPort;
+    result.temporal = { address: `127.0.0.1:${port}` };
+    result.units.push({
+      name: 'temporal',
+      start: () =>
+        startTemporal({
+          bin: temporalBin,
+          dataDir: path.join(opts.dataDir, 'temporal'),
+          port,
+          uiPort: opts.temporalUiPort,
+          namespace: opts.namespace,
+        }),
+    });
+  }
+  return result;
 }

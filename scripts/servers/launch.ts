@@ -21,6 +21,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTES } from '../../workflows/searchAttributes';
+import { stopChild } from '../lib/supervisor';
 import { ProvisionError, type MongoBinary, type PostgresBinaries } from './binaries';
 
 export interface RunningServer {
@@ -142,13 +143,7 @@ async function waitUntil(
 
 function stopper(child: ChildProcess, release: () => void, signal: NodeJS.Signals = 'SIGTERM'): () => Promise<void> {
   return async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      child.kill(signal);
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-      await exited;
-      clearTimeout(timer);
-    }
+    await stopChild(child, signal, 5000);
     release();
   };
 }

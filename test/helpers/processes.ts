@@ -1,7 +1,9 @@
 /**
- * Runs the project's own entrypoints (api, worker, admin CLI) as child processes, as an operator would.
+ * Runs the project's own entrypoints (api, worker, admin CLI, launchers) as child processes, as an operator would,
+ * and finds and kills (SIGKILL) one part of a running stack: reused by every fault test.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
@@ -80,4 +82,114 @@ export function spawnScript(script: string, env: NodeJS.ProcessEnv): Spawned {
       }
     },
   };
+}
+
+/** A process of the stack, as /proc shows it. */
+export interface StackProcess {
+  pid: number;
+  ppid: number;
+  /** Command line, arguments joined by spaces. */
+  cmd: string;
+}
+
+/** Command lines of each part of the stack that `npm run dev` (or `npm start`) runs, for findProcess. */
+export const PARTS = {
+  api: /(^|\/)api\/server\.[jt]s\b/,
+  worker: /(^|\/)worker\/index\.[jt]s\b/,
+  temporal: /\btemporal\b.*\bstart-dev\b/,
+  ferretdb: /\bferretdb\b.*--listen-addr/,
+  /** The postmaster (its backends carry no `-D`). */
+  postgres: /\bpostgres\b.*\s-D\s/,
+} as const;
+
+function readProcess(pid: number): StackProcess | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
+    return { pid, ppid, cmd };
+  } catch {
+    return undefined; // gone meanwhile
+  }
+}
+
+/**
+ * Every living descendant of a process (Linux /proc).
+ * @param rootPid the ancestor (a launcher started by the test).
+ * @returns the descendants.
+ */
+export function descendants(rootPid: number): StackProcess[] {
+  const all = readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .map((d) => readProcess(Number(d)))
+    .filter((p): p is StackProcess => p !== undefined && p.cmd !== '');
+  const found: StackProcess[] = [];
+  const parents = new Set([rootPid]);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const p of all) {
+      if (parents.has(p.ppid) && !parents.has(p.pid)) {
+        parents.add(p.pid);
+        found.push(p);
+        grew = true;
+      }
+    }
+  }
+  return found;
+}
+
+/**
+ * Waits until exactly one descendant of `rootPid` matches and returns it.
+ * @param rootPid the launcher's pid.
+ * @param pattern its command line (see PARTS).
+ * @param options.not skip this pid (the process a test just killed, until it is gone).
+ * @param options.timeoutMs how long to look.
+ * @returns the process.
+ */
+export async function findProcess(
+  rootPid: number,
+  pattern: RegExp,
+  options: { not?: number; timeoutMs?: number } = {}
+): Promise<StackProcess> {
+  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+  for (;;) {
+    const matches = descendants(rootPid).filter((p) => pattern.test(p.cmd) && p.pid !== options.not);
+    if (matches.length === 1) return matches[0];
+    if (Date.now() > deadline) {
+      throw new Error(
+        `expected one process matching ${pattern} below pid ${rootPid}, found ${matches.length}:\n` +
+          descendants(rootPid)
+            .map((p) => `  ${p.pid} ${p.cmd}`)
+            .join('\n')
+      );
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * Kills a process with SIGKILL, as a crash would, and waits until it is gone (reaped by its parent).
+ * @param pid the process.
+ * @param timeoutMs how long to wait.
+ */
+export async function killHard(pid: number, timeoutMs = 10_000): Promise<void> {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    return; // already gone
+  }
+  const deadline = Date.now() + timeoutMs;
+  while (readProcess(pid) !== undefined && !/^Z/.test(processState(pid))) {
+    if (Date.now() > deadline) throw new Error(`pid ${pid} still runs ${timeoutMs} ms after SIGKILL`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function processState(pid: number): string {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2);
+  } catch {
+    return 'X';
+  }
 }

@@ -74,6 +74,25 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ EXECUTION_DEADLINE_SECONDS: '1.5' })).toThrow(/EXECUTION_DEADLINE_SECONDS="1.5"/);
   });
 
+  it('outage and restart timings: defaults, values, and a maximum below the first wait refused', () => {
+    expect(loadConfig({})).toMatchObject({
+      dependencyTimeoutMs: 3000,
+      restart: { initialMs: 500, maxMs: 10_000, healthyMs: 60_000 },
+    });
+    expect(
+      loadConfig({
+        DEPENDENCY_TIMEOUT_MS: '1500',
+        RESTART_BACKOFF_MS: '100',
+        RESTART_BACKOFF_MAX_MS: '400',
+        RESTART_HEALTHY_MS: '1000',
+      })
+    ).toMatchObject({ dependencyTimeoutMs: 1500, restart: { initialMs: 100, maxMs: 400, healthyMs: 1000 } });
+    expect(() => loadConfig({ RESTART_BACKOFF_MS: '2000', RESTART_BACKOFF_MAX_MS: '1000' })).toThrow(
+      'RESTART_BACKOFF_MAX_MS=1000: must be at least RESTART_BACKOFF_MS (2000)'
+    );
+    expect(() => loadConfig({ DEPENDENCY_TIMEOUT_MS: '0' })).toThrow(/DEPENDENCY_TIMEOUT_MS="0": must be an integer/);
+  });
+
   it('requires ENCRYPTION_KEY in production', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/ENCRYPTION_KEY: required/);
   });

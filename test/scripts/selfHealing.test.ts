@@ -1,0 +1,284 @@
+/**
+ * Faults in a running `npm run dev` (its own servers: a temporary data directory and free ports, never the
+ * servers the rest of the suite shares): each part is killed with SIGKILL, the supervisor brings it back, and a
+ * client sees what README "When a part crashes" promises. Worker: the same event stream ends with `result`, gap-free
+ * and whole. Api: the client resumes after `Last-Event-ID`. Temporal, FerretDB, PostgreSQL: every request answers
+ * 503 with `Retry-After` within 5 s while it is down, and the execution that was running finishes once it is back.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
+import { freePort } from '../../scripts/servers/launch';
+import { childTestEnv } from '../helpers/env';
+import { findProcess, killHard, PARTS, runScript, spawnScript, type Spawned } from '../helpers/processes';
+import { openSse, type LiveStream, type SseEvent } from '../helpers/sse';
+
+jest.setTimeout(120_000);
+
+/**
+ * The contract: while a dependency is down, a request answers 503 within 5 s. The stack runs with
+ * DEPENDENCY_TIMEOUT_MS=3000 (the default), so a request waits at most about 3 s; the 5 s bound is the contract
+ * itself, 2 s above what the service needs.
+ */
+const OUTAGE_ANSWER_MS = 5000;
+/**
+ * /readyz answers within its deadline (2 s; api/health.ts READY_DEADLINE_MS); 1 s of slack for a busy machine.
+ */
+const READY_ANSWER_MS = 3000;
+/**
+ * Restart wait of the stack: long enough that a killed server is still down while the requests above are answered,
+ * short enough to keep the file quick.
+ */
+const RESTART_MS = 5000;
+
+/** The supervisor's line for a part killed with SIGKILL (the first restart waits RESTART_MS). */
+const restartLine = (part: string): RegExp =>
+  new RegExp(`${part} exited \\(SIGKILL\\); restarting in ${RESTART_MS / 1000} s`);
+
+let fake: FakeAnthropic;
+let dev: Spawned;
+let dataDir: string;
+let base: string;
+let apiToken: string;
+let serviceToken: string;
+let agentId: string;
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  body: Record<string, unknown>;
+  ms: number;
+}
+
+async function call(
+  method: string,
+  url: string,
+  options: { token?: string; body?: object; headers?: Record<string, string> } = {}
+): Promise<Answer> {
+  const started = Date.now();
+  const res = await fetch(`${base}${url}`, {
+    method,
+    headers: {
+      ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
+      ...(options.body ? { 'content-type': 'application/json' } : {}),
+      ...options.headers,
+    },
+    body: options.body ? JSON.stringify(options.body) : undefined,
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : {}, ms: Date.now() - started };
+}
+
+const MESSAGE = 'Service temporarily unavailable. Please retry.';
+function expectV1Outage(a: Answer): void {
+  expect({ status: a.status, body: a.body, retryAfter: a.headers.get('retry-after') }).toEqual({
+    status: 503,
+    body: { error: true, statusCode: 503, statusMessage: 'Service Unavailable', message: MESSAGE },
+    retryAfter: '1',
+  });
+  expect(a.ms).toBeLessThan(OUTAGE_ANSWER_MS);
+}
+function expectCurrentOutage(a: Answer): void {
+  expect({ status: a.status, body: a.body, retryAfter: a.headers.get('retry-after') }).toEqual({
+    status: 503,
+    body: { error: { code: 'service_unavailable', message: MESSAGE } },
+    retryAfter: '1',
+  });
+  expect(a.ms).toBeLessThan(OUTAGE_ANSWER_MS);
+}
+
+async function waitReady(timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(5000) })
+      .then((r) => r.status === 200)
+      .catch(() => false);
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`not ready after ${timeoutMs} ms:\n${dev.output().slice(-3000)}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** `[chunks:N][slow:MS]`: the fake model streams `tok1 ` … `tokN `, MS apart. */
+const reply = (n: number): string => Array.from({ length: n }, (_, i) => `tok${i + 1} `).join('');
+
+function startStream(chunks: number, slowMs: number): Promise<LiveStream> {
+  return openSse(`${base}/api/v1/agents/${agentId}/execute`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiToken}` },
+    body: { message: `[chunks:${chunks}][slow:${slowMs}] ${Math.random()}`, stream: true },
+  });
+}
+
+function textOf(events: SseEvent[]): string {
+  return events
+    .filter((e) => e.event === 'message')
+    .map((e) => JSON.parse(e.data))
+    .filter((d) => d.messageType === 'stream_event')
+    .map((d) => d.delta.text)
+    .join('');
+}
+
+/** Ids 1, 2, 3 … without a gap or a repeat, the text whole, and `result` last. */
+function expectWholeStream(events: SseEvent[], chunks: number): void {
+  expect(events.map((e) => Number(e.id))).toEqual(events.map((_, i) => i + 1));
+  expect(textOf(events)).toBe(reply(chunks));
+  expect(events.at(-1)!.event).toBe('result');
+}
+
+/**
+ * Starts `npm run dev` on free ports. A port is only free when chosen: another process on this machine (another
+ * test run's servers pick random ports too) can take it before the server binds it, which the launcher reports as
+ * `port … is already in use`; then it is started again on other ports (at most three times).
+ */
+async function startDev(): Promise<NodeJS.ProcessEnv> {
+  for (let attempt = 1; ; attempt++) {
+    const [port, mongo, temporal, ui] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+    base = `http://127.0.0.1:${port}`;
+    const env = childTestEnv({
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      DEV_MONGO_PORT: String(mongo),
+      DEV_TEMPORAL_PORT: String(temporal),
+      DEV_TEMPORAL_UI_PORT: String(ui),
+      RESTART_BACKOFF_MS: String(RESTART_MS),
+      RESTART_BACKOFF_MAX_MS: String(RESTART_MS),
+      DEPENDENCY_TIMEOUT_MS: '3000',
+      ANTHROPIC_API_KEY: 'test-key',
+      ANTHROPIC_BASE_URL: fake.url,
+      DEFAULT_MODEL: 'claude-test',
+      LOG_LEVEL: 'warn',
+    });
+    delete env.MONGODB_URI;
+    delete env.TEMPORAL_ADDRESS;
+    dev = spawnScript('scripts/dev.ts', env);
+    await dev.waitFor(/Ctrl-C stops everything|is already in use/, 120_000).catch(() => undefined);
+    if (!/is already in use/.test(dev.output()) || attempt === 3) {
+      await dev.waitFor(/Ctrl-C stops everything/, 1000);
+      return env;
+    }
+    dev.child.kill('SIGINT');
+    await dev.exited();
+  }
+}
+
+beforeAll(async () => {
+  fake = await startFakeAnthropic();
+  dataDir = mkdtempSync(path.join(os.tmpdir(), 'aas-heal-'));
+  const env = await startDev();
+  const boot = runScript('scripts/admin.ts', ['bootstrap', '--org', 'Heal', '--email', 'heal@example.com'], env);
+  expect(boot.status).toBe(0);
+  ({ apiToken, serviceToken } = JSON.parse(boot.stdout));
+  const agent = await call('POST', '/api/v1/agents', { token: apiToken, body: { name: 'A', systemPrompt: 'p' } });
+  expect(agent.status).toBe(200);
+  agentId = agent.body.id as string;
+}, 180_000);
+
+afterAll(async () => {
+  if (dev) {
+    dev.child.kill('SIGINT');
+    const { code } = await dev.exited();
+    expect(code).toBe(0);
+  }
+  await fake?.close();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+}, 60_000);
+
+it('worker killed mid-stream: the supervisor restarts it; the same connection ends with the whole reply', async () => {
+  const worker = await findProcess(dev.child.pid!, PARTS.worker);
+  const stream = await startStream(40, 100);
+  await stream.waitFor(6);
+  await killHard(worker.pid);
+  await dev.waitFor(restartLine('worker'));
+  await stream.ended;
+  expectWholeStream(stream.events, 40);
+  expect((await findProcess(dev.child.pid!, PARTS.worker)).pid).not.toBe(worker.pid);
+});
+
+it('api killed mid-stream: it comes back, and the client resumes after Last-Event-ID', async () => {
+  const api = await findProcess(dev.child.pid!, PARTS.api);
+  const first = await startStream(60, 100);
+  await first.waitFor(6);
+  await killHard(api.pid);
+  await first.ended; // the connection is cut
+  await dev.waitFor(restartLine('api'));
+  const { executionId } = JSON.parse(first.events[0].data);
+  const lastId = first.events.at(-1)!.id!;
+  await waitReady();
+  const rest = await openSse(`${base}/api/v1/executions/${executionId}/stream`, {
+    headers: { authorization: `Bearer ${apiToken}`, 'last-event-id': lastId },
+  });
+  await rest.ended;
+  expect(Number(rest.events[0].id)).toBe(Number(lastId) + 1);
+  expectWholeStream([...first.events, ...rest.events], 60);
+});
+
+it('Temporal killed: execute, cancel and readyz answer 503 in seconds; then the running execution finishes', async () => {
+  const temporal = await findProcess(dev.child.pid!, PARTS.temporal);
+  const services = [await findProcess(dev.child.pid!, PARTS.api), await findProcess(dev.child.pid!, PARTS.worker)];
+  const running = await startStream(60, 100);
+  await running.waitFor(4);
+  const { executionId } = JSON.parse(running.events[0].data);
+  await killHard(temporal.pid);
+
+  const [execute, clientExecute, cancel, ready] = await Promise.all([
+    call('POST', `/api/v1/agents/${agentId}/execute`, { token: apiToken, body: { message: 'hello' } }),
+    call('POST', '/api/agent/execute', { token: serviceToken, body: { characterId: agentId, message: 'hello' } }),
+    call('POST', `/api/v1/executions/${executionId}/cancel`, { token: apiToken }),
+    call('GET', '/readyz'),
+  ]);
+  expectV1Outage(execute);
+  expectCurrentOutage(clientExecute);
+  expectV1Outage(cancel);
+  expect(ready.status).toBe(503);
+  expect(ready.body.checks).toEqual({ mongo: 'ok', temporal: 'unavailable' });
+  expect(ready.ms).toBeLessThan(READY_ANSWER_MS);
+  await dev.waitFor(restartLine('temporal'));
+
+  // Back without restarting the api or the worker: the stream finishes, and new work runs.
+  await waitReady();
+  await running.ended;
+  expectWholeStream(running.events, 60);
+  const again = await call('POST', `/api/v1/agents/${agentId}/execute`, { token: apiToken, body: { message: 'hi' } });
+  expect(again.status).toBe(200);
+  expect(again.body.result).toBe('Echo: hi');
+  for (const svc of services) expect(process.kill(svc.pid, 0)).toBe(true); // the same api and worker
+
+  // The executions whose workflow could not start were marked failed: none claims to run.
+  for (const status of ['pending', 'running']) {
+    const list = await call('GET', `/api/v1/executions?status=${status}`, { token: apiToken });
+    expect(list.body.executions).toEqual([]);
+  }
+});
+
+it('database killed (FerretDB, then PostgreSQL): requests answer 503 in seconds; then work resumes', async () => {
+  for (const part of [PARTS.ferretdb, PARTS.postgres]) {
+    const victim = await findProcess(dev.child.pid!, part);
+    const running = await startStream(60, 100);
+    await running.waitFor(4);
+    await killHard(victim.pid);
+
+    const [list, clientExecute, ready] = await Promise.all([
+      call('GET', '/api/v1/agents', { token: apiToken }),
+      call('POST', '/api/agent/execute', { token: serviceToken, body: { characterId: agentId, message: 'hello' } }),
+      call('GET', '/readyz'),
+    ]);
+    expectV1Outage(list);
+    expectCurrentOutage(clientExecute);
+    if (part === PARTS.ferretdb) {
+      expect(ready.status).toBe(503);
+      expect(ready.body.checks).toEqual({ mongo: 'unavailable', temporal: 'ok' });
+    }
+    expect(ready.ms).toBeLessThan(READY_ANSWER_MS);
+
+    await waitReady();
+    await running.ended;
+    expectWholeStream(running.events, 60);
+    const again = await call('GET', '/api/v1/agents', { token: apiToken });
+    expect(again.status).toBe(200);
+  }
+  expect(dev.output()).toMatch(restartLine('ferretdb'));
+  expect(dev.output()).toMatch(restartLine('postgres'));
+});
