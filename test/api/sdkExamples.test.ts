@@ -85,11 +85,11 @@ it('the create-agent example type-checks against types generated from /api/opena
   expect(ok.output).toBe('');
   expect(ok.status).toBe(0);
 
-  // The same call without the required systemPrompt, and reading a field the response does not have: refused.
-  const broken = example.replace(", systemPrompt: 'Be brief.'", '').replace('return data.id;', 'return data.nope;');
+  // The same call without the required name, and reading a field the response does not have: refused.
+  const broken = example.replace("name: 'Helper', ", '').replace('return data.id;', 'return data.nope;');
   expect(broken).not.toBe(example);
   const bad = typecheck(broken);
   expect(bad.status).not.toBe(0);
-  expect(bad.output).toMatch(/systemPrompt/);
+  expect(bad.output).toMatch(/name/);
   expect(bad.output).toMatch(/nope/);
 }, 60_000);
