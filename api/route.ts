@@ -22,6 +22,10 @@ export interface RouteSpec {
   summary: string;
   tags: string[];
   auth: RouteAuth;
+  /**
+   * The scope a service token needs (required on every `service` and `client` route; reads take the resource's
+   * `:read` scope, writes its `:write` scope). The README's route → scope table is generated from it.
+   */
   scope?: Scope;
   body?: Schema;
   query?: Schema;
@@ -105,6 +109,8 @@ export function mountRoutes(
 ): Router<AppState> {
   const router = new Router<AppState>({ prefix });
   for (const route of routes) {
+    if ((route.auth === 'service' || route.auth === 'client') && !route.scope)
+      throw new Error(`${route.method.toUpperCase()} ${prefix}${route.path} declares no scope`);
     const chain = [
       ...authFor(route),
       ...(options.validateResponses ? [checkOutput(route)] : []),

@@ -52,6 +52,7 @@ export function clientExecuteRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       summary: 'Execute an agent (client library): same engine and answers as the v1 execute',
       tags: ['Executions'],
       auth: 'client',
+      scope: 'chats:write',
       body: {
         type: 'object',
         additionalProperties: false,
@@ -92,6 +93,7 @@ export function clientExecuteRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       summary: 'Token and execution totals per period and per agent',
       tags: ['Usage'],
       auth: 'client',
+      scope: 'usage:read',
       params: {
         type: 'object',
         required: ['orgId'],

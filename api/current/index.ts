@@ -8,8 +8,10 @@ import type { AppDeps } from '../app';
 import type { AppState } from '../context';
 import { mountRoutes, type RouteSpec } from '../route';
 import { spaceClientRoutes } from '../v1/spaces';
+import { currentAgentRoutes } from './agents';
 import { clientExecuteRoutes } from './clientExecute';
 import { versionRoutes } from './version';
+import { workspaceRoutes } from './workspaces';
 
 export const CURRENT_PREFIX = '/api';
 
@@ -18,7 +20,13 @@ export const CURRENT_PREFIX = '/api';
  * @returns every current-surface route declaration.
  */
 export function currentRoutes(deps: AppDeps): RouteSpec[] {
-  return [...versionRoutes(), ...spaceClientRoutes(deps), ...clientExecuteRoutes(deps)];
+  return [
+    ...versionRoutes(),
+    ...currentAgentRoutes(),
+    ...workspaceRoutes(),
+    ...spaceClientRoutes(deps),
+    ...clientExecuteRoutes(deps),
+  ];
 }
 
 /**

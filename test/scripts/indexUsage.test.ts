@@ -40,6 +40,8 @@ const auth = (org: number): AuthContext => ({
   kind: 'v1',
   scopes: ['*'],
   role: 'owner',
+  activeWorkspaceId: null,
+  rateLimit: null,
 });
 
 interface TableStats {
