@@ -11,6 +11,8 @@ import { InternalError, ValidationError } from '../lib/errors';
 import type { Scope } from '../models';
 import type { AppContext, AppState } from './context';
 import { authenticate, requireScope } from './middlewares/auth';
+import { idempotency } from './middlewares/idempotency';
+import { rateLimit } from './middlewares/rateLimit';
 
 /** Who may call a route: v1 `td_` tokens, service tokens, client-library calls (either kind), or anyone. */
 export type RouteAuth = 'v1' | 'service' | 'client' | 'public';
@@ -87,11 +89,24 @@ function checkOutput(route: RouteSpec) {
   };
 }
 
-function authFor(route: RouteSpec): Array<(ctx: AppContext, next: Next) => Promise<void>> {
-  const chain: Array<(ctx: AppContext, next: Next) => Promise<void>> = [];
+type Middleware = (ctx: AppContext, next: Next) => Promise<void>;
+
+/** What a surface applies to its authenticated routes besides authentication and scopes. */
+export interface MountOptions {
+  /** Check every response body against its schema. */
+  validateResponses: boolean;
+  /** Count authenticated requests against this budget (the current surface; v1 is not limited). */
+  rateLimit?: { limit: number; windowSeconds: number };
+  /** Honour `Idempotency-Key` on authenticated mutating requests (the current surface). */
+  idempotency?: boolean;
+}
+
+function authFor(route: RouteSpec, options: MountOptions): Middleware[] {
+  const chain: Middleware[] = [];
   if (route.auth === 'v1') chain.push(authenticate('v1'));
   if (route.auth === 'service') chain.push(authenticate('service'));
   if (route.auth === 'client') chain.push(authenticate('any'));
+  if (route.auth !== 'public' && options.rateLimit) chain.push(rateLimit(options.rateLimit));
   if (route.scope) chain.push(requireScope(route.scope));
   return chain;
 }
@@ -99,22 +114,20 @@ function authFor(route: RouteSpec): Array<(ctx: AppContext, next: Next) => Promi
 /**
  * @param prefix the surface prefix (`/api/v1`, `/api`, or '').
  * @param routes the declarations.
- * @param options.validateResponses check every response body against its schema.
+ * @param options response validation, rate limit and idempotency of the surface.
  * @returns a router.
  */
-export function mountRoutes(
-  prefix: string,
-  routes: RouteSpec[],
-  options: { validateResponses: boolean }
-): Router<AppState> {
+export function mountRoutes(prefix: string, routes: RouteSpec[], options: MountOptions): Router<AppState> {
   const router = new Router<AppState>({ prefix });
   for (const route of routes) {
     if ((route.auth === 'service' || route.auth === 'client') && !route.scope)
       throw new Error(`${route.method.toUpperCase()} ${prefix}${route.path} declares no scope`);
+    const mutating = route.method !== 'get';
     const chain = [
-      ...authFor(route),
+      ...authFor(route, options),
       ...(options.validateResponses ? [checkOutput(route)] : []),
       validateInput(route),
+      ...(options.idempotency && mutating && route.auth !== 'public' ? [idempotency()] : []),
       async (ctx: AppContext) => route.handler(ctx),
     ];
     router[route.method](route.path, ...(chain as never[]));

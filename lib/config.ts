@@ -49,6 +49,10 @@ export interface Config {
   workspacesDir: string;
   /** Check every response body against its route's schema (tests). @default false */
   validateResponses: boolean;
+  /** Current surface: requests per window per identity (an identity's own limit, set by the admin CLI, wins). @default 900 */
+  rateLimitRequests: number;
+  /** Current surface: rate-limit window in seconds. @default 60 */
+  rateLimitWindowSeconds: number;
   /** Ports of the servers `npm run dev` embeds. @default 27017, 7233, 8233 */
   devPorts: { mongo: number; temporal: number; temporalUi: number };
 }
@@ -170,6 +174,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     dataDir,
     workspacesDir: path.resolve(nonEmpty(env, 'WORKSPACES_DIR') ?? path.join(dataDir, 'workspaces')),
     validateResponses: bool('VALIDATE_RESPONSES', false),
+    rateLimitRequests: int('RATE_LIMIT_REQUESTS', 900, 1, 1_000_000),
+    rateLimitWindowSeconds: int('RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
     nodeEnv,
     devPorts: {
       mongo: int('DEV_MONGO_PORT', 27017, 1, 65535),

@@ -4,6 +4,7 @@
  * like an operator (`{"$gt": ""}`) is matched literally, never executed.
  */
 import mongoose from 'mongoose';
+import { ensureExpiryIndexes } from './expiry';
 
 mongoose.set('sanitizeFilter', true);
 mongoose.set('strictQuery', true);
@@ -25,6 +26,7 @@ export async function connectMongo(uri: string, options: { dbName?: string } = {
     connectTimeoutMS: 5000,
   });
   await Promise.all(Object.values(mongoose.connection.models).map((m) => m.init()));
+  await ensureExpiryIndexes(); // TTL indexes where the server has them (lib/expiry.ts)
   return mongoose.connection;
 }
 

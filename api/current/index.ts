@@ -34,5 +34,9 @@ export function currentRoutes(deps: AppDeps): RouteSpec[] {
  * @returns the current-surface router.
  */
 export function currentRouter(deps: AppDeps): Router<AppState> {
-  return mountRoutes(CURRENT_PREFIX, currentRoutes(deps), { validateResponses: deps.config.validateResponses });
+  return mountRoutes(CURRENT_PREFIX, currentRoutes(deps), {
+    validateResponses: deps.config.validateResponses,
+    rateLimit: { limit: deps.config.rateLimitRequests, windowSeconds: deps.config.rateLimitWindowSeconds },
+    idempotency: true,
+  });
 }
