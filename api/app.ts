@@ -40,7 +40,14 @@ export interface AppDeps {
 export function routeGroups(deps: AppDeps, contract: () => Contract): RouteGroup[] {
   return [
     { prefix: V1_PREFIX, routes: v1Routes(deps) },
-    { prefix: CURRENT_PREFIX, routes: currentRoutes(deps, contract) },
+    {
+      prefix: CURRENT_PREFIX,
+      routes: currentRoutes(deps, contract),
+      options: {
+        rateLimit: { limit: deps.config.rateLimitRequests, windowSeconds: deps.config.rateLimitWindowSeconds },
+        idempotency: true,
+      },
+    },
     { prefix: '', routes: [...healthRoutes(deps), ...wellKnownRoutes(deps.config, contract)] },
   ];
 }
@@ -64,7 +71,8 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(errorHandler({ bodyLimitBytes: deps.config.bodyLimitBytes }));
   app.use(jsonBody({ limitBytes: deps.config.bodyLimitBytes }));
   for (const group of groups) {
-    app.use(mountRoutes(group.prefix, group.routes, { validateResponses: deps.config.validateResponses }).routes());
+    const options = { validateResponses: deps.config.validateResponses, ...group.options };
+    app.use(mountRoutes(group.prefix, group.routes, options).routes());
   }
   app.on('error', (err: unknown) => deps.logger.warn({ err }, 'response error'));
   return app;

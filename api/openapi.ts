@@ -8,12 +8,13 @@ import { createHash } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Schema } from '../lib/ajv';
 import { surfaceOf } from './context';
-import type { RouteSpec } from './route';
+import { isIdempotent, isRateLimited, type RouteSpec, type SurfaceOptions } from './route';
 
-/** Routes mounted under one prefix. */
+/** Routes mounted under one prefix, with what their surface applies to them (rate limit, idempotency). */
 export interface RouteGroup {
   prefix: string;
   routes: RouteSpec[];
+  options?: SurfaceOptions;
 }
 
 export type OpenApiDocument = Record<string, unknown> & { paths: Record<string, Record<string, unknown>> };
@@ -166,12 +167,12 @@ function security(route: RouteSpec): unknown[] | undefined {
   }
 }
 
-function operation(prefix: string, route: RouteSpec): Record<string, unknown> {
-  const path = openApiPath(prefix, route.path);
+function operation(group: RouteGroup, route: RouteSpec): Record<string, unknown> {
+  const path = openApiPath(group.prefix, route.path);
   const surface = surfaceOf(path);
   const errorRef = { $ref: `#/components/schemas/${surface === 'v1' ? 'V1Error' : 'Error'}` };
   const requestIdHeader = { 'x-request-id': { $ref: '#/components/headers/RequestId' } };
-  const limited = route.rateLimited === true;
+  const limited = isRateLimited(route, group.options ?? {});
   const headers = {
     ...requestIdHeader,
     ...(limited ? Object.fromEntries(RATE_LIMIT_HEADERS.map((h) => [h, { $ref: `#/components/headers/${h}` }])) : {}),
@@ -189,7 +190,10 @@ function operation(prefix: string, route: RouteSpec): Record<string, unknown> {
         };
     responses[status] = { description, headers, content };
   }
-  for (const status of errorStatuses(route)) {
+  const statuses = errorStatuses(route);
+  if (limited) statuses.push(429);
+  if (isIdempotent(route, group.options ?? {})) statuses.push(409, 422);
+  for (const status of [...new Set(statuses)].sort()) {
     responses[String(status)] = {
       description: STATUS_CODES[status],
       headers: {
@@ -211,7 +215,7 @@ function operation(prefix: string, route: RouteSpec): Record<string, unknown> {
   if (route.body) {
     op.requestBody = { required: true, content: { 'application/json': { schema: clean(route.body) } } };
   }
-  if (route.idempotent) {
+  if (isIdempotent(route, group.options ?? {})) {
     (op.parameters as unknown[]).push({ $ref: '#/components/parameters/IdempotencyKey' });
   }
   return op;
@@ -230,7 +234,7 @@ export function buildOpenApi(groups: RouteGroup[], meta: { version: string; appU
     for (const route of group.routes) {
       const path = openApiPath(group.prefix, route.path);
       paths[path] ??= {};
-      paths[path][route.method] = operation(group.prefix, route);
+      paths[path][route.method] = operation(group, route);
       route.tags.forEach((t) => tags.add(t));
     }
   }

@@ -11,6 +11,8 @@ import { InternalError, ValidationError } from '../lib/errors';
 import type { Scope } from '../models';
 import type { AppContext, AppState } from './context';
 import { authenticate, requireScope } from './middlewares/auth';
+import { idempotency } from './middlewares/idempotency';
+import { rateLimit } from './middlewares/rateLimit';
 
 /** Who may call a route: v1 `td_` tokens, service tokens, client-library calls (either kind), or anyone. */
 export type RouteAuth = 'v1' | 'service' | 'client' | 'public';
@@ -22,6 +24,10 @@ export interface RouteSpec {
   summary: string;
   tags: string[];
   auth: RouteAuth;
+  /**
+   * The scope a service token needs (required on every `service` and `client` route; reads take the resource's
+   * `:read` scope, writes its `:write` scope). The README's route → scope table is generated from it.
+   */
   scope?: Scope;
   body?: Schema;
   query?: Schema;
@@ -37,10 +43,6 @@ export interface RouteSpec {
   events?: Record<string, Schema>;
   /** Error statuses the route answers besides the ones implied by its auth, input and params (e.g. 409). */
   errors?: number[];
-  /** The route counts against the caller's request budget and answers the rate-limit headers. */
-  rateLimited?: boolean;
-  /** The route honours `Idempotency-Key`. */
-  idempotent?: boolean;
   handler: (ctx: AppContext) => Promise<void> | void;
 }
 
@@ -94,11 +96,37 @@ function checkOutput(route: RouteSpec) {
   };
 }
 
-function authFor(route: RouteSpec): Array<(ctx: AppContext, next: Next) => Promise<void>> {
-  const chain: Array<(ctx: AppContext, next: Next) => Promise<void>> = [];
+type Middleware = (ctx: AppContext, next: Next) => Promise<void>;
+
+/** What a surface applies to its authenticated routes besides authentication and scopes. */
+export interface MountOptions {
+  /** Check every response body against its schema. */
+  validateResponses: boolean;
+  /** Count authenticated requests against this budget (the current surface; v1 is not limited). */
+  rateLimit?: { limit: number; windowSeconds: number };
+  /** Honour `Idempotency-Key` on authenticated mutating requests (the current surface). */
+  idempotency?: boolean;
+}
+
+/** Surface options besides response validation (per route group). */
+export type SurfaceOptions = Omit<MountOptions, 'validateResponses'>;
+
+/** The route counts against the caller's budget and answers the rate-limit headers (also read by the OpenAPI document). */
+export function isRateLimited(route: RouteSpec, options: SurfaceOptions): boolean {
+  return route.auth !== 'public' && options.rateLimit !== undefined;
+}
+
+/** The route honours `Idempotency-Key` (also read by the OpenAPI document). */
+export function isIdempotent(route: RouteSpec, options: SurfaceOptions): boolean {
+  return options.idempotency === true && route.method !== 'get' && route.auth !== 'public';
+}
+
+function authFor(route: RouteSpec, options: MountOptions): Middleware[] {
+  const chain: Middleware[] = [];
   if (route.auth === 'v1') chain.push(authenticate('v1'));
   if (route.auth === 'service') chain.push(authenticate('service'));
   if (route.auth === 'client') chain.push(authenticate('any'));
+  if (isRateLimited(route, options)) chain.push(rateLimit(options.rateLimit!));
   if (route.scope) chain.push(requireScope(route.scope));
   return chain;
 }
@@ -106,20 +134,19 @@ function authFor(route: RouteSpec): Array<(ctx: AppContext, next: Next) => Promi
 /**
  * @param prefix the surface prefix (`/api/v1`, `/api`, or '').
  * @param routes the declarations.
- * @param options.validateResponses check every response body against its schema.
+ * @param options response validation, rate limit and idempotency of the surface.
  * @returns a router.
  */
-export function mountRoutes(
-  prefix: string,
-  routes: RouteSpec[],
-  options: { validateResponses: boolean }
-): Router<AppState> {
+export function mountRoutes(prefix: string, routes: RouteSpec[], options: MountOptions): Router<AppState> {
   const router = new Router<AppState>({ prefix });
   for (const route of routes) {
+    if ((route.auth === 'service' || route.auth === 'client') && !route.scope)
+      throw new Error(`${route.method.toUpperCase()} ${prefix}${route.path} declares no scope`);
     const chain = [
-      ...authFor(route),
+      ...authFor(route, options),
       ...(options.validateResponses ? [checkOutput(route)] : []),
       validateInput(route),
+      ...(isIdempotent(route, options) ? [idempotency()] : []),
       async (ctx: AppContext) => route.handler(ctx),
     ];
     router[route.method](route.path, ...(chain as never[]));

@@ -61,6 +61,20 @@ export async function findVisibleAgent(auth: AuthContext, id: string): Promise<A
 }
 
 /**
+ * The current surface addresses only the caller's organization's agents (another organization's agent is 404
+ * there, whatever its visibility).
+ * @param auth the caller.
+ * @param id agent id.
+ * @returns the agent when it belongs to the caller's organization and the caller may see it.
+ * @throws NotFoundError `Agent not found` otherwise.
+ */
+export async function findOrganizationAgent(auth: AuthContext, id: string): Promise<AgentDoc> {
+  const agent = await findVisibleAgent(auth, id);
+  if (agent.organizationId !== auth.organizationId) throw new NotFoundError(NOT_FOUND);
+  return agent;
+}
+
+/**
  * @param auth the caller.
  * @param id agent id.
  * @returns the agent when the caller may modify it.
@@ -77,11 +91,16 @@ export async function findModifiableAgent(auth: AuthContext, id: string): Promis
  * Creates an agent with a first chat in the organization's default space.
  * @param auth the caller.
  * @param input validated fields.
+ * @param library for an organization's copy of a library agent (commands/agentLibrary.ts): its id and slug.
  * @returns the agent.
  */
-export async function createAgent(auth: AuthContext, input: AgentInput): Promise<AgentDoc> {
+export async function createAgent(
+  auth: AuthContext,
+  input: AgentInput,
+  library?: { id: string; libraryId: string }
+): Promise<AgentDoc> {
   const space = await ensureDefaultSpace(auth);
-  const agentId = newId('agt');
+  const agentId = library?.id ?? newId('agt');
   const chat = await Chat.create({
     organizationId: auth.organizationId,
     spaceId: space._id,
@@ -108,6 +127,7 @@ export async function createAgent(auth: AuthContext, input: AgentInput): Promise
       tags: input.tags ?? [],
       spaceId: space._id,
       chatId: chat._id,
+      ...(library ? { libraryId: library.libraryId, installState: 'installed' } : {}),
     });
     await Space.updateOne(
       { _id: space._id, organizationId: auth.organizationId },
@@ -141,12 +161,12 @@ export async function listAgents(
  * Updates the updatable fields; omitted ones stay unchanged.
  * @param auth the caller.
  * @param id agent id.
- * @param changes name, role, systemPrompt, visibility.
+ * @param changes name, role, systemPrompt, visibility (and model on the current surface).
  */
 export async function updateAgent(
   auth: AuthContext,
   id: string,
-  changes: Partial<Pick<AgentInput, 'name' | 'role' | 'systemPrompt' | 'visibility'>>
+  changes: Partial<Pick<AgentInput, 'name' | 'role' | 'systemPrompt' | 'visibility' | 'model'>>
 ): Promise<void> {
   const agent = await findModifiableAgent(auth, id);
   if (Object.keys(changes).length === 0) return;

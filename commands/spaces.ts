@@ -11,12 +11,20 @@ import { promisify } from 'node:util';
 import mongoose from 'mongoose';
 import type { AuthContext } from './tokens';
 import { encryptSecret } from '../lib/crypto';
-import { AppError, ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../lib/errors';
+import {
+  ConflictError,
+  EncryptionUnavailableError,
+  ForbiddenError,
+  NotFoundError,
+  SpaceInitFailedError,
+  ValidationError,
+} from '../lib/errors';
 import { paginate } from '../lib/pagination';
 import { spaceDir } from '../lib/workspace';
-import { Space, type SpaceDoc, type SpaceInitType } from '../models';
+import { Membership, Space, type SpaceDoc, type SpaceInitType } from '../models';
 
 const NOT_FOUND = 'Space not found';
+const WORKSPACE_NOT_FOUND = 'Workspace not found';
 /** Most environment variables a space may hold. */
 export const MAX_ENV_VARS = 200;
 
@@ -90,6 +98,26 @@ export async function findModifiableSpace(auth: AuthContext, id: string): Promis
 export async function createSpace(auth: AuthContext, input: SpaceInput): Promise<SpaceDoc> {
   const space = await Space.create({ organizationId: auth.organizationId, ownerId: auth.userId, ...input });
   return space.toObject() as SpaceDoc;
+}
+
+/**
+ * Makes a workspace of the caller's organization the caller's active one (kept on its membership).
+ * @param auth the caller.
+ * @param id space id.
+ * @returns the space.
+ * @throws NotFoundError `Workspace not found` for an id that names no workspace of the organization the caller
+ *   can see (another organization's public space included).
+ */
+export async function selectWorkspace(auth: AuthContext, id: string): Promise<SpaceDoc> {
+  const space = await findVisibleSpace(auth, id).catch((err: unknown) => {
+    throw err instanceof NotFoundError ? new NotFoundError(WORKSPACE_NOT_FOUND) : err;
+  });
+  if (space.organizationId !== auth.organizationId) throw new NotFoundError(WORKSPACE_NOT_FOUND);
+  await Membership.updateOne(
+    { organizationId: auth.organizationId, userId: auth.userId },
+    { $set: { activeWorkspaceId: space._id } }
+  );
+  return space;
 }
 
 /**
@@ -195,7 +223,7 @@ export async function initSpace(
       { $set: { initializedAs: null, initializedAt: null } }
     );
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new ConflictError('Space directory is not empty');
-    throw new AppError(500, 'init_failed', `Space initialization failed: ${(err as Error).message}`);
+    throw new SpaceInitFailedError((err as Error).message);
   }
   const count = (await readdir(dir, { recursive: true, withFileTypes: true })).filter(
     (e) => e.isFile() && !e.parentPath?.includes('.git')
@@ -218,7 +246,7 @@ export async function setSpaceEnvironment(
   vars: Record<string, string | null>,
   key: Buffer | undefined
 ): Promise<Array<{ name: string; updatedAt: Date }>> {
-  if (!key) throw new AppError(500, 'encryption_unavailable', 'ENCRYPTION_KEY is not configured');
+  if (!key) throw new EncryptionUnavailableError();
   const space = await findModifiableSpace(auth, id);
   const now = new Date();
   const byName = new Map<string, { name: string; sealed: string; updatedAt: Date }>(

@@ -13,6 +13,10 @@ export interface AuthContext {
   kind: TokenKind;
   scopes: Scope[];
   role: string;
+  /** The member's active workspace (POST /api/workspaces/{id}/select), or null. */
+  activeWorkspaceId: string | null;
+  /** The identity's own rate limit (requests per window), or null for the configured default. */
+  rateLimit: number | null;
 }
 
 /** Why a presented token was refused (mapped to the spec's 401 messages by the auth middleware). */
@@ -82,6 +86,8 @@ export async function resolveToken(token: string, kind: TokenKind): Promise<Auth
     kind: record.kind as TokenKind,
     scopes: record.scopes as Scope[],
     role: membership.role,
+    activeWorkspaceId: membership.activeWorkspaceId ?? null,
+    rateLimit: membership.rateLimit ?? null,
   };
 }
 
@@ -108,11 +114,13 @@ export async function revokeToken(
 }
 
 /**
- * Whether a scope list grants a scope.
+ * Whether a scope list grants a scope: `*` grants everything, and a write scope implies its read scope
+ * (`agents:write` grants `agents:read`).
  * @param scopes the token's scopes.
  * @param needed the scope an endpoint requires.
  * @returns true when granted.
  */
 export function hasScope(scopes: readonly string[], needed: Scope): boolean {
-  return scopes.includes('*') || scopes.includes(needed);
+  if (scopes.includes('*') || scopes.includes(needed)) return true;
+  return needed.endsWith(':read') && scopes.includes(`${needed.slice(0, -':read'.length)}:write`);
 }

@@ -61,6 +61,10 @@ export interface Config {
   wakeupHost: string;
   /** The git commit reported by GET /api/version (GIT_COMMIT). @default the checkout's HEAD */
   gitCommit?: string;
+  /** Current surface: requests per window per identity (an identity's own limit, set by the admin CLI, wins). @default 900 */
+  rateLimitRequests: number;
+  /** Current surface: rate-limit window in seconds. @default 60 */
+  rateLimitWindowSeconds: number;
   /** Ports of the servers `npm run dev` embeds. @default 27017, 7233, 8233 */
   devPorts: { mongo: number; temporal: number; temporalUi: number };
   /**
@@ -200,6 +204,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     eventPollMs: int('EVENT_POLL_MS', 1000, 10, 60_000),
     gitCommit: nonEmpty(env, 'GIT_COMMIT'),
     wakeupHost: nonEmpty(env, 'WAKEUP_HOST') ?? (['0.0.0.0', '::'].includes(host) ? os.hostname() : host),
+    rateLimitRequests: int('RATE_LIMIT_REQUESTS', 900, 1, 1_000_000),
+    rateLimitWindowSeconds: int('RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
     nodeEnv,
     devPorts: {
       mongo: int('DEV_MONGO_PORT', 27017, 1, 65535),

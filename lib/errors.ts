@@ -22,7 +22,7 @@ export class AppError extends Error {
 /** 400: the request is malformed or a value is invalid. */
 export class ValidationError extends AppError {
   constructor(message: string) {
-    super(400, 'validation_error', message);
+    super(400, 'validation_failed', message);
   }
 }
 
@@ -114,5 +114,40 @@ export class InternalError extends AppError {
 export class ServiceUnavailableError extends AppError {
   constructor() {
     super(503, 'service_unavailable', 'Service temporarily unavailable. Please retry.', { 'retry-after': '1' });
+  }
+}
+
+/** 409: a request with the same Idempotency-Key is still being processed. */
+export class IdempotencyInProgressError extends AppError {
+  constructor(message = 'A request with this Idempotency-Key is still being processed; retry after it completes') {
+    super(409, 'idempotency_conflict', message);
+  }
+}
+
+/** 422: the Idempotency-Key was already used for a different request (method, path or body). */
+export class IdempotencyMismatchError extends AppError {
+  constructor() {
+    super(422, 'idempotency_key_reused', 'This Idempotency-Key was already used with a different request');
+  }
+}
+
+/** 500: an agent execution failed (the v1 execute's wording). */
+export class ExecutionFailedError extends AppError {
+  constructor() {
+    super(500, 'execution_failed', 'Chat execution failed');
+  }
+}
+
+/** 500: a space directory could not be initialized. */
+export class SpaceInitFailedError extends AppError {
+  constructor(cause: string) {
+    super(500, 'init_failed', `Space initialization failed: ${cause}`);
+  }
+}
+
+/** 500: secrets cannot be stored because no encryption key is configured. */
+export class EncryptionUnavailableError extends AppError {
+  constructor() {
+    super(500, 'encryption_unavailable', 'ENCRYPTION_KEY is not configured');
   }
 }

@@ -5,6 +5,7 @@
  */
 import mongoose from 'mongoose';
 import { withDeadline } from './deadline';
+import { ensureExpiryIndexes } from './expiry';
 
 mongoose.set('sanitizeFilter', true);
 mongoose.set('strictQuery', true);
@@ -40,6 +41,7 @@ export async function connectMongo(
     connectTimeoutMS: timeoutMs,
   });
   await Promise.all(Object.values(mongoose.connection.models).map((m) => m.init()));
+  await ensureExpiryIndexes(); // TTL indexes where the server has them (lib/expiry.ts)
   return mongoose.connection;
 }
 

@@ -8,6 +8,9 @@ import { newId } from '../lib/ids';
 /** Agent visibility values (SPEC "Agent"); meaning in docs/decisions.md. */
 export const AGENT_VISIBILITIES = ['private', 'organization', 'public', 'unlisted'] as const;
 export type AgentVisibility = (typeof AGENT_VISIBILITIES)[number];
+/** Install states of a library agent in an organization. */
+export const AGENT_INSTALL_STATES = ['installed', 'uninstalled'] as const;
+export type AgentInstallState = (typeof AGENT_INSTALL_STATES)[number];
 
 const schema = new mongoose.Schema(
   {
@@ -32,6 +35,12 @@ const schema = new mongoose.Schema(
     chatId: { type: String, required: true },
     archived: { type: Boolean, default: false },
     archivedAt: { type: Date, default: null },
+    /**
+     * Set on an organization's copy of a built-in library agent (commands/agentLibrary.ts): its library id. Such
+     * an agent is installed or uninstalled (uninstalled = archived) and never deleted.
+     */
+    libraryId: { type: String, default: null },
+    installState: { type: String, enum: [...AGENT_INSTALL_STATES, null], default: null },
   },
   { timestamps: true, versionKey: false }
 );

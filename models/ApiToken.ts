@@ -5,14 +5,25 @@
 import mongoose, { type InferSchemaType } from 'mongoose';
 import { newId } from '../lib/ids';
 
-/** Scopes of service tokens (SPEC "Authentication"); `*` grants everything. */
+/**
+ * Scopes of service tokens (SPEC "Authentication"; docs/decisions.md "Scopes"): a read and a write scope per
+ * resource of the current surface, `mcp`, and `*` (everything). A write scope implies its read scope
+ * (commands/tokens.ts `hasScope`). The scope each route needs is declared on the route (api/route.ts).
+ */
 export const SCOPES = [
   'agents:read',
+  'agents:write',
+  'chats:read',
   'chats:write',
   'jobs:read',
   'jobs:write',
+  'missions:read',
   'missions:write',
+  'webhooks:read',
   'webhooks:write',
+  'workspaces:read',
+  'workspaces:write',
+  'usage:read',
   'mcp',
   '*',
 ] as const;

@@ -10,6 +10,10 @@ const schema = new mongoose.Schema(
     organizationId: { type: String, required: true },
     userId: { type: String, required: true },
     role: { type: String, enum: MEMBER_ROLES, default: 'member' },
+    /** The member's active workspace (POST /api/workspaces/{id}/select): used when a chat names none. */
+    activeWorkspaceId: { type: String, default: null },
+    /** Requests per rate-limit window on the current surface for this identity; null = the default (admin CLI). */
+    rateLimit: { type: Number, default: null },
   },
   { timestamps: true, versionKey: false }
 );

@@ -10,3 +10,5 @@ export * from './Task';
 export * from './Execution';
 export * from './Session';
 export * from './ChatMessage';
+export * from './RateWindow';
+export * from './IdempotencyRecord';

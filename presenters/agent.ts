@@ -29,3 +29,50 @@ export function presentAgent(agent: AgentDoc): Record<string, unknown> {
     updatedAt: agent.updatedAt.toISOString(),
   };
 }
+
+/**
+ * The current surface's agent record (snake_case, docs/decisions.md "Current surface: fields").
+ * @param agent the stored agent.
+ * @returns the public record.
+ */
+export function presentCurrentAgent(agent: AgentDoc): Record<string, unknown> {
+  return {
+    id: agent._id,
+    name: agent.name,
+    role: agent.role,
+    system_prompt: agent.systemPrompt,
+    model: agent.model ?? null,
+    visibility: agent.visibility,
+    source: agent.libraryId ? 'library' : 'organization',
+    library_id: agent.libraryId ?? null,
+    organization_id: agent.organizationId,
+    created_by: agent.userId,
+    owner_id: agent.ownerId,
+    workspace_id: agent.spaceId,
+    chat_id: agent.chatId,
+    created_at: agent.createdAt.toISOString(),
+    updated_at: agent.updatedAt.toISOString(),
+  };
+}
+
+/** A library agent with its id and install state in an organization (commands/agentLibrary.ts LibraryEntry). */
+interface LibraryEntry {
+  agent: { slug: string; name: string; role: string; description: string };
+  agentId: string;
+  installState: string;
+}
+
+/**
+ * @param entry a library agent with its state in the caller's organization.
+ * @returns the public record.
+ */
+export function presentLibraryEntry(entry: LibraryEntry): Record<string, unknown> {
+  return {
+    id: entry.agentId,
+    library_id: entry.agent.slug,
+    name: entry.agent.name,
+    role: entry.agent.role,
+    description: entry.agent.description,
+    install_state: entry.installState,
+  };
+}

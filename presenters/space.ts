@@ -25,3 +25,22 @@ export function presentSpace(space: SpaceDoc): Record<string, unknown> {
     updatedAt: space.updatedAt.toISOString(),
   };
 }
+
+/**
+ * The current surface's workspace record (the same Space, snake_case fields).
+ * @param space the stored space.
+ * @returns the public record.
+ */
+export function presentWorkspace(space: SpaceDoc): Record<string, unknown> {
+  return {
+    id: space._id,
+    organization_id: space.organizationId,
+    name: space.name,
+    description: space.description ?? '',
+    owner_id: space.ownerId,
+    visibility: space.visibility,
+    is_default: space.isDefault,
+    created_at: space.createdAt.toISOString(),
+    updated_at: space.updatedAt.toISOString(),
+  };
+}

@@ -7,6 +7,8 @@
  *       → {token,scopes,expiresAt}
  *   token revoke --org <orgId> (--id <tokenId> | --token <clear token>)
  *       → {revoked:<tokenId>}
+ *   rate-limit set --org <orgId> --user <userId> --limit <requests per window | default>
+ *       → {organizationId,userId,rateLimit} (rateLimit null = the configured default)
  * The database is MONGODB_URI, else the one `npm run dev` runs (its address is in .data/servers.json).
  */
 import { existsSync, readFileSync } from 'node:fs';
@@ -14,6 +16,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import ms from 'ms';
 import { bootstrapOrganization } from '../commands/bootstrap';
+import { setRateLimit } from '../commands/rateLimits';
 import { createToken, revokeToken } from '../commands/tokens';
 import { loadConfigOrExit } from '../lib/config';
 import { sha256Hex } from '../lib/crypto';
@@ -26,7 +29,8 @@ class UsageError extends Error {}
 const USAGE = `usage:
   admin bootstrap --org <name> --email <email> [--name <display name>]
   admin token create --org <orgId> --user <userId> [--kind v1|service] [--scopes a,b] [--expires-in 2s] [--name <name>]
-  admin token revoke --org <orgId> (--id <tokenId> | --token <token>)`;
+  admin token revoke --org <orgId> (--id <tokenId> | --token <token>)
+  admin rate-limit set --org <orgId> --user <userId> --limit <n | default>`;
 
 function need(values: Record<string, unknown>, name: string): string {
   const v = values[name];
@@ -60,10 +64,11 @@ async function run(argv: string[]): Promise<unknown> {
       'expires-in': { type: 'string' },
       id: { type: 'string' },
       token: { type: 'string' },
+      limit: { type: 'string' },
     },
   });
   const command = positionals.join(' ');
-  if (!['bootstrap', 'token create', 'token revoke'].includes(command))
+  if (!['bootstrap', 'token create', 'token revoke', 'rate-limit set'].includes(command))
     throw new UsageError(`unknown command "${command}"`);
 
   // Validate arguments before touching the database.
@@ -100,6 +105,17 @@ async function run(argv: string[]): Promise<unknown> {
         name: values.name,
       });
       return { token, scopes: record.scopes, expiresAt: record.expiresAt ? record.expiresAt.toISOString() : null };
+    };
+  } else if (command === 'rate-limit set') {
+    const organizationId = need(values, 'org');
+    const userId = need(values, 'user');
+    const raw = need(values, 'limit');
+    const limit = raw === 'default' ? null : Number(raw);
+    if (limit !== null && !(Number.isInteger(limit) && limit >= 1 && limit <= 1_000_000))
+      throw new UsageError(`--limit ${raw} must be an integer between 1 and 1000000, or default`);
+    action = async () => {
+      await setRateLimit(organizationId, userId, limit);
+      return { organizationId, userId, rateLimit: limit };
     };
   } else {
     const organizationId = need(values, 'org');

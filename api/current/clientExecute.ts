@@ -53,6 +53,7 @@ export function clientExecuteRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       summary: 'Execute an agent (client library): same engine and answers as the v1 execute',
       tags: ['Executions'],
       auth: 'client',
+      scope: 'chats:write',
       body: {
         type: 'object',
         additionalProperties: false,
@@ -95,6 +96,7 @@ export function clientExecuteRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       summary: 'Token and execution totals per period and per agent',
       tags: ['Usage'],
       auth: 'client',
+      scope: 'usage:read',
       params: {
         type: 'object',
         required: ['orgId'],

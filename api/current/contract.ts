@@ -120,7 +120,7 @@ export function contractRoutes(config: Readonly<Config>, contract: () => Contrac
       handler: (ctx) => {
         const c = contract();
         if (cacheable(ctx, c)) return;
-        ctx.body = readinessManifest(base, c);
+        ctx.body = readinessManifest(base, c, config);
       },
     },
     {
@@ -195,10 +195,11 @@ export function wellKnownRoutes(config: Readonly<Config>, contract: () => Contra
 
 /**
  * @param base the public address.
- * @param contract the document (its streams and scopes are read from it).
+ * @param contract the document (its streams are read from it).
+ * @param config the default request budget.
  * @returns the readiness manifest.
  */
-function readinessManifest(base: string, contract: Contract): Record<string, unknown> {
+function readinessManifest(base: string, contract: Contract, config: Readonly<Config>): Record<string, unknown> {
   const streams: Array<Record<string, unknown>> = [];
   for (const [path, ops] of Object.entries(contract.document.paths)) {
     for (const [method, op] of Object.entries(ops) as Array<[string, Record<string, unknown>]>) {
@@ -229,7 +230,12 @@ function readinessManifest(base: string, contract: Contract): Record<string, unk
       ],
     },
     rateLimits: {
-      current: { limit: 900, windowSeconds: 60, scope: 'per authenticated identity', headers: RATE_LIMIT_HEADERS },
+      current: {
+        limit: config.rateLimitRequests,
+        windowSeconds: config.rateLimitWindowSeconds,
+        scope: 'per authenticated identity (an identity may have its own limit)',
+        headers: RATE_LIMIT_HEADERS,
+      },
       v1: 'not enforced',
     },
     idempotency: { header: 'Idempotency-Key', maxLength: 255, retentionHours: 24 },

@@ -6,8 +6,10 @@
 import type { AppDeps } from '../app';
 import type { RouteSpec } from '../route';
 import { spaceClientRoutes } from '../v1/spaces';
+import { currentAgentRoutes } from './agents';
 import { clientExecuteRoutes } from './clientExecute';
 import { contractRoutes, type Contract } from './contract';
+import { workspaceRoutes } from './workspaces';
 
 export const CURRENT_PREFIX = '/api';
 
@@ -17,5 +19,11 @@ export const CURRENT_PREFIX = '/api';
  * @returns every current-surface route declaration.
  */
 export function currentRoutes(deps: AppDeps, contract: () => Contract): RouteSpec[] {
-  return [...contractRoutes(deps.config, contract), ...spaceClientRoutes(deps), ...clientExecuteRoutes(deps)];
+  return [
+    ...contractRoutes(deps.config, contract),
+    ...currentAgentRoutes(),
+    ...workspaceRoutes(),
+    ...spaceClientRoutes(deps),
+    ...clientExecuteRoutes(deps),
+  ];
 }

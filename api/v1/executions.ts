@@ -10,7 +10,7 @@ import {
   listExecutions,
   startExecution,
 } from '../../commands/executions';
-import { AppError, ConflictError } from '../../lib/errors';
+import { ConflictError, ExecutionFailedError } from '../../lib/errors';
 import type { LoggedEvent } from '../../lib/eventLog';
 import type { ExecutionDoc } from '../../models';
 import { presentExecution } from '../../presenters/execution';
@@ -73,7 +73,7 @@ export async function replyToExecution(
     return;
   }
   if (done.status === 'cancelled') throw new ConflictError('Execution was cancelled');
-  throw new AppError(500, 'execution_failed', 'Chat execution failed');
+  throw new ExecutionFailedError();
 }
 
 interface Node {

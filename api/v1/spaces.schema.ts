@@ -3,7 +3,8 @@ import type { Schema } from '../../lib/ajv';
 import { SPACE_INIT_TYPES, SPACE_VISIBILITIES } from '../../models/Space';
 import { nextCursor, record, requiredStr, str, strArray, timestamp } from '../schemas';
 
-const visibility: Schema = {
+/** Space visibility with the error message both surfaces use. */
+export const spaceVisibility: Schema = {
   type: 'string',
   enum: [...SPACE_VISIBILITIES],
   'x-message': 'Invalid visibility value. Must be: private, organization, or public',
@@ -11,7 +12,7 @@ const visibility: Schema = {
 
 const fields = {
   description: str(5000),
-  visibility,
+  visibility: spaceVisibility,
   assignedAgents: strArray(),
   skillIds: strArray(),
   pluginIds: strArray(),

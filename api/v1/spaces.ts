@@ -125,6 +125,7 @@ export function spaceClientRoutes(deps: Pick<AppDeps, 'config'>): RouteSpec[] {
       summary: 'Initialize the space directory (empty, git, readme, starterKit); once per space',
       tags,
       auth: 'client',
+      scope: 'workspaces:write',
       params: spaceIdParams,
       body: spaceInitBody,
       responses: { 200: spaceInitResponse },
@@ -141,6 +142,7 @@ export function spaceClientRoutes(deps: Pick<AppDeps, 'config'>): RouteSpec[] {
       summary: 'Set environment variables (encrypted at rest; null removes one)',
       tags,
       auth: 'client',
+      scope: 'workspaces:write',
       params: spaceIdParams,
       body: spaceEnvironmentBody,
       responses: { 200: spaceEnvironmentResponse },
@@ -165,6 +167,7 @@ export function spaceClientRoutes(deps: Pick<AppDeps, 'config'>): RouteSpec[] {
       summary: 'List environment variable names (never values)',
       tags,
       auth: 'client',
+      scope: 'workspaces:read',
       params: spaceIdParams,
       responses: { 200: spaceEnvironmentResponse },
       handler: async (ctx) => {

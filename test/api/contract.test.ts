@@ -7,7 +7,9 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type Router from '@koa/router';
+import { RATE_LIMIT_HEADERS } from '../../api/openapi';
 import { useTestApp } from '../helpers/app';
+import { bearer, buildOrg } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
 
 useTestDatabase();
@@ -15,7 +17,10 @@ const t = useTestApp();
 
 type Doc = {
   openapi: string;
-  paths: Record<string, Record<string, { security?: unknown[]; responses: Record<string, unknown> }>>;
+  paths: Record<
+    string,
+    Record<string, { security?: unknown[]; parameters?: Array<{ $ref?: string }>; responses: Record<string, unknown> }>
+  >;
 };
 
 async function getDocument(): Promise<{ doc: Doc; raw: string }> {
@@ -83,6 +88,21 @@ describe('GET /api/openapi.json', () => {
     ]);
     const execute = doc.paths['/api/v1/agents/{id}/execute'].post.responses['200'] as { content: object };
     expect(Object.keys(execute.content)).toEqual(['application/json', 'text/event-stream']);
+  });
+
+  it('documents the rate-limit headers and Idempotency-Key exactly where the service applies them', async () => {
+    const { doc } = await getDocument();
+    const list = doc.paths['/api/agents'].get.responses['200'] as { headers: Record<string, unknown> };
+    expect(Object.keys(list.headers).sort()).toEqual(['x-request-id', ...RATE_LIMIT_HEADERS].sort());
+    const org = await buildOrg();
+    const res = await t.request.get('/api/agents').set('authorization', bearer(org.serviceToken));
+    expect(res.status).toBe(200);
+    for (const h of RATE_LIMIT_HEADERS) expect(res.headers[h.toLowerCase()]).toBeDefined();
+    const create = doc.paths['/api/agents'].post;
+    expect(create.parameters).toContainEqual({ $ref: '#/components/parameters/IdempotencyKey' });
+    expect(Object.keys(create.responses)).toEqual(expect.arrayContaining(['409', '422', '429']));
+    const v1 = doc.paths['/api/v1/agents'].get.responses['200'] as { headers: Record<string, unknown> };
+    expect(Object.keys(v1.headers)).toEqual(['x-request-id']);
   });
 
   it('is cacheable: an unchanged contract answers 304 to its ETag', async () => {

@@ -20,16 +20,17 @@ export async function buildOrg(overrides: { org?: string } = {}): Promise<Bootst
  * Adds a member to an organization.
  * @param organizationId the organization.
  * @param role member role.
- * @returns the user id and a v1 token.
+ * @returns the user id, a v1 token and a `*` service token.
  */
 export async function buildMember(
   organizationId: string,
   role: 'admin' | 'member' = 'member'
-): Promise<{ userId: string; apiToken: string }> {
+): Promise<{ userId: string; apiToken: string; serviceToken: string }> {
   const user = await User.create({ email: `member-${rand()}@example.com`, name: 'Member' });
   await Membership.create({ organizationId, userId: user._id, role });
   const { token } = await createToken({ organizationId, userId: user._id, kind: 'v1' });
-  return { userId: user._id, apiToken: token };
+  const service = await createToken({ organizationId, userId: user._id, kind: 'service' });
+  return { userId: user._id, apiToken: token, serviceToken: service.token };
 }
 
 /**

@@ -75,9 +75,39 @@ describe('admin CLI', () => {
     expect(res.body.message).toBe('Token expired');
   });
 
+  it('rate-limit set gives an identity its own limit on the current surface; default clears it', async () => {
+    const set = admin('rate-limit', 'set', '--org', boot.organizationId, '--user', boot.userId, '--limit', '5000');
+    expect(set.status).toBe(0);
+    expect(JSON.parse(set.stdout.trim())).toEqual({
+      organizationId: boot.organizationId,
+      userId: boot.userId,
+      rateLimit: 5000,
+    });
+    const res = await t.request.get('/api/agents').set('Authorization', bearer(boot.serviceToken));
+    expect(res.status).toBe(200);
+    expect(res.headers['x-ratelimit-limit']).toBe('5000');
+    expect(res.headers['ratelimit-limit']).toBe('5000');
+    expect(res.headers['ratelimit-policy']).toBe('5000;w=60');
+    const cleared = admin(
+      'rate-limit',
+      'set',
+      '--org',
+      boot.organizationId,
+      '--user',
+      boot.userId,
+      '--limit',
+      'default'
+    );
+    expect(JSON.parse(cleared.stdout.trim()).rateLimit).toBeNull();
+    const after = await t.request.get('/api/agents').set('Authorization', bearer(boot.serviceToken));
+    expect(after.headers['ratelimit-policy']).toBe('900;w=60');
+  });
+
   it('usage errors exit 2 with one clear line and the usage', () => {
     const cases: string[][] = [
       ['bootstrap', '--org', 'X'],
+      ['rate-limit', 'set', '--org', 'o', '--user', 'u', '--limit', '0'],
+      ['rate-limit', 'set', '--org', 'o', '--user', 'u'],
       ['token', 'create', '--org', 'o', '--user', 'u', '--kind', 'root'],
       ['token', 'create', '--org', 'o', '--user', 'u', '--expires-in', 'soon'],
       ['frobnicate'],

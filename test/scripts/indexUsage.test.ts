@@ -11,9 +11,12 @@
 import mongoose from 'mongoose';
 import pg from 'pg';
 import { listAgents } from '../../commands/agents';
+import { claimIdempotencyKey, completeIdempotencyKey } from '../../commands/idempotency';
+import { countRequest } from '../../commands/rateLimits';
 import type { AuthContext } from '../../commands/tokens';
 import { appendEvents, lastSeq, readEvents, StreamEvent, StreamHead } from '../../lib/eventLog';
-import { Agent } from '../../models';
+import { EXPIRY_BUCKET_MS, sweepExpired } from '../../lib/expiry';
+import { Agent, IdempotencyRecord, RateWindow } from '../../models';
 import { useTestDatabase } from '../helpers/mongo';
 
 const { dbName } = useTestDatabase();
@@ -32,6 +35,8 @@ const EVENTS_PER_STREAM = 50;
 /** Stream heads: one per stream ever written; most streams here have ended and their events are not seeded. */
 const HEADS = 20_000;
 const CONTROL = 20_000;
+/** Rate-limit windows and idempotency records (expiring over the next day, a few already past). */
+const EXPIRING = 20_000;
 
 const auth = (org: number): AuthContext => ({
   organizationId: `org_${org}`,
@@ -40,6 +45,8 @@ const auth = (org: number): AuthContext => ({
   kind: 'v1',
   scopes: ['*'],
   role: 'owner',
+  activeWorkspaceId: null,
+  rateLimit: null,
 });
 
 interface TableStats {
@@ -123,6 +130,32 @@ beforeAll(async () => {
       Array.from({ length: batch }, (_, k) => ({ _id: `exec-${h + k}`, lastSeq: EVENTS_PER_STREAM })) as never[]
     );
   }
+  await RateWindow.init();
+  await IdempotencyRecord.init();
+  const hour = Math.floor(Date.now() / EXPIRY_BUCKET_MS);
+  const expiring = (k: number) => {
+    const bucket = k % 100 === 0 ? hour - 2 : hour + 1 + (k % 24);
+    return { expiresAt: new Date(bucket * EXPIRY_BUCKET_MS + 1000), expiryBucket: bucket };
+  };
+  for (let e = 0; e < EXPIRING; e += batch) {
+    await RateWindow.collection.insertMany(
+      Array.from({ length: batch }, (_, k) => ({
+        _id: `org_${(e + k) % ORGS}:usr_${e + k}:${1_700_000_000_000 + (e + k) * 60_000}`,
+        count: 7,
+        ...expiring(e + k),
+      })) as never[]
+    );
+    await IdempotencyRecord.collection.insertMany(
+      Array.from({ length: batch }, (_, k) => ({
+        _id: `org_${(e + k) % ORGS}:usr_${e + k}:${e + k}`,
+        fingerprint: 'f',
+        state: 'done',
+        lockedUntil: new Date(),
+        response: JSON.stringify({ status: 201, body: { ok: true }, headers: {} }),
+        ...expiring(e + k),
+      })) as never[]
+    );
+  }
   await control.createIndex({ k: 1 });
   for (let c = 0; c < CONTROL; c += batch) {
     await control.insertMany(
@@ -144,8 +177,8 @@ beforeAll(async () => {
         [dbName]
       );
       // The leading field of each index: agents _id, organizationId; stream_events _id; stream_heads _id;
-      // control _id, k; FerretDB's metadata table _id, table.
-      if (Number(rows[0].n) >= 8 || Date.now() > deadline) break;
+      // rate_windows and idempotency_records _id, expiryBucket; control _id, k; FerretDB's metadata _id, table.
+      if (Number(rows[0].n) >= 12 || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 200));
     }
     await client.query(`ANALYZE`); // as autovacuum would after a bulk load; plans then reflect the data
@@ -185,12 +218,28 @@ const shapes: Array<[string, string, () => Promise<unknown>]> = [
     'stream_heads',
     () => appendEvents('exec-125', [{ seq: EVENTS_PER_STREAM + 1, event: 'result', data: {} }]),
   ],
+  ['rate limit: count a request (upsert by _id)', 'rate_windows', () => countRequest('org_5:usr_5', 60)],
+  ['rate limit: the same window again', 'rate_windows', () => countRequest('org_5:usr_5', 60)],
+  [
+    'idempotency: claim a new key, then store its answer',
+    'idempotency_records',
+    async () => {
+      const claim = await claimIdempotencyKey(auth(3), 'new-key', 'f');
+      await completeIdempotencyKey(claim.id, { status: 201, body: {}, headers: {} });
+    },
+  ],
+  [
+    'idempotency: the same key again (lookup by _id, replay)',
+    'idempotency_records',
+    async () => expect((await claimIdempotencyKey(auth(3), 'new-key', 'f')).replay?.status).toBe(201),
+  ],
+  ['expiry sweep: delete by bucket', 'rate_windows', () => sweepExpired()],
 ];
 
 if (postgresUrl) {
   describe('every query shape is answered from an index on the embedded database (FerretDB on PostgreSQL)', () => {
     it('no query shape scans its table; the negative control does', async () => {
-      const collections = ['agents', 'stream_events', 'stream_heads', 'control'];
+      const collections = ['agents', 'stream_events', 'stream_heads', 'rate_windows', 'idempotency_records', 'control'];
       const before = await settledStats(collections);
       for (const [name, , run] of shapes) {
         await expect(run().then(() => name)).resolves.toBe(name);
@@ -209,10 +258,12 @@ if (postgresUrl) {
         agents: { seqScans: 0, indexScans: expect.any(Number) },
         stream_events: { seqScans: 0, indexScans: expect.any(Number) },
         stream_heads: { seqScans: 0, indexScans: expect.any(Number) },
+        rate_windows: { seqScans: 0, indexScans: expect.any(Number) },
+        idempotency_records: { seqScans: 0, indexScans: expect.any(Number) },
         control: { seqScans: 1, indexScans: 0 },
       });
       // Every shape touched its table, so each was answered by index scans: at least one per shape.
-      for (const c of ['agents', 'stream_events', 'stream_heads'] as const) {
+      for (const c of ['agents', 'stream_events', 'stream_heads', 'rate_windows', 'idempotency_records'] as const) {
         const uses = shapes.filter(([, coll]) => coll === c).length;
         expect(delta[c].indexScans).toBeGreaterThanOrEqual(uses);
       }
@@ -232,6 +283,9 @@ if (postgresUrl) {
           .explain('queryPlanner'),
         StreamEvent.find({ _id: 'exec-1:1' }).explain('queryPlanner'),
         StreamHead.find({ _id: 'exec-1' }).explain('queryPlanner'),
+        RateWindow.find({ _id: 'org_1:usr_1:0' }).explain('queryPlanner'),
+        RateWindow.find({ expiryBucket: 1 }).explain('queryPlanner'),
+        IdempotencyRecord.find({ _id: 'org_1:usr_1:0' }).explain('queryPlanner'),
       ]);
       expect(JSON.stringify(plans)).not.toContain('COLLSCAN');
     });

@@ -477,7 +477,7 @@ describe('client-library endpoints', () => {
     expect(
       (await t.request.get(`/api/usage/organization/${orgId}?period=hourly`).set('Authorization', bearer(token))).body
     ).toEqual({
-      error: { code: 'validation_error', message: 'Invalid period. Must be: daily, weekly, monthly' },
+      error: { code: 'validation_failed', message: 'Invalid period. Must be: daily, weekly, monthly' },
     });
   });
 });

@@ -117,7 +117,7 @@ describe('POST /api/spaces/{spaceId}/init', () => {
     const other = await buildOrg();
     const id = (await as(org.apiToken).post('/spaces', { name: 'S' })).body.space.id;
     expect((await client(org.apiToken).post(`/spaces/${id}/init`, { type: 'zip' })).body).toEqual({
-      error: { code: 'validation_error', message: 'Invalid type. Must be: empty, git, readme, starterKit' },
+      error: { code: 'validation_failed', message: 'Invalid type. Must be: empty, git, readme, starterKit' },
     });
     expect(
       (await client(org.apiToken).post(`/spaces/${id}/init`, { type: 'empty', orgId: other.organizationId })).status

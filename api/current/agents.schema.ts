@@ -1,0 +1,104 @@
+/** JSON Schemas of the current surface's /api/agents (requests and responses; snake_case fields). */
+import type { Schema } from '../../lib/ajv';
+import { AGENT_INSTALL_STATES, AGENT_VISIBILITIES } from '../../models/Agent';
+import { nextCursor, record, requiredStr, str, strArray, timestamp } from '../schemas';
+import { AGENT_LIMITS, VISIBILITY_MESSAGE } from '../v1/agents.schema';
+
+const nullableString: Schema = { type: ['string', 'null'] };
+
+export const currentAgentCreateBody: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'system_prompt'],
+  properties: {
+    name: requiredStr(AGENT_LIMITS.name, { description: 'Display name' }),
+    system_prompt: requiredStr(AGENT_LIMITS.systemPrompt, { description: 'System instructions' }),
+    role: str(AGENT_LIMITS.role, { description: 'Role or purpose; default `Assistant`' }),
+    model: str(AGENT_LIMITS.model, { description: 'Model name; default DEFAULT_MODEL' }),
+    initial_greeting: str(10_000),
+    tags: strArray(),
+  },
+};
+
+export interface CurrentAgentCreateBody {
+  name: string;
+  system_prompt: string;
+  role?: string;
+  model?: string;
+  initial_greeting?: string;
+  tags?: string[];
+}
+
+export const currentAgentUpdateBody: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    name: requiredStr(AGENT_LIMITS.name),
+    role: str(AGENT_LIMITS.role),
+    system_prompt: requiredStr(AGENT_LIMITS.systemPrompt),
+    model: str(AGENT_LIMITS.model),
+    visibility: { type: 'string', enum: [...AGENT_VISIBILITIES], 'x-message': VISIBILITY_MESSAGE },
+  },
+};
+
+export interface CurrentAgentUpdateBody {
+  name?: string;
+  role?: string;
+  system_prompt?: string;
+  model?: string;
+  visibility?: (typeof AGENT_VISIBILITIES)[number];
+}
+
+export const INSTALL_STATE_CHANGES = [...AGENT_INSTALL_STATES, 'restore'] as const;
+
+export const installStateBody: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['state'],
+  properties: {
+    state: {
+      type: 'string',
+      enum: [...INSTALL_STATE_CHANGES],
+      'x-message': `Invalid state. Must be: ${INSTALL_STATE_CHANGES.join(', ')}`,
+      description: '`installed`, `uninstalled`, or `restore` (installed again with the library’s own fields)',
+    },
+  },
+};
+
+export const currentAgentSchema: Schema = record({
+  id: { type: 'string' },
+  name: { type: 'string' },
+  role: { type: 'string' },
+  system_prompt: { type: 'string' },
+  model: nullableString,
+  visibility: { type: 'string', enum: [...AGENT_VISIBILITIES] },
+  source: { type: 'string', enum: ['organization', 'library'] },
+  library_id: nullableString,
+  organization_id: { type: 'string' },
+  created_by: { type: 'string' },
+  owner_id: { type: 'string' },
+  workspace_id: { type: 'string' },
+  chat_id: { type: 'string' },
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+export const libraryEntrySchema: Schema = record({
+  id: { type: 'string', description: 'The library agent’s id in the caller’s organization' },
+  library_id: { type: 'string' },
+  name: { type: 'string' },
+  role: { type: 'string' },
+  description: { type: 'string' },
+  install_state: { type: 'string', enum: [...AGENT_INSTALL_STATES] },
+});
+
+export const currentAgentListResponse: Schema = record({
+  agents: { type: 'array', items: currentAgentSchema },
+  library: { type: 'array', items: libraryEntrySchema },
+  total: { type: 'integer' },
+  next_cursor: nextCursor,
+});
+
+export const currentAgentResponse: Schema = record({ agent: currentAgentSchema });
+export const libraryEntryResponse: Schema = record({ agent: libraryEntrySchema });
+export const deletedResponse: Schema = record({ id: { type: 'string' }, deleted: { type: 'boolean' } });

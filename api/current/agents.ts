@@ -1,0 +1,125 @@
+/**
+ * /api/agents on the current surface: the organization's agents plus the built-in library with each library
+ * agent's install state; create a private agent; update; delete the caller's own private agents; install,
+ * uninstall or restore a library agent. The records are the v1 surface's agents (commands/agents.ts).
+ */
+import { deletePrivateAgent, listLibrary, setInstallState, type InstallStateChange } from '../../commands/agentLibrary';
+import { createAgent, findOrganizationAgent, listAgents, updateAgent } from '../../commands/agents';
+import { presentCurrentAgent, presentLibraryEntry } from '../../presenters/agent';
+import { input, type RouteSpec } from '../route';
+import { idParams, pageQuery } from '../schemas';
+import {
+  currentAgentCreateBody,
+  currentAgentListResponse,
+  currentAgentResponse,
+  currentAgentUpdateBody,
+  deletedResponse,
+  installStateBody,
+  libraryEntryResponse,
+  type CurrentAgentCreateBody,
+  type CurrentAgentUpdateBody,
+} from './agents.schema';
+
+const tags = ['Agents'];
+
+/** @returns the route declarations. */
+export function currentAgentRoutes(): RouteSpec[] {
+  return [
+    {
+      method: 'get',
+      path: '/agents',
+      summary: 'List the organization’s agents (paged) and the agent library with install states',
+      tags,
+      auth: 'service',
+      scope: 'agents:read',
+      query: pageQuery(),
+      responses: { 200: currentAgentListResponse },
+      handler: async (ctx) => {
+        const page = input<unknown, { limit: number; cursor?: string }>(ctx).query;
+        const [{ items, total, nextCursor }, library] = await Promise.all([
+          listAgents(ctx.state.auth, page),
+          listLibrary(ctx.state.auth),
+        ]);
+        ctx.body = {
+          agents: items.map(presentCurrentAgent),
+          library: library.map(presentLibraryEntry),
+          total,
+          next_cursor: nextCursor,
+        };
+      },
+    },
+    {
+      method: 'post',
+      path: '/agents',
+      summary: 'Create a private agent (visible to its creator only)',
+      tags,
+      auth: 'service',
+      scope: 'agents:write',
+      body: currentAgentCreateBody,
+      responses: { 201: currentAgentResponse },
+      handler: async (ctx) => {
+        const body = input<CurrentAgentCreateBody>(ctx).body;
+        const agent = await createAgent(ctx.state.auth, {
+          name: body.name,
+          systemPrompt: body.system_prompt,
+          role: body.role,
+          model: body.model,
+          initialGreeting: body.initial_greeting,
+          tags: body.tags,
+          visibility: 'private',
+        });
+        ctx.status = 201;
+        ctx.body = { agent: presentCurrentAgent(agent) };
+      },
+    },
+    {
+      method: 'patch',
+      path: '/agents/:id',
+      summary: 'Update an agent (omitted fields unchanged)',
+      tags,
+      auth: 'service',
+      scope: 'agents:write',
+      params: idParams,
+      body: currentAgentUpdateBody,
+      responses: { 200: currentAgentResponse },
+      handler: async (ctx) => {
+        const { id } = input(ctx).params;
+        const { system_prompt: systemPrompt, ...rest } = input<CurrentAgentUpdateBody>(ctx).body;
+        await findOrganizationAgent(ctx.state.auth, id);
+        await updateAgent(ctx.state.auth, id, { ...rest, ...(systemPrompt !== undefined ? { systemPrompt } : {}) });
+        ctx.body = { agent: presentCurrentAgent(await findOrganizationAgent(ctx.state.auth, id)) };
+      },
+    },
+    {
+      method: 'delete',
+      path: '/agents/:id',
+      summary: 'Delete one of your own private agents (a library agent is uninstalled instead: 409)',
+      tags,
+      auth: 'service',
+      scope: 'agents:write',
+      params: idParams,
+      responses: { 200: deletedResponse },
+      handler: async (ctx) => {
+        const { id } = input(ctx).params;
+        await deletePrivateAgent(ctx.state.auth, id);
+        ctx.body = { id, deleted: true };
+      },
+    },
+    {
+      method: 'patch',
+      path: '/agents/:id/install-state',
+      summary: 'Install, uninstall or restore a library agent in the organization (owners and admins)',
+      tags,
+      auth: 'service',
+      scope: 'agents:write',
+      params: idParams,
+      body: installStateBody,
+      responses: { 200: libraryEntryResponse },
+      handler: async (ctx) => {
+        const { state } = input<{ state: InstallStateChange }>(ctx).body;
+        const entry = await setInstallState(ctx.state.auth, input(ctx).params.id, state);
+        ctx.body = { agent: presentLibraryEntry(entry) };
+      },
+    },
+  ];
+}

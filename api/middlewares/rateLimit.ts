@@ -1,0 +1,39 @@
+/**
+ * The current surface's rate limit (SPEC "Limits"; docs/decisions.md "Rate limit"): after authentication, counts
+ * the request in the identity's window and sets the X-RateLimit-* / RateLimit-* headers (they stay on error
+ * responses too); over the budget → 429 `rate_limited` with `Retry-After`. An identity's own limit (admin CLI)
+ * replaces the configured one under the same header names.
+ */
+import type { Next } from 'koa';
+import { countRequest } from '../../commands/rateLimits';
+import { maybeSweepExpired } from '../../lib/expiry';
+import { RateLimitedError } from '../../lib/errors';
+import type { AppContext } from '../context';
+
+/**
+ * @param options.limit default requests per window.
+ * @param options.windowSeconds window length.
+ * @returns the middleware (mount it after authentication).
+ */
+export function rateLimit(options: { limit: number; windowSeconds: number }) {
+  return async function rateLimitMiddleware(ctx: AppContext, next: Next): Promise<void> {
+    const { organizationId, userId, rateLimit: own } = ctx.state.auth;
+    const limit = own ?? options.limit;
+    const now = Date.now();
+    const { count, resetAt } = await countRequest(`${organizationId}:${userId}`, options.windowSeconds, now);
+    const remaining = Math.max(0, limit - count);
+    const resetIn = Math.max(1, Math.ceil((resetAt - now) / 1000));
+    ctx.set({
+      'X-RateLimit-Limit': String(limit),
+      'X-RateLimit-Remaining': String(remaining),
+      'X-RateLimit-Reset': String(Math.ceil(resetAt / 1000)),
+      'RateLimit-Limit': String(limit),
+      'RateLimit-Remaining': String(remaining),
+      'RateLimit-Reset': String(resetIn),
+      'RateLimit-Policy': `${limit};w=${options.windowSeconds}`,
+    });
+    maybeSweepExpired((err) => ctx.state.log.warn({ err }, 'sweeping expired records failed'));
+    if (count > limit) throw new RateLimitedError(resetIn);
+    await next();
+  };
+}

@@ -1,0 +1,120 @@
+/**
+ * Records that expire (idempotency records, rate-limit windows): docs/decisions.md "Expiring records".
+ *
+ * Each carries `expiresAt` and `expiryBucket` (the hour its expiry falls in). On MongoDB a TTL index on
+ * `expiresAt` removes them. FerretDB 1.24 refuses TTL indexes ("Index option expireAfterSeconds is not implemented
+ * yet"), and a range delete (`expiresAt < now`) is not pushed down to PostgreSQL there, so on such a server the api
+ * sweeps instead: every bucket whose hour has passed is deleted by equality on `expiryBucket` (an index-served
+ * delete on both servers), at most once per SWEEP_INTERVAL_MS per process, remembering the last bucket swept in
+ * `expiry_sweeps` (one document per collection) so a restart neither misses nor repeats buckets. Readers never
+ * trust a record past its `expiresAt`; the sweep only reclaims space.
+ */
+import mongoose, { type Model, type Schema } from 'mongoose';
+
+/** Width of an expiry bucket. */
+export const EXPIRY_BUCKET_MS = 60 * 60 * 1000;
+/** A process sweeps at most this often. */
+export const SWEEP_INTERVAL_MS = 5 * 60 * 1000;
+/** The first sweep of a collection looks back this many buckets. */
+const FIRST_SWEEP_BUCKETS = 48;
+
+/** Schema paths every expiring record has. */
+export const expiryPaths = {
+  expiresAt: { type: Date, required: true },
+  expiryBucket: { type: Number, required: true },
+} as const;
+
+/**
+ * @param expiresAt when the record expires.
+ * @returns the fields to store with the record.
+ */
+export function expiryFields(expiresAt: Date): { expiresAt: Date; expiryBucket: number } {
+  return { expiresAt, expiryBucket: Math.floor(expiresAt.getTime() / EXPIRY_BUCKET_MS) };
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyModel = Model<any>;
+
+const expiring: AnyModel[] = [];
+let ttlSupported: boolean | undefined;
+let lastSweepAt = 0;
+
+/**
+ * Declares a schema's records as expiring: adds the bucket index (the TTL index is made by ensureExpiryIndexes,
+ * which knows whether the server supports it).
+ * @param schema the schema (with expiryPaths).
+ */
+export function expiringSchema(schema: Schema): void {
+  schema.index({ expiryBucket: 1 });
+}
+
+/**
+ * Registers a model whose schema went through expiringSchema.
+ * @param model the model.
+ * @returns the model.
+ */
+export function registerExpiring<M extends AnyModel>(model: M): M {
+  expiring.push(model);
+  return model;
+}
+
+const sweepSchema = new mongoose.Schema(
+  { _id: { type: String, required: true }, lastBucket: { type: Number, required: true } },
+  { versionKey: false }
+);
+/** One document per expiring collection: the last bucket swept. */
+export const ExpirySweep = mongoose.model('ExpirySweep', sweepSchema, 'expiry_sweeps');
+
+/**
+ * Creates the TTL index of every expiring collection where the server supports it (MongoDB); on a server that
+ * refuses TTL indexes (FerretDB 1.24) remembers that the api must sweep.
+ * @returns whether the server honours TTL indexes.
+ */
+export async function ensureExpiryIndexes(): Promise<boolean> {
+  let supported = true;
+  for (const model of expiring) {
+    try {
+      await model.collection.createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0, name: 'expiresAt_ttl' });
+    } catch (err) {
+      const e = err as { code?: number; message?: string };
+      if (e.code !== 238 && !/not implemented/i.test(String(e.message))) throw err;
+      supported = false;
+    }
+  }
+  ttlSupported = supported;
+  return supported;
+}
+
+/**
+ * Deletes every record whose expiry bucket has fully passed, bucket by bucket (index-served on every server).
+ * @param now the current time.
+ * @returns the number of records deleted.
+ */
+export async function sweepExpired(now = new Date()): Promise<number> {
+  const lastComplete = Math.floor(now.getTime() / EXPIRY_BUCKET_MS) - 1;
+  let deleted = 0;
+  for (const model of expiring) {
+    const name = model.collection.collectionName;
+    const state = await ExpirySweep.findById(name).lean<{ lastBucket: number }>();
+    const from = state ? state.lastBucket + 1 : lastComplete - FIRST_SWEEP_BUCKETS;
+    for (let bucket = from; bucket <= lastComplete; bucket++) {
+      deleted += (await model.deleteMany({ expiryBucket: bucket })).deletedCount;
+    }
+    if (from <= lastComplete)
+      await ExpirySweep.updateOne({ _id: name }, { $max: { lastBucket: lastComplete } }, { upsert: true });
+  }
+  return deleted;
+}
+
+/**
+ * Starts a sweep in the background when the server has no TTL indexes and this process has not swept for
+ * SWEEP_INTERVAL_MS. Never throws; a failed sweep is retried at the next interval.
+ * @param onError called with a failure (logging).
+ */
+export function maybeSweepExpired(onError: (err: unknown) => void): void {
+  if (ttlSupported !== false) return;
+  const now = Date.now();
+  if (now - lastSweepAt < SWEEP_INTERVAL_MS) return;
+  lastSweepAt = now;
+  sweepExpired(new Date(now)).catch(onError);
+}

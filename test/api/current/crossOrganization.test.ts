@@ -1,0 +1,68 @@
+/**
+ * Every current-surface route with an id in its path answers 404 when the id belongs to another organization
+ * (table-driven from the route declarations: a new id route must get a line in `bodies` below).
+ */
+import type { AppDeps } from '../../../api/app';
+import { currentRoutes } from '../../../api/current';
+import { AGENT_LIBRARY, libraryAgentId } from '../../../commands/agentLibrary';
+import { useTestApp } from '../../helpers/app';
+import { currentAs, noContract } from '../../helpers/current';
+import { testConfig } from '../../helpers/env';
+import { buildOrg } from '../../helpers/factories';
+import { useTestDatabase } from '../../helpers/mongo';
+import { v1As } from '../../helpers/v1';
+
+useTestDatabase();
+const t = useTestApp();
+
+/** A valid body per id route, so that the request reaches the ownership check. */
+const bodies: Record<string, object | undefined> = {
+  'PATCH /agents/:id': { name: 'Taken over' },
+  'DELETE /agents/:id': undefined,
+  'PATCH /agents/:id/install-state': { state: 'uninstalled' },
+  'POST /workspaces/:id/select': undefined,
+  'POST /spaces/:spaceId/init': { type: 'empty' },
+  'POST /spaces/:spaceId/environment': { environmentVariables: { A: 'b' } },
+  'GET /spaces/:spaceId/environment': undefined,
+  'GET /usage/organization/:orgId': undefined,
+};
+
+// Routes that take a resource id (public routes hold no organization's resources).
+const idRoutes = currentRoutes({ config: testConfig() } as unknown as AppDeps, noContract).filter(
+  (r) => r.path.includes(':') && r.auth !== 'public'
+);
+
+it('every id route has a case here', () => {
+  expect(idRoutes.map((r) => `${r.method.toUpperCase()} ${r.path}`).sort()).toEqual(Object.keys(bodies).sort());
+});
+
+it('another organization’s ids are 404 on every id route', async () => {
+  const owner = await buildOrg();
+  const intruder = await buildOrg();
+  const agent = (await v1As(t, owner.apiToken).post('/agents', { name: 'A', systemPrompt: 'x' })).body.id;
+  const publicAgent = (
+    await v1As(t, owner.apiToken).post('/agents', { name: 'P', systemPrompt: 'x', visibility: 'public' })
+  ).body.id;
+  const library = libraryAgentId(owner.organizationId, AGENT_LIBRARY[0].slug);
+  await currentAs(t, owner.serviceToken).patch(`/agents/${library}/install-state`, { state: 'installed' });
+  const space = (await v1As(t, owner.apiToken).post('/spaces', { name: 'S' })).body.space.id;
+  const ids: Record<string, string[]> = {
+    id: [agent, publicAgent, library],
+    spaceId: [space],
+    orgId: [owner.organizationId],
+  };
+  const seen: string[] = [];
+  for (const route of idRoutes) {
+    const key = `${route.method.toUpperCase()} ${route.path}`;
+    const param = /:([A-Za-z]+)/.exec(route.path)![1];
+    const values = route.path.startsWith('/workspaces') ? [space] : ids[param];
+    for (const value of values) {
+      const path = `/api${route.path.replace(`:${param}`, value)}`;
+      const req = t.request[route.method](path).set('Authorization', `Bearer ${intruder.serviceToken}`);
+      const res = await (bodies[key] ? req.send(bodies[key]) : req);
+      seen.push(`${key} ${value}: ${res.status} ${res.body.error?.code}`);
+      expect(`${key} ${value}: ${res.status} ${res.body.error?.code}`).toBe(`${key} ${value}: 404 not_found`);
+    }
+  }
+  expect(seen.length).toBeGreaterThanOrEqual(idRoutes.length);
+});
