@@ -46,17 +46,9 @@ const say = (line: string): void => void process.stderr.write(`[bench] ${line}\n
 async function setUp(
   stack: Stack
 ): Promise<{ client: ApiClient; agentId: string; org: { organizationId: string; userId: string } }> {
-  await connectMongo(stack.mongoUri, { dbName: BENCH_DB });
-  let apiToken: string;
-  let org: { organizationId: string; userId: string };
-  try {
-    const boot = await bootstrapOrganization({ org: 'Bench', email: 'bench@example.com' });
-    apiToken = boot.apiToken;
-    org = { organizationId: boot.organizationId, userId: boot.userId };
-  } finally {
-    // The bench process only needs the database for this; an open pool would only add noise.
-    await disconnectMongo();
-  }
+  const boot = await bootstrapOrganization({ org: 'Bench', email: 'bench@example.com' });
+  const apiToken = boot.apiToken;
+  const org = { organizationId: boot.organizationId, userId: boot.userId };
   const client = new ApiClient(stack.apiUrl, apiToken);
   const res = await client.json<{ id?: string }>('POST', '/api/v1/agents', {
     name: 'Bench agent',
@@ -72,20 +64,18 @@ async function setUp(
  * @returns the server kind and the sizes of the two collections that grow with every execution.
  */
 async function databaseSize(stack: Stack): Promise<BenchResults['database']> {
-  await connectMongo(stack.mongoUri, { dbName: BENCH_DB });
-  try {
-    const [executions, streamEvents] = await Promise.all([
-      Execution.estimatedDocumentCount(),
-      StreamEvent.estimatedDocumentCount(),
-    ]);
-    return { server: stack.mongoKind, executions, streamEvents };
-  } finally {
-    await disconnectMongo();
-  }
+  const [executions, streamEvents] = await Promise.all([
+    Execution.estimatedDocumentCount(),
+    StreamEvent.estimatedDocumentCount(),
+  ]);
+  return { server: stack.mongoKind, executions, streamEvents };
 }
 
 async function measure(stack: Stack): Promise<BenchResults> {
   const started = performance.now();
+  // One connection for the whole run (setting up organizations, counting, filling the scale phase's collection):
+  // commands are never queued while disconnected (lib/mongo.ts), so the bench does not connect and disconnect.
+  await connectMongo(stack.mongoUri, { dbName: BENCH_DB });
   const { client, agentId, org } = await setUp(stack);
   try {
     say(`warm-up: ${WARMUP_RUNS} JSON executions (the first waits for the worker)`);
@@ -104,7 +94,7 @@ async function measure(stack: Stack): Promise<BenchResults> {
     const memory = { api: memoryOf(stack.api.child.pid), worker: memoryOf(stack.worker.child.pid) };
     const database = await databaseSize(stack);
 
-    const scale = await scalePhase(stack.mongoUri, client, org, agentId, say);
+    const scale = await scalePhase(client, org, agentId, say);
 
     for (const f of tp.failures) say(`failed execution #${f.index}: ${f.reason}`);
     for (const svc of [stack.api, stack.worker]) {
@@ -123,6 +113,7 @@ async function measure(stack: Stack): Promise<BenchResults> {
     };
   } finally {
     client.close();
+    await disconnectMongo();
   }
 }
 

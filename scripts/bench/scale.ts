@@ -8,10 +8,8 @@
  */
 import { performance } from 'node:perf_hooks';
 import { bootstrapOrganization } from '../../commands/bootstrap';
-import { connectMongo, disconnectMongo } from '../../lib/mongo';
 import { Agent } from '../../models';
 import { ApiClient } from './client';
-import { BENCH_DB } from './stack';
 
 export const SCALE_SIZES = [1_000, 50_000] as const;
 const OTHER_ORGS = 100;
@@ -82,7 +80,6 @@ function expectStatus(what: string, status: number, want: number): void {
 }
 
 /**
- * @param mongoUri the database of the running stack.
  * @param client the bench organization's client.
  * @param org the bench organization.
  * @param agentId an agent of the bench organization.
@@ -90,20 +87,13 @@ function expectStatus(what: string, status: number, want: number): void {
  * @returns each operation's latencies at each size.
  */
 export async function scalePhase(
-  mongoUri: string,
   client: ApiClient,
   org: { organizationId: string; userId: string },
   agentId: string,
   say: (line: string) => void
 ): Promise<ScaleOperation[]> {
-  await connectMongo(mongoUri, { dbName: BENCH_DB });
-  let writer: ApiClient;
-  try {
-    const boot = await bootstrapOrganization({ org: 'Bench writers', email: 'bench-writers@example.com' });
-    writer = new ApiClient(client.baseUrl, boot.apiToken);
-  } finally {
-    await disconnectMongo();
-  }
+  const boot = await bootstrapOrganization({ org: 'Bench writers', email: 'bench-writers@example.com' });
+  const writer = new ApiClient(client.baseUrl, boot.apiToken);
   const ops: Array<[string, (i: number) => Promise<void>]> = [
     [
       'GET /api/v1/agents/{id}',
@@ -134,13 +124,8 @@ export async function scalePhase(
   ];
   const samples: number[][][] = ops.map(() => []);
   for (const size of SCALE_SIZES) {
-    await connectMongo(mongoUri, { dbName: BENCH_DB });
-    try {
-      say(`scale: filling the agents collection to ${size} documents`);
-      await fillTo(size, org);
-    } finally {
-      await disconnectMongo();
-    }
+    say(`scale: filling the agents collection to ${size} documents`);
+    await fillTo(size, org);
     say(`scale: ${ops.length} operations × ${RUNS} at ${size} documents`);
     for (const [k, [, op]] of ops.entries()) samples[k].push(await timed(RUNS, op));
   }
