@@ -5,7 +5,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { Config } from '../lib/config';
-import { appendEvents, CoalescingWriter, readEvents, type LoggedEvent } from '../lib/eventLog';
+import { appendEvents, CoalescingWriter, lastEvents, lastSeq, readEvents, type LoggedEvent } from '../lib/eventLog';
 import type { Logger } from '../lib/logger';
 import {
   createProvider,
@@ -158,8 +158,10 @@ async function sessionHistory(sessionId: string, currentExecutionId: string): Pr
  * Activities address records by the ids stored on their execution, which the api wrote for one organization.
  */
 async function markRunning(exec: ExecutionDoc): Promise<void> {
-  await Execution.updateOne({ _id: exec._id }, { $set: { status: 'running', startedAt: new Date() } });
-  await Chat.updateOne({ _id: exec.chatId }, { $set: { status: 'working' } });
+  await Promise.all([
+    Execution.updateOne({ _id: exec._id }, { $set: { status: 'running', startedAt: new Date() } }),
+    Chat.updateOne({ _id: exec.chatId }, { $set: { status: 'working' } }),
+  ]);
 }
 /**
  * @param deps logger and configuration (provider keys).
@@ -180,20 +182,22 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     // server after all, the workflow must not bring the execution back to life.
     if (exec.error?.code === 'start_failed')
       throw ApplicationFailure.nonRetryable('The execution could not be started', 'StartFailed');
-    if (exec.status === 'pending') await markRunning(exec);
-    // The system prompt is read now, so an update applies to the next execution.
-    const agent = await Agent.findById(exec.agentId).select({ systemPrompt: 1 }).lean();
+    const attempt = ctx.info.attempt;
+    // Independent reads and writes go together. The system prompt is read now, so an update applies to the next
+    // execution. Only a retry can find text of its own in the stream (an earlier attempt delivered it): the first
+    // attempt reads just the stream's head (the api's `meta` event), not its events.
+    const [agent, history, existing] = await Promise.all([
+      Agent.findById(exec.agentId).select({ systemPrompt: 1 }).lean(),
+      sessionHistory(exec.sessionId, exec._id),
+      attempt > 1 ? readEvents(executionId) : lastSeq(executionId).then((seq) => [{ seq } as LoggedEvent]),
+      exec.status === 'pending' ? markRunning(exec) : undefined,
+    ]);
     if (!agent) throw failure(FAILURES.agentNotFound, false);
-    const messages: ModelMessage[] = [
-      ...(await sessionHistory(exec.sessionId, exec._id)),
-      { role: 'user', content: exec.input?.message ?? '' },
-    ];
+    const messages: ModelMessage[] = [...history, { role: 'user', content: exec.input?.message ?? '' }];
 
-    const existing = await readEvents(executionId);
-    const prefill = deliveredText(existing);
+    const prefill = attempt > 1 ? deliveredText(existing) : '';
     const writer = new CoalescingWriter(executionId, (existing.at(-1)?.seq ?? 0) + 1, textDeltaEvent);
     const provider = createProvider({ provider: exec.provider as 'anthropic', model: exec.model }, deps.config);
-    const attempt = ctx.info.attempt;
     const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
     const usage = trackUsage(executionId, attempt);
     // The request is aborted by a cancellation (heartbeat) or by the idle timeout.
@@ -307,7 +311,11 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
   async function finishExecution(input: FinishInput): Promise<void> {
     const exec = await Execution.findById(input.executionId).lean<ExecutionDoc>();
     if (!exec) throw ApplicationFailure.nonRetryable(`Execution ${input.executionId} not found`, 'ExecutionMissing');
-    const events = await readEvents(exec._id);
+    // A completed execution has its reply in its input: it needs only the stream's last event (its seq, and whether
+    // an earlier run of this step already wrote the terminal event, which it appends together with the assistant
+    // message). A failure's partial text is in the stream: then every event is read.
+    const hasReply = input.status === 'completed' && input.text !== undefined;
+    const events = hasReply ? await lastEvents(exec._id, 1) : await readEvents(exec._id);
     const text = input.status === 'completed' ? (input.text ?? deliveredText(events)) : deliveredText(events);
     const usage = totalUsage(exec.usageByAttempt as Record<string, { inputTokens?: number; outputTokens?: number }>);
     const now = new Date();
@@ -330,12 +338,17 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         },
         { upsert: true }
       );
-      await Session.updateOne({ _id: exec.sessionId }, { $addToSet: { history: exec._id } });
     }
-    await Session.updateOne(
+    // The reply joins the history and the session is released in one write while this execution holds it.
+    const released = await Session.updateOne(
       { _id: exec.sessionId, activeExecutionId: exec._id },
-      { $set: { activeExecutionId: null } }
+      {
+        $set: { activeExecutionId: null },
+        ...(input.status === 'completed' ? { $addToSet: { history: exec._id } } : {}),
+      }
     );
+    if (released.matchedCount === 0 && input.status === 'completed')
+      await Session.updateOne({ _id: exec.sessionId }, { $addToSet: { history: exec._id } });
 
     // A retried finish carries the same input, so rewriting the outcome is harmless; a terminal execution is
     // left as it is.
@@ -362,11 +375,13 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         }
       );
 
-    // Final events, each written once (a retried finish sees what an earlier attempt already wrote).
+    // Final events, each written once (a retried finish sees what an earlier attempt already wrote; the terminal
+    // event is always written last, with the assistant message before it in the same append).
     let seq = (events.at(-1)?.seq ?? 0) + 1;
     const has = (pred: (e: LoggedEvent) => boolean): boolean => events.some(pred);
+    const terminalWritten = has((e) => e.event === 'result' || e.event === 'error');
     const final: LoggedEvent[] = [];
-    if (input.status === 'completed') {
+    if (!terminalWritten && input.status === 'completed') {
       if (!has((e) => e.event === 'message' && (e.data as { messageType?: string }).messageType === 'assistant')) {
         final.push({
           seq: seq++,
@@ -374,17 +389,15 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
           data: { messageType: 'assistant', content: [{ type: 'text', text }] },
         });
       }
-      if (!has((e) => e.event === 'result' || e.event === 'error')) {
-        final.push({
-          seq: seq++,
-          event: 'result',
-          data: {
-            sessionId: exec.sessionId,
-            usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
-          },
-        });
-      }
-    } else if (!has((e) => e.event === 'result' || e.event === 'error')) {
+      final.push({
+        seq: seq++,
+        event: 'result',
+        data: {
+          sessionId: exec.sessionId,
+          usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+        },
+      });
+    } else if (!terminalWritten) {
       final.push({
         seq: seq++,
         event: 'error',

@@ -22,7 +22,7 @@ import {
   type ExecutionDoc,
   type SessionDoc,
 } from '../models';
-import type { agentExecution } from '../workflows/agentExecution';
+import type { agentExecution, AgentExecutionOutcome } from '../workflows/agentExecution';
 import { executionWorkflowId } from '../workflows/ids';
 import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 import { findVisibleAgent } from './agents';
@@ -235,16 +235,24 @@ export async function findExecution(auth: AuthContext, id: string): Promise<Exec
 }
 
 /**
- * Waits until the execution's workflow has finished and returns the final record.
+ * Waits until the execution's workflow has finished.
  * @param deps Temporal.
  * @param id execution id.
- * @returns the execution in a terminal state.
+ * @returns its final status and reply.
  */
-export async function awaitExecution(deps: Pick<ExecutionDeps, 'temporal'>, id: string): Promise<ExecutionDoc> {
-  await deps.temporal.client.workflow.getHandle(executionWorkflowId(id)).result();
+export async function awaitExecution(
+  deps: Pick<ExecutionDeps, 'temporal'>,
+  id: string
+): Promise<{ status: string; result: string }> {
+  const outcome = (await deps.temporal.client.workflow
+    .getHandle<typeof agentExecution>(executionWorkflowId(id))
+    .result()) as AgentExecutionOutcome | undefined;
+  // The workflow returns its reply; workflows started before it did are read back from the record.
+  if (outcome?.status && (outcome.status !== 'completed' || outcome.text !== undefined))
+    return { status: outcome.status, result: outcome.text ?? '' };
   const exec = await Execution.findById(id).lean<ExecutionDoc>();
   if (!exec) throw new NotFoundError(NOT_FOUND);
-  return exec;
+  return { status: exec.status, result: exec.result ?? '' };
 }
 
 /**

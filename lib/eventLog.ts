@@ -115,6 +115,17 @@ export async function readEvents(streamId: string, afterSeq = 0, limit = 10_000)
 
 /**
  * @param streamId the stream.
+ * @param count how many of the last events to return.
+ * @returns the stream's last `count` events in seq order (a head read and `count` point reads).
+ */
+export async function lastEvents(streamId: string, count: number): Promise<LoggedEvent[]> {
+  const last = await lastSeq(streamId);
+  if (last === 0) return [];
+  return fetchRange(streamId, Math.max(1, last - count + 1), last);
+}
+
+/**
+ * @param streamId the stream.
  * @returns the highest seq written (0 when empty).
  */
 export async function lastSeq(streamId: string): Promise<number> {

@@ -18,6 +18,7 @@ import {
   log,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   sleep,
 } from '@temporalio/workflow';
 // Only import the activity types
@@ -35,13 +36,31 @@ const DEFAULT_DEADLINE_SECONDS = 600;
 
 export interface AgentExecutionOutcome {
   status: 'completed' | 'failed' | 'cancelled';
+  /** The reply (completed executions), so the api answers a JSON execute without reading it back. */
+  text?: string;
 }
 
-/** The short database step. */
-const { finishExecution } = proxyActivities<ExecutionActivities>({
+/** The short database step, as a regular activity (histories recorded before it became a local one). */
+const { finishExecution: finishAsActivity } = proxyActivities<ExecutionActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', maximumAttempts: 20 },
 });
+
+/**
+ * The short database step as a local activity: it runs in the worker that completes the workflow task, with no
+ * activity task of its own for the server to schedule, dispatch and record (measured: docs/benchmarks.md). It is
+ * idempotent, so the retry after a worker died in it is safe.
+ */
+const { finishExecution: finishLocally } = proxyLocalActivities<ExecutionActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '500 milliseconds', maximumAttempts: 20 },
+});
+
+function finishExecution(input: Parameters<ExecutionActivities['finishExecution']>[0]): Promise<void> {
+  return CancellationScope.nonCancellable(() =>
+    patched('finish-local-activity') ? finishLocally(input) : finishAsActivity(input)
+  );
+}
 
 /**
  * The model call: long, heartbeating (a dead worker is noticed within 5 s), cancellable. Transient provider
@@ -101,34 +120,28 @@ export async function agentExecution(input: AgentExecutionInput): Promise<AgentE
         (error: unknown) => ({ error, timedOut: false })
       );
   if ('value' in outcome) {
-    await CancellationScope.nonCancellable(() =>
-      finishExecution({ executionId, status: 'completed', text: outcome.value.text })
-    );
-    return { status: 'completed' };
+    await finishExecution({ executionId, status: 'completed', text: outcome.value.text });
+    return { status: 'completed', text: outcome.value.text };
   }
   const err = outcome.error;
   if (outcome.timedOut) {
     log.warn('execution deadline exceeded', { executionId, deadlineSeconds });
-    await CancellationScope.nonCancellable(() =>
-      finishExecution({
-        executionId,
-        status: 'failed',
-        error: deadlineMessage(deadlineSeconds),
-        errorCode: FAILURES.deadlineExceeded.code,
-      })
-    );
+    await finishExecution({
+      executionId,
+      status: 'failed',
+      error: deadlineMessage(deadlineSeconds),
+      errorCode: FAILURES.deadlineExceeded.code,
+    });
     return { status: 'failed' };
   }
   if (isCancellation(err)) {
-    await CancellationScope.nonCancellable(() => finishExecution({ executionId, status: 'cancelled' }));
+    await finishExecution({ executionId, status: 'cancelled' });
     return { status: 'cancelled' };
   }
   const failure = clientFailure(err);
   // The engine's own account (e.g. "activity Heartbeat timeout", a driver error) is for operators only.
   log.warn('execution failed', { executionId, code: failure.code, cause: describe(err) });
-  await CancellationScope.nonCancellable(() =>
-    finishExecution({ executionId, status: 'failed', error: failure.message, errorCode: failure.code })
-  );
+  await finishExecution({ executionId, status: 'failed', error: failure.message, errorCode: failure.code });
   return { status: 'failed' };
 }
 

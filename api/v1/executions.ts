@@ -65,10 +65,10 @@ export async function replyToExecution(
   if (done.status === 'completed') {
     ctx.body = {
       success: true,
-      executionId: done._id,
-      chatId: done.chatId,
-      sessionId: done.sessionId,
-      result: done.result ?? '',
+      executionId: exec._id,
+      chatId: exec.chatId,
+      sessionId: exec.sessionId,
+      result: done.result,
     };
     return;
   }
