@@ -6,7 +6,7 @@
  * Everything it started is stopped, and its data directory removed, also on failure, Ctrl-C or the time limit;
  * any failure exits 1 and leaves docs/benchmarks.md untouched.
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import * as prettier from 'prettier';
@@ -37,6 +37,9 @@ const THROUGHPUT_CONCURRENCY = 20;
 const THROUGHPUT_MESSAGE = 'hi';
 
 const say = (line: string): void => void process.stderr.write(`[bench] ${line}\n`);
+
+/** docs/benchmarks.md keeps what follows this line when `npm run bench` rewrites the file. */
+const KEEP_MARKER = '<!-- kept by npm run bench: sections written from other runs -->';
 
 /**
  * Creates the organization in the database the api uses, then the agent over HTTP.
@@ -153,7 +156,12 @@ async function main(): Promise<number> {
     const doc = path.join(projectRoot(), 'docs', 'benchmarks.md');
     // Formatted with the project's prettier settings, so `npm run lint` (prettier --check) accepts the file as written.
     const options = await prettier.resolveConfig(doc);
-    writeFileSync(doc, await prettier.format(renderMarkdown(results), { ...options, filepath: doc }));
+    // Everything from the KEEP_MARKER line on (the yardstick comparison with the peer, round-trip accounting) is
+    // written by hand from other runs and kept as it is.
+    const previous = existsSync(doc) ? readFileSync(doc, 'utf8') : '';
+    const kept = previous.includes(KEEP_MARKER) ? previous.slice(previous.indexOf(KEEP_MARKER)) : '';
+    const markdown = `${renderMarkdown(results)}\n${kept}`;
+    writeFileSync(doc, await prettier.format(markdown, { ...options, filepath: doc }));
     say(`wrote ${path.relative(projectRoot(), doc)}`);
     return 0;
   } catch (err) {
