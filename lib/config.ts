@@ -59,6 +59,8 @@ export interface Config {
   eventPollMs: number;
   /** Address other processes send this api's stream wake-ups to. @default HOST (the host name when HOST is a wildcard) */
   wakeupHost: string;
+  /** The workflow code bundled by the launcher (WORKFLOW_BUNDLE); unset: the worker bundles it at start. */
+  workflowBundlePath?: string;
   /** The git commit reported by GET /api/version (GIT_COMMIT). @default the checkout's HEAD */
   gitCommit?: string;
   /** Current surface: requests per window per identity (an identity's own limit, set by the admin CLI, wins). @default 900 */
@@ -203,6 +205,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     validateResponses: bool('VALIDATE_RESPONSES', false),
     eventPollMs: int('EVENT_POLL_MS', 1000, 10, 60_000),
     gitCommit: nonEmpty(env, 'GIT_COMMIT'),
+    workflowBundlePath: nonEmpty(env, 'WORKFLOW_BUNDLE'),
     wakeupHost: nonEmpty(env, 'WAKEUP_HOST') ?? (['0.0.0.0', '::'].includes(host) ? os.hostname() : host),
     rateLimitRequests: int('RATE_LIMIT_REQUESTS', 900, 1, 1_000_000),
     rateLimitWindowSeconds: int('RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { childEnv, loadConfigOrExit, loadToolConfig } from '../lib/config';
 import { lockDataDir, ProvisionError, serverUnits, type ServerUnits } from './servers';
 import { projectRoot } from './servers/paths';
+import { bundleWorkflowsTo } from './lib/workflowBundle';
 import { spawnUnit, supervise, type Started } from './lib/supervisor';
 
 const say = (line: string): void => void process.stderr.write(`[dev] ${line}\n`);
@@ -78,9 +79,12 @@ async function main(): Promise<void> {
   const mongodbUri = config.mongodbUri ?? `${servers.mongo!.address}/agent_service`;
   const temporalAddress = config.temporalAddress ?? servers.temporal!.address;
   const uiUrl = servers.temporal ? `http://127.0.0.1:${config.devPorts.temporalUi}` : undefined;
+  say('bundling the workflow code for the worker');
+  const bundle = await bundleWorkflowsTo(path.join(config.dataDir, 'workflow-bundle.js'));
   const env = childEnv({
     MONGODB_URI: mongodbUri,
     TEMPORAL_ADDRESS: temporalAddress,
+    WORKFLOW_BUNDLE: bundle,
     LOG_PRETTY: 'true',
     ...(config.encryptionKey ? {} : { ENCRYPTION_KEY: devEncryptionKey(config.dataDir) }),
   });

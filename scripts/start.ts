@@ -6,6 +6,7 @@
 import path from 'node:path';
 import { childEnv, loadConfigOrExit } from '../lib/config';
 import { spawnUnit, supervise } from './lib/supervisor';
+import { bundleWorkflowsTo } from './lib/workflowBundle';
 
 const say = (line: string): void => void process.stderr.write(`[start] ${line}\n`);
 
@@ -15,18 +16,27 @@ if (!config.mongodbUri || !config.temporalAddress) {
   process.exit(1);
 }
 const dist = path.resolve(__dirname, '..');
-const env = childEnv({});
-const service = (entry: string): ReturnType<typeof spawnUnit> =>
-  spawnUnit({ command: process.execPath, args: [path.join(dist, entry)], env, graceMs: 10_000 });
-const sup = supervise(
-  [
-    { name: 'worker', start: service('worker/index.js') },
-    { name: 'api', start: service('api/server.js') },
-  ],
-  config.restart,
-  say
-);
-process.on('SIGINT', () => sup.stop());
-process.on('SIGTERM', () => sup.stop());
-sup.started.catch((err: unknown) => say(`could not start: ${(err as Error)?.message ?? String(err)}`));
-void sup.done.then((code) => process.exit(code));
+const bundle = path.join(config.dataDir, 'workflow-bundle.js');
+async function main(): Promise<void> {
+  say('bundling the workflow code for the worker');
+  const env = childEnv({ WORKFLOW_BUNDLE: await bundleWorkflowsTo(bundle) });
+  const service = (entry: string): ReturnType<typeof spawnUnit> =>
+    spawnUnit({ command: process.execPath, args: [path.join(dist, entry)], env, graceMs: 10_000 });
+  const sup = supervise(
+    [
+      { name: 'worker', start: service('worker/index.js') },
+      { name: 'api', start: service('api/server.js') },
+    ],
+    config.restart,
+    say
+  );
+  process.on('SIGINT', () => sup.stop());
+  process.on('SIGTERM', () => sup.stop());
+  sup.started.catch((err: unknown) => say(`could not start: ${(err as Error)?.message ?? String(err)}`));
+  void sup.done.then((code) => process.exit(code));
+}
+
+main().catch((err: unknown) => {
+  say(`could not start: ${(err as Error)?.message ?? String(err)}`);
+  process.exit(1);
+});

@@ -3,16 +3,14 @@
  * temporary data directory, unless MONGODB_URI / TEMPORAL_ADDRESS name servers already. Test workers inherit the
  * addresses through the environment; each test file then uses its own database.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, loadToolConfig } from '../lib/config';
 import { ensureChromium } from '../scripts/browser';
+import { bundleWorkflowsTo } from '../scripts/lib/workflowBundle';
 import { freePort, provisionServers, ProvisionError } from '../scripts/servers';
 import type { TestServers } from './helpers/servers';
-
-const quietBundlerLogger = new DefaultLogger('WARN');
 
 export default async function globalSetup(): Promise<void> {
   const started = Date.now();
@@ -36,13 +34,7 @@ export default async function globalSetup(): Promise<void> {
     // Index-usage tests read PostgreSQL's statistics under FerretDB (absent with mongod or MONGODB_URI).
     if (servers.postgres) process.env.AAS_TEST_POSTGRES_URL = servers.postgres.address;
     // Bundle the workflows once for every in-process test worker.
-    const { code } = await bundleWorkflowCode({
-      workflowsPath: require.resolve('../workflows'),
-      logger: quietBundlerLogger,
-    });
-    const bundlePath = path.join(dataDir, 'workflow-bundle.js');
-    writeFileSync(bundlePath, code);
-    process.env.AAS_WORKFLOW_BUNDLE = bundlePath;
+    process.env.AAS_WORKFLOW_BUNDLE = await bundleWorkflowsTo(path.join(dataDir, 'workflow-bundle.js'));
     const browser = await chromium;
     if ('path' in browser) process.env.AAS_TEST_CHROMIUM = browser.path;
     else process.env.AAS_TEST_CHROMIUM_MISSING = browser.missing;

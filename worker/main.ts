@@ -58,7 +58,9 @@ export async function main(stop: StopSignals): Promise<void> {
       connection,
       namespace: config.temporalNamespace,
       taskQueue: config.temporalTaskQueue,
-      workflowsPath: require.resolve('../workflows'),
+      ...(config.workflowBundlePath
+        ? { workflowBundle: { codePath: config.workflowBundlePath } }
+        : { workflowsPath: require.resolve('../workflows') }),
       activities: createActivities({ logger, config }),
       maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
       shutdownGraceTime: '8 seconds',

@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { childEnv, loadToolConfig } from '../../lib/config';
+import { bundleWorkflowsTo } from '../lib/workflowBundle';
 import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic';
 import { freePort, provisionServers, type Provisioned } from '../servers';
 import { projectRoot } from '../servers/paths';
@@ -192,7 +193,9 @@ export async function startStack(say: (line: string) => void): Promise<Stack> {
     fake = await startFakeAnthropic();
     const port = await freePort();
     const mongoUri = servers.mongo!.address;
+    const bundle = await bundleWorkflowsTo(path.join(dataDir, 'workflow-bundle.js'));
     const env = childEnv({
+      WORKFLOW_BUNDLE: bundle,
       MONGODB_URI: `${mongoUri}/${BENCH_DB}`,
       TEMPORAL_ADDRESS: servers.temporal!.address,
       TEMPORAL_NAMESPACE: NAMESPACE,
