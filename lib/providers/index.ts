@@ -38,7 +38,8 @@ export const DEFAULT_ANTHROPIC_MODEL = 'claude-sonnet-4-5';
 /** The model an OpenAI-compatible server answers with when neither the agent nor DEFAULT_MODEL names one. */
 export const DEFAULT_OPENAI_MODEL = 'gpt-4.1-mini';
 /** Why the built-in model answers when no provider is configured at all. */
-export const NO_PROVIDER_NOTE = 'no model provider is configured (ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENAI_BASE_URL)';
+export const NO_PROVIDER_NOTE =
+  'no model provider is configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL';
 
 /** The configuration {@link resolveModel} reads. */
 export type ModelResolutionConfig = Pick<Config, 'defaultModel' | 'anthropicApiKey' | 'openaiApiKey' | 'openaiBaseUrl'>;
