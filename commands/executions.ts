@@ -10,7 +10,7 @@ import { AppError, ConflictError, NotFoundError, ServiceUnavailableError, Valida
 import { newExecutionId, newId } from '../lib/ids';
 import { paginate } from '../lib/pagination';
 import { resolveModel } from '../lib/providers';
-import type { TemporalDeps } from '../lib/temporal';
+import { whileTemporalAnswers, type TemporalDeps } from '../lib/temporal';
 import {
   Chat,
   ChatMessage,
@@ -240,13 +240,12 @@ export async function findExecution(auth: AuthContext, id: string): Promise<Exec
  * @param id execution id.
  * @returns its final status and reply.
  */
-export async function awaitExecution(
-  deps: Pick<ExecutionDeps, 'temporal'>,
-  id: string
-): Promise<{ status: string; result: string }> {
-  const outcome = (await deps.temporal.client.workflow
-    .getHandle<typeof agentExecution>(executionWorkflowId(id))
-    .result()) as AgentExecutionOutcome | undefined;
+export async function awaitExecution(deps: ExecutionDeps, id: string): Promise<{ status: string; result: string }> {
+  const handle = deps.temporal.client.workflow.getHandle<typeof agentExecution>(executionWorkflowId(id));
+  // While Temporal is away the wait ends with 503 (the execution itself goes on: GET /executions/{id} reads it).
+  const outcome = (await whileTemporalAnswers(deps.temporal, deps.config.dependencyTimeoutMs, () =>
+    handle.result()
+  )) as AgentExecutionOutcome | undefined;
   // The workflow returns its reply; workflows started before it did are read back from the record.
   if (outcome?.status && (outcome.status !== 'completed' || outcome.text !== undefined))
     return { status: outcome.status, result: outcome.text ?? '' };

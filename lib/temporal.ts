@@ -14,6 +14,7 @@ import {
   type ConnectionOptions,
 } from '@temporalio/client';
 import type { Config } from './config';
+import { ServiceUnavailableError } from './errors';
 
 export interface TemporalDeps {
   connection: Connection;
@@ -85,4 +86,67 @@ export async function pingTemporal(
   await deps.connection.withDeadline(Date.now() + timeoutMs, () =>
     deps.connection.workflowService.describeNamespace({ namespace: deps.namespace })
   );
+}
+
+/** How often, while anyone waits on a long poll, the server is checked. */
+const WATCH_INTERVAL_MS = 500;
+
+interface Watch {
+  waiters: Set<AbortController>;
+  timer?: NodeJS.Timeout;
+  lastOk: number;
+  checking: boolean;
+}
+/** One watch per connection, shared by every wait of the process: one check per interval, not one per request. */
+const watches = new WeakMap<Connection, Watch>();
+
+/**
+ * Runs a long poll (a workflow's result) while the server is watched: when it has not answered a check for
+ * `outageMs` (it is down, or hung with its connections open), the wait is aborted and rejects with
+ * ServiceUnavailableError (503). A client waiting for a JSON reply is never left hanging on a server that is gone.
+ * @param deps the connection.
+ * @param outageMs how long the server may stay silent (DEPENDENCY_TIMEOUT_MS).
+ * @param wait the long poll.
+ * @returns its result.
+ */
+export async function whileTemporalAnswers<T>(
+  deps: Pick<TemporalDeps, 'connection' | 'namespace'>,
+  outageMs: number,
+  wait: () => Promise<T>
+): Promise<T> {
+  let watch = watches.get(deps.connection);
+  if (!watch) {
+    watch = { waiters: new Set(), lastOk: Date.now(), checking: false };
+    watches.set(deps.connection, watch);
+  }
+  const w = watch;
+  const abort = new AbortController();
+  if (w.waiters.size === 0) {
+    w.lastOk = Date.now();
+    w.timer = setInterval(() => {
+      if (Date.now() - w.lastOk >= outageMs) {
+        for (const waiter of w.waiters) waiter.abort();
+        return;
+      }
+      if (w.checking) return;
+      w.checking = true;
+      pingTemporal(deps, outageMs)
+        .then(
+          () => (w.lastOk = Date.now()),
+          () => undefined
+        )
+        .finally(() => (w.checking = false));
+    }, WATCH_INTERVAL_MS);
+    w.timer.unref();
+  }
+  w.waiters.add(abort);
+  try {
+    return await deps.connection.withAbortSignal(abort.signal, wait);
+  } catch (err) {
+    if (abort.signal.aborted) throw new ServiceUnavailableError();
+    throw err;
+  } finally {
+    w.waiters.delete(abort);
+    if (w.waiters.size === 0) clearInterval(w.timer);
+  }
 }

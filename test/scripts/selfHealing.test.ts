@@ -253,6 +253,32 @@ it('Temporal killed: execute, cancel and readyz answer 503 in seconds; then the 
   }
 });
 
+it('Temporal hung (SIGSTOP): a JSON execute already waiting for its reply answers 503 in seconds', async () => {
+  // A hung server keeps its connections open: only the api's own check of the server ends the wait
+  // (lib/temporal.ts whileTemporalAnswers). A killed server breaks the connection, which ends it by itself.
+  const temporal = await findProcess(dev.child.pid!, PARTS.temporal);
+  const waiting = call('POST', `/api/v1/agents/${agentId}/execute`, {
+    token: apiToken,
+    body: { message: `[chunks:40][slow:100] ${Math.random()}` },
+  });
+  await new Promise((r) => setTimeout(r, 500)); // it is waiting on the workflow's result
+  process.kill(temporal.pid, 'SIGSTOP');
+  const stoppedAt = Date.now();
+  try {
+    const answered = await waiting;
+    expect({ status: answered.status, body: answered.body }).toEqual({
+      status: 503,
+      body: { error: true, statusCode: 503, statusMessage: 'Service Unavailable', message: MESSAGE },
+    });
+    expect(Date.now() - stoppedAt).toBeLessThan(OUTAGE_ANSWER_MS);
+  } finally {
+    process.kill(temporal.pid, 'SIGCONT');
+  }
+  await waitReady();
+  const again = await call('POST', `/api/v1/agents/${agentId}/execute`, { token: apiToken, body: { message: 'hi' } });
+  expect(again.status).toBe(200);
+});
+
 it('database killed (FerretDB, then PostgreSQL): requests answer 503 in seconds; then work resumes', async () => {
   for (const part of [PARTS.ferretdb, PARTS.postgres]) {
     const victim = await findProcess(dev.child.pid!, part);
