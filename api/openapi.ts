@@ -167,6 +167,11 @@ function security(route: RouteSpec): unknown[] | undefined {
   }
 }
 
+/** The v1 surface's operations are grouped under their own tags (`v1 Agents`), apart from the current surface's. */
+function operationTags(path: string, route: RouteSpec): string[] {
+  return surfaceOf(path) === 'v1' ? route.tags.map((t) => `v1 ${t}`) : route.tags;
+}
+
 function operation(group: RouteGroup, route: RouteSpec): Record<string, unknown> {
   const path = openApiPath(group.prefix, route.path);
   const surface = surfaceOf(path);
@@ -206,7 +211,7 @@ function operation(group: RouteGroup, route: RouteSpec): Record<string, unknown>
   const op: Record<string, unknown> = {
     operationId: operationId(route.method, path),
     summary: route.summary,
-    tags: route.tags,
+    tags: operationTags(path, route),
     security: security(route),
     parameters: parameters(route),
     responses,
@@ -235,7 +240,7 @@ export function buildOpenApi(groups: RouteGroup[], meta: { version: string; appU
       const path = openApiPath(group.prefix, route.path);
       paths[path] ??= {};
       paths[path][route.method] = operation(group, route);
-      route.tags.forEach((t) => tags.add(t));
+      operationTags(path, route).forEach((t) => tags.add(t));
     }
   }
   const rateHeader = (description: string): Record<string, unknown> => ({
