@@ -17,9 +17,11 @@ import {
   type ModelMessage,
 } from '../lib/providers';
 import { FAILURES, rejectedMessage, type FailureCode } from '../workflows/failures';
+import { chatRangeEnd, mirrorEvent, mirrorsToChat, mirrorToChat } from './chatStream';
 import {
   Agent,
   Chat,
+  chatStatusOf,
   ChatMessage,
   Execution,
   Session,
@@ -159,7 +161,7 @@ async function sessionHistory(sessionId: string, currentExecutionId: string): Pr
  */
 async function markRunning(exec: ExecutionDoc): Promise<void> {
   await Execution.updateOne({ _id: exec._id }, { $set: { status: 'running', startedAt: new Date() } });
-  await Chat.updateOne({ _id: exec.chatId }, { $set: { status: 'working' } });
+  await Chat.updateOne({ _id: exec.chatId }, { $set: { status: chatStatusOf('running') } });
 }
 /**
  * @param deps logger and configuration (provider keys).
@@ -191,7 +193,18 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
 
     const existing = await readEvents(executionId);
     const prefill = deliveredText(existing);
-    const writer = new CoalescingWriter(executionId, (existing.at(-1)?.seq ?? 0) + 1, textDeltaEvent);
+    // The chat stream gets the user message, the working status and whatever an earlier attempt delivered, then
+    // each delta right after it is written to the execution's own stream.
+    const mirror = mirrorsToChat(exec);
+    if (mirror) await mirrorToChat(exec, existing);
+    const writer = new CoalescingWriter(
+      executionId,
+      (existing.at(-1)?.seq ?? 0) + 1,
+      textDeltaEvent,
+      undefined,
+      undefined,
+      mirror ? (e) => mirrorEvent(exec, e) : undefined
+    );
     const provider = createProvider({ provider: exec.provider as 'anthropic', model: exec.model }, deps.config);
     const attempt = ctx.info.attempt;
     const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
@@ -312,56 +325,6 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     const usage = totalUsage(exec.usageByAttempt as Record<string, { inputTokens?: number; outputTokens?: number }>);
     const now = new Date();
 
-    // Order matters: the reply joins the history and the session is free BEFORE anyone can observe the
-    // terminal status or event, so a client may send its next message as soon as it sees the result.
-    if (input.status === 'completed') {
-      await ChatMessage.updateOne(
-        { _id: `${exec._id}:assistant` },
-        {
-          $setOnInsert: {
-            organizationId: exec.organizationId,
-            chatId: exec.chatId,
-            sessionId: exec.sessionId,
-            executionId: exec._id,
-            role: 'assistant',
-            content: text || ' ',
-            position: exec.turn * 2 + 1,
-          },
-        },
-        { upsert: true }
-      );
-      await Session.updateOne({ _id: exec.sessionId }, { $addToSet: { history: exec._id } });
-    }
-    await Session.updateOne(
-      { _id: exec.sessionId, activeExecutionId: exec._id },
-      { $set: { activeExecutionId: null } }
-    );
-
-    // A retried finish carries the same input, so rewriting the outcome is harmless; a terminal execution is
-    // left as it is.
-    const terminal = TERMINAL_EXECUTION_STATUSES.includes(exec.status as ExecutionStatus);
-    if (!terminal)
-      await Execution.updateOne(
-        { _id: exec._id },
-        {
-          $set: {
-            status: input.status,
-            result: text,
-            error:
-              input.status === 'failed'
-                ? {
-                    message: input.error ?? FAILURES.internal.message,
-                    code: input.errorCode ?? FAILURES.internal.code,
-                  }
-                : input.status === 'cancelled'
-                  ? { message: 'Execution cancelled', code: 'cancelled' }
-                  : null,
-            usage,
-            completedAt: now,
-          },
-        }
-      );
-
     // Final events, each written once (a retried finish sees what an earlier attempt already wrote).
     let seq = (events.at(-1)?.seq ?? 0) + 1;
     const has = (pred: (e: LoggedEvent) => boolean): boolean => events.some(pred);
@@ -393,17 +356,80 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         },
       });
     }
-    await appendEvents(exec._id, final);
+    const ownsChatRange = mirrorsToChat(exec);
 
-    await Chat.updateOne(
-      { _id: exec.chatId },
+    // Order matters: the reply joins the history and the session is free BEFORE anyone can observe the
+    // terminal status or event, so a client may send its next message as soon as it sees the result. The same
+    // write tells the next execution where its chat events start (activities/chatStream.ts).
+    if (input.status === 'completed') {
+      await ChatMessage.updateOne(
+        { _id: `${exec._id}:assistant` },
+        {
+          $setOnInsert: {
+            organizationId: exec.organizationId,
+            chatId: exec.chatId,
+            sessionId: exec.sessionId,
+            executionId: exec._id,
+            role: 'assistant',
+            content: text || ' ',
+            position: exec.turn * 2 + 1,
+          },
+        },
+        { upsert: true }
+      );
+      await Session.updateOne({ _id: exec.sessionId }, { $addToSet: { history: exec._id } });
+    }
+    // The chat's status changes while the execution still holds the session, so the next execution's `working`
+    // always comes after it (a retried finish that already freed the session leaves the chat alone).
+    const session = await Session.findById(exec.sessionId).select({ activeExecutionId: 1 }).lean();
+    if (session?.activeExecutionId === exec._id)
+      await Chat.updateOne(
+        { _id: exec.chatId },
+        {
+          $set: {
+            status: chatStatusOf(input.status),
+            ...(text ? { lastMessage: text.slice(0, 500) } : {}),
+          },
+        }
+      );
+    await Session.updateOne(
+      { _id: exec.sessionId, activeExecutionId: exec._id },
       {
         $set: {
-          status: input.status === 'completed' ? 'done' : input.status === 'failed' ? 'error' : 'standby',
-          ...(text ? { lastMessage: text.slice(0, 500) } : {}),
+          activeExecutionId: null,
+          ...(ownsChatRange ? { chatStreamSeq: chatRangeEnd(exec, seq - 1) } : {}),
         },
       }
     );
+
+    // A retried finish carries the same input, so rewriting the outcome is harmless; a terminal execution is
+    // left as it is.
+    const terminal = TERMINAL_EXECUTION_STATUSES.includes(exec.status as ExecutionStatus);
+    if (!terminal)
+      await Execution.updateOne(
+        { _id: exec._id },
+        {
+          $set: {
+            status: input.status,
+            result: text,
+            error:
+              input.status === 'failed'
+                ? {
+                    message: input.error ?? FAILURES.internal.message,
+                    code: input.errorCode ?? FAILURES.internal.code,
+                  }
+                : input.status === 'cancelled'
+                  ? { message: 'Execution cancelled', code: 'cancelled' }
+                  : null,
+            usage,
+            completedAt: now,
+          },
+        }
+      );
+
+    await appendEvents(exec._id, final);
+    if (ownsChatRange) await mirrorToChat(exec, [...events, ...final], input.status);
+
     log.info({ executionId: exec._id, status: input.status, usage }, 'execution finished');
   }
 

@@ -138,6 +138,8 @@ export class CoalescingWriter {
    * @param makeDelta turns coalesced text into an event.
    * @param intervalMs flush interval.
    * @param maxChars flush early past this many buffered characters.
+   * @param afterAppend called with each event once it is written, before the next one is (e.g. to mirror it into
+   *   another stream, in order).
    */
   private readonly firstSeq: number;
 
@@ -146,7 +148,8 @@ export class CoalescingWriter {
     private nextSeq: number,
     private readonly makeDelta: (text: string) => Omit<LoggedEvent, 'seq'>,
     private readonly intervalMs = 50,
-    private readonly maxChars = 4096
+    private readonly maxChars = 4096,
+    private readonly afterAppend: (event: LoggedEvent) => Promise<void> = async () => undefined
   ) {
     this.firstSeq = nextSeq;
   }
@@ -175,9 +178,10 @@ export class CoalescingWriter {
     if (this.buffer === '') return this.chain;
     const text = this.buffer;
     this.buffer = '';
-    const seq = this.nextSeq++;
+    const event = { seq: this.nextSeq++, ...this.makeDelta(text) };
     this.chain = this.chain
-      .then(() => appendEvents(this.streamId, [{ seq, ...this.makeDelta(text) }]))
+      .then(() => appendEvents(this.streamId, [event]))
+      .then(() => this.afterAppend(event))
       .then(() => {
         this.written += text;
       })
