@@ -252,6 +252,31 @@ describe('chat lifecycle', () => {
     });
   });
 
+  it('of messages sent at once to an idle chat exactly one starts; the others are 409', async () => {
+    const s = await setup();
+    const chatId = await newChat(s);
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => s.api.post(`/chats/${chatId}/messages`, { message: `race ${i} [chunks:3]` }))
+    );
+    expect(answers.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409, 409]);
+    const started = answers.find((r) => r.status === 201)!.body.execution.id as string;
+    await waitForExecution(started, 'completed');
+    expect(await Execution.countDocuments({ chatId })).toBe(1);
+    // The session is free again: the next message starts the second turn.
+    const next = await s.api.post(`/chats/${chatId}/messages`, { message: 'after the race' });
+    expect([next.status, next.body.message?.position]).toEqual([201, 4]);
+  });
+
+  it('the chat an agent is created with takes messages too (its session is made on the first one)', async () => {
+    const s = await setup();
+    const sent = await s.api.post(`/chats/${s.agentChatId}/messages`, { message: 'first [chunks:2]' });
+    expect(sent.status).toBe(201);
+    await waitForExecution(sent.body.execution.id, 'completed');
+    const read = await s.api.get(`/chats/${s.agentChatId}/messages`);
+    expect(read.body.chat).toMatchObject({ session_id: `ses_${s.agentChatId}`, status: 'done' });
+    expect(read.body.messages.map((m: { content: string }) => m.content)).toEqual(['first [chunks:2]', chunks(2)]);
+  });
+
   it('a message retried with the same Idempotency-Key starts one execution', async () => {
     const s = await setup();
     const chatId = await newChat(s);
