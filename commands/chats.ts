@@ -208,10 +208,21 @@ export async function closeChat(
   id: string
 ): Promise<string | null> {
   const chat = await findChat(auth, id);
+  // Cancel first: should Temporal be unreachable (503), the chat stays open and the client's retry does it all.
+  const cancelled = await cancelRunning(deps, auth, chat);
   await Chat.updateOne(
     { _id: chat._id, organizationId: auth.organizationId },
     { $set: { closed: true, closedAt: new Date() } }
   );
+  return cancelled;
+}
+
+/** @returns the id of the execution running in the chat that was cancelled, if any. */
+async function cancelRunning(
+  deps: Pick<ExecutionDeps, 'temporal'>,
+  auth: AuthContext,
+  chat: ChatDoc
+): Promise<string | null> {
   const session = chat.sessionId
     ? await Session.findOne({ _id: chat.sessionId, organizationId: auth.organizationId }).lean()
     : null;
