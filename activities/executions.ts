@@ -5,7 +5,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { Config } from '../lib/config';
-import { appendEvents, CoalescingWriter, lastEvents, lastSeq, readEvents, type LoggedEvent } from '../lib/eventLog';
+import { appendEvents, CoalescingWriter, readEvents, type LoggedEvent } from '../lib/eventLog';
 import type { Logger } from '../lib/logger';
 import {
   createProvider,
@@ -17,9 +17,11 @@ import {
   type ModelMessage,
 } from '../lib/providers';
 import { FAILURES, rejectedMessage, type FailureCode } from '../workflows/failures';
+import { chatRangeEnd, mirrorEvent, mirrorsToChat, mirrorToChat } from './chatStream';
 import {
   Agent,
   Chat,
+  chatStatusOf,
   ChatMessage,
   Execution,
   Session,
@@ -158,10 +160,8 @@ async function sessionHistory(sessionId: string, currentExecutionId: string): Pr
  * Activities address records by the ids stored on their execution, which the api wrote for one organization.
  */
 async function markRunning(exec: ExecutionDoc): Promise<void> {
-  await Promise.all([
-    Execution.updateOne({ _id: exec._id }, { $set: { status: 'running', startedAt: new Date() } }),
-    Chat.updateOne({ _id: exec.chatId }, { $set: { status: 'working' } }),
-  ]);
+  await Execution.updateOne({ _id: exec._id }, { $set: { status: 'running', startedAt: new Date() } });
+  await Chat.updateOne({ _id: exec.chatId }, { $set: { status: chatStatusOf('running') } });
 }
 /**
  * @param deps logger and configuration (provider keys).
@@ -182,22 +182,31 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     // server after all, the workflow must not bring the execution back to life.
     if (exec.error?.code === 'start_failed')
       throw ApplicationFailure.nonRetryable('The execution could not be started', 'StartFailed');
-    const attempt = ctx.info.attempt;
-    // Independent reads and writes go together. The system prompt is read now, so an update applies to the next
-    // execution. Only a retry can find text of its own in the stream (an earlier attempt delivered it): the first
-    // attempt reads just the stream's head (the api's `meta` event), not its events.
-    const [agent, history, existing] = await Promise.all([
-      Agent.findById(exec.agentId).select({ systemPrompt: 1 }).lean(),
-      sessionHistory(exec.sessionId, exec._id),
-      attempt > 1 ? readEvents(executionId) : lastSeq(executionId).then((seq) => [{ seq } as LoggedEvent]),
-      exec.status === 'pending' ? markRunning(exec) : undefined,
-    ]);
+    if (exec.status === 'pending') await markRunning(exec);
+    // The system prompt is read now, so an update applies to the next execution.
+    const agent = await Agent.findById(exec.agentId).select({ systemPrompt: 1 }).lean();
     if (!agent) throw failure(FAILURES.agentNotFound, false);
-    const messages: ModelMessage[] = [...history, { role: 'user', content: exec.input?.message ?? '' }];
+    const messages: ModelMessage[] = [
+      ...(await sessionHistory(exec.sessionId, exec._id)),
+      { role: 'user', content: exec.input?.message ?? '' },
+    ];
 
-    const prefill = attempt > 1 ? deliveredText(existing) : '';
-    const writer = new CoalescingWriter(executionId, (existing.at(-1)?.seq ?? 0) + 1, textDeltaEvent);
+    const existing = await readEvents(executionId);
+    const prefill = deliveredText(existing);
+    // The chat stream gets the user message, the working status and whatever an earlier attempt delivered, then
+    // each delta right after it is written to the execution's own stream.
+    const mirror = mirrorsToChat(exec);
+    if (mirror) await mirrorToChat(exec, existing);
+    const writer = new CoalescingWriter(
+      executionId,
+      (existing.at(-1)?.seq ?? 0) + 1,
+      textDeltaEvent,
+      undefined,
+      undefined,
+      mirror ? (e) => mirrorEvent(exec, e) : undefined
+    );
     const provider = createProvider({ provider: exec.provider as 'anthropic', model: exec.model }, deps.config);
+    const attempt = ctx.info.attempt;
     const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
     const usage = trackUsage(executionId, attempt);
     // The request is aborted by a cancellation (heartbeat) or by the idle timeout.
@@ -311,17 +320,47 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
   async function finishExecution(input: FinishInput): Promise<void> {
     const exec = await Execution.findById(input.executionId).lean<ExecutionDoc>();
     if (!exec) throw ApplicationFailure.nonRetryable(`Execution ${input.executionId} not found`, 'ExecutionMissing');
-    // A completed execution has its reply in its input: it needs only the stream's last event (its seq, and whether
-    // an earlier run of this step already wrote the terminal event, which it appends together with the assistant
-    // message). A failure's partial text is in the stream: then every event is read.
-    const hasReply = input.status === 'completed' && input.text !== undefined;
-    const events = hasReply ? await lastEvents(exec._id, 1) : await readEvents(exec._id);
+    const events = await readEvents(exec._id);
     const text = input.status === 'completed' ? (input.text ?? deliveredText(events)) : deliveredText(events);
     const usage = totalUsage(exec.usageByAttempt as Record<string, { inputTokens?: number; outputTokens?: number }>);
     const now = new Date();
 
+    // Final events, each written once (a retried finish sees what an earlier attempt already wrote).
+    let seq = (events.at(-1)?.seq ?? 0) + 1;
+    const has = (pred: (e: LoggedEvent) => boolean): boolean => events.some(pred);
+    const final: LoggedEvent[] = [];
+    if (input.status === 'completed') {
+      if (!has((e) => e.event === 'message' && (e.data as { messageType?: string }).messageType === 'assistant')) {
+        final.push({
+          seq: seq++,
+          event: 'message',
+          data: { messageType: 'assistant', content: [{ type: 'text', text }] },
+        });
+      }
+      if (!has((e) => e.event === 'result' || e.event === 'error')) {
+        final.push({
+          seq: seq++,
+          event: 'result',
+          data: {
+            sessionId: exec.sessionId,
+            usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+          },
+        });
+      }
+    } else if (!has((e) => e.event === 'result' || e.event === 'error')) {
+      final.push({
+        seq: seq++,
+        event: 'error',
+        data: {
+          message: input.status === 'cancelled' ? 'Execution cancelled' : (input.error ?? FAILURES.internal.message),
+        },
+      });
+    }
+    const ownsChatRange = mirrorsToChat(exec);
+
     // Order matters: the reply joins the history and the session is free BEFORE anyone can observe the
-    // terminal status or event, so a client may send its next message as soon as it sees the result.
+    // terminal status or event, so a client may send its next message as soon as it sees the result. The same
+    // write tells the next execution where its chat events start (activities/chatStream.ts).
     if (input.status === 'completed') {
       await ChatMessage.updateOne(
         { _id: `${exec._id}:assistant` },
@@ -338,17 +377,30 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         },
         { upsert: true }
       );
+      await Session.updateOne({ _id: exec.sessionId }, { $addToSet: { history: exec._id } });
     }
-    // The reply joins the history and the session is released in one write while this execution holds it.
-    const released = await Session.updateOne(
+    // The chat's status changes while the execution still holds the session, so the next execution's `working`
+    // always comes after it (a retried finish that already freed the session leaves the chat alone).
+    const session = await Session.findById(exec.sessionId).select({ activeExecutionId: 1 }).lean();
+    if (session?.activeExecutionId === exec._id)
+      await Chat.updateOne(
+        { _id: exec.chatId },
+        {
+          $set: {
+            status: chatStatusOf(input.status),
+            ...(text ? { lastMessage: text.slice(0, 500) } : {}),
+          },
+        }
+      );
+    await Session.updateOne(
       { _id: exec.sessionId, activeExecutionId: exec._id },
       {
-        $set: { activeExecutionId: null },
-        ...(input.status === 'completed' ? { $addToSet: { history: exec._id } } : {}),
+        $set: {
+          activeExecutionId: null,
+          ...(ownsChatRange ? { chatStreamSeq: chatRangeEnd(exec, seq - 1) } : {}),
+        },
       }
     );
-    if (released.matchedCount === 0 && input.status === 'completed')
-      await Session.updateOne({ _id: exec.sessionId }, { $addToSet: { history: exec._id } });
 
     // A retried finish carries the same input, so rewriting the outcome is harmless; a terminal execution is
     // left as it is.
@@ -375,48 +427,9 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         }
       );
 
-    // Final events, each written once (a retried finish sees what an earlier attempt already wrote; the terminal
-    // event is always written last, with the assistant message before it in the same append).
-    let seq = (events.at(-1)?.seq ?? 0) + 1;
-    const has = (pred: (e: LoggedEvent) => boolean): boolean => events.some(pred);
-    const terminalWritten = has((e) => e.event === 'result' || e.event === 'error');
-    const final: LoggedEvent[] = [];
-    if (!terminalWritten && input.status === 'completed') {
-      if (!has((e) => e.event === 'message' && (e.data as { messageType?: string }).messageType === 'assistant')) {
-        final.push({
-          seq: seq++,
-          event: 'message',
-          data: { messageType: 'assistant', content: [{ type: 'text', text }] },
-        });
-      }
-      final.push({
-        seq: seq++,
-        event: 'result',
-        data: {
-          sessionId: exec.sessionId,
-          usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
-        },
-      });
-    } else if (!terminalWritten) {
-      final.push({
-        seq: seq++,
-        event: 'error',
-        data: {
-          message: input.status === 'cancelled' ? 'Execution cancelled' : (input.error ?? FAILURES.internal.message),
-        },
-      });
-    }
     await appendEvents(exec._id, final);
+    if (ownsChatRange) await mirrorToChat(exec, [...events, ...final], input.status);
 
-    await Chat.updateOne(
-      { _id: exec.chatId },
-      {
-        $set: {
-          status: input.status === 'completed' ? 'done' : input.status === 'failed' ? 'error' : 'standby',
-          ...(text ? { lastMessage: text.slice(0, 500) } : {}),
-        },
-      }
-    );
     log.info({ executionId: exec._id, status: input.status, usage }, 'execution finished');
   }
 

@@ -16,6 +16,7 @@ import { lastSeq, readEvents, type EventTailer, type LoggedEvent } from '../lib/
 import type { AppContext } from './context';
 import { input } from './route';
 
+/** Heartbeat interval of a stream that names none (the routes pass SSE_HEARTBEAT_MS from the configuration). */
 export const SSE_HEARTBEAT_MS = 15_000;
 export const SSE_RETRY_MS = 2_000;
 
@@ -51,6 +52,17 @@ const lastEventIdHeader: Schema = { type: 'object', properties: { 'Last-Event-ID
  * @throws ValidationError (400) when the header is not a non-negative integer.
  */
 export function lastEventId(ctx: AppContext): number {
+  return requestedLastEventId(ctx) ?? 0;
+}
+
+/**
+ * Like {@link lastEventId}, but undefined when the client named no position (streams that then replay only their
+ * recent events).
+ * @param ctx the context.
+ * @returns a non-negative integer, or undefined.
+ * @throws ValidationError (400) when the header is not a non-negative integer.
+ */
+export function requestedLastEventId(ctx: AppContext): number | undefined {
   const header = ctx.get('last-event-id');
   if (header !== '') {
     const holder: Record<string, unknown> = { 'Last-Event-ID': header };
@@ -58,7 +70,7 @@ export function lastEventId(ctx: AppContext): number {
     if (problem) throw new ValidationError(problem);
     return holder['Last-Event-ID'] as number;
   }
-  return input<unknown, { lastEventId?: number }>(ctx).query?.lastEventId ?? 0;
+  return input<unknown, { lastEventId?: number }>(ctx).query?.lastEventId;
 }
 
 /**

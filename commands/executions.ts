@@ -16,11 +16,13 @@ import {
   ChatMessage,
   Execution,
   Session,
+  SessionTurn,
   Space,
   TERMINAL_EXECUTION_STATUSES,
   type ChatDoc,
   type ExecutionDoc,
   type SessionDoc,
+  type SessionTurnDoc,
 } from '../models';
 import type { agentExecution, AgentExecutionOutcome } from '../workflows/agentExecution';
 import { executionWorkflowId } from '../workflows/ids';
@@ -112,6 +114,34 @@ async function resolveConversation(
   return { chat, session, needsLock: false };
 }
 
+/** A turn claim older than this whose session never became busy belongs to a request that died in between. */
+const STALE_TURN_CLAIM_MS = 60_000;
+
+/**
+ * Claims the session's next turn by inserting its unique id (the one exclusive write on both servers:
+ * models/SessionTurn.ts). A claim left by a request that died before marking the session busy (the session, read
+ * just before, is still at that turn and idle) is taken over once it is a minute old.
+ * @param organizationId the caller's organization.
+ * @param session the session as just read (idle).
+ * @param executionId the execution that wants the turn.
+ * @returns the claim's id, or null when another request holds the turn.
+ */
+async function claimTurn(organizationId: string, session: SessionDoc, executionId: string): Promise<string | null> {
+  const turnId = `${session._id}:${session.turns + 1}`;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      await SessionTurn.create({ _id: turnId, organizationId, executionId });
+      return turnId;
+    } catch (err) {
+      if ((err as { code?: number }).code !== 11000) throw err;
+      const claim = await SessionTurn.findById(turnId).lean<SessionTurnDoc>();
+      if (claim && Date.now() - claim.createdAt.getTime() < STALE_TURN_CLAIM_MS) return null;
+      if (claim) await SessionTurn.deleteOne({ _id: turnId, executionId: claim.executionId });
+    }
+  }
+  return null;
+}
+
 /**
  * Starts an execution of an agent.
  * @param deps configuration and Temporal.
@@ -130,20 +160,34 @@ export async function startExecution(
   const agent = await findVisibleAgent(auth, agentId);
   const executionId = newExecutionId();
   const { chat, session, needsLock } = await resolveConversation(auth, agent._id, agent.name, executionId, input);
-  const locked = needsLock
-    ? await Session.findOneAndUpdate(
-        { _id: session._id, organizationId: auth.organizationId, activeExecutionId: null },
-        { $set: { activeExecutionId: executionId }, $inc: { turns: 1 } },
-        { new: true }
-      ).lean<SessionDoc>()
-    : session;
-  if (!locked) {
-    throw new ConflictError('Session is busy: an execution is still running in it; wait for it to finish or cancel it');
+  const busy = (): ConflictError =>
+    new ConflictError('Session is busy: an execution is still running in it; wait for it to finish or cancel it');
+  let locked: SessionDoc | null = session;
+  if (needsLock) {
+    if (session.activeExecutionId) throw busy();
+    const turnId = await claimTurn(auth.organizationId, session, executionId);
+    if (!turnId) throw busy();
+    const unclaim = (): Promise<unknown> => SessionTurn.deleteOne({ _id: turnId, executionId }).catch(() => undefined);
+    locked = await Session.findOneAndUpdate(
+      { _id: session._id, organizationId: auth.organizationId, activeExecutionId: null },
+      { $set: { activeExecutionId: executionId }, $inc: { turns: 1 } },
+      { new: true }
+    )
+      .lean<SessionDoc>()
+      .catch(async (err: unknown) => {
+        await unclaim();
+        throw err;
+      });
+    if (!locked) {
+      await unclaim();
+      throw busy();
+    }
   }
   const release = (): Promise<unknown> =>
     Session.updateOne({ _id: session._id, activeExecutionId: executionId }, { $set: { activeExecutionId: null } });
   try {
-    const resolved = resolveModel(agent.model, deps.config);
+    // The chat's model option wins over the agent's (PATCH /api/chats/{id}/options).
+    const resolved = resolveModel(chat.model ?? agent.model, deps.config);
     let root = executionId;
     if (input.parentExecutionId) {
       const parent = await Execution.findOne({
@@ -170,6 +214,7 @@ export async function startExecution(
       rootExecutionId: root,
       taskId: input.taskId ?? null,
       source: input.source,
+      chatSeqBase: locked.chatStreamSeq ?? 0,
     });
     await ChatMessage.create({
       _id: `${executionId}:user`,

@@ -57,6 +57,8 @@ export interface Config {
    * most this; lib/wakeups.ts). @default 1000
    */
   eventPollMs: number;
+  /** Interval of the `: heartbeat` comment on every open event stream (SSE_HEARTBEAT_MS). @default 15000 */
+  sseHeartbeatMs: number;
   /** Address other processes send this api's stream wake-ups to. @default HOST (the host name when HOST is a wildcard) */
   wakeupHost: string;
   /** The workflow code bundled by the launcher (WORKFLOW_BUNDLE); unset: the worker bundles it at start. */
@@ -204,6 +206,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     workspacesDir: path.resolve(nonEmpty(env, 'WORKSPACES_DIR') ?? path.join(dataDir, 'workspaces')),
     validateResponses: bool('VALIDATE_RESPONSES', false),
     eventPollMs: int('EVENT_POLL_MS', 1000, 10, 60_000),
+    sseHeartbeatMs: int('SSE_HEARTBEAT_MS', 15_000, 50, 600_000),
     gitCommit: nonEmpty(env, 'GIT_COMMIT'),
     workflowBundlePath: nonEmpty(env, 'WORKFLOW_BUNDLE'),
     wakeupHost: nonEmpty(env, 'WAKEUP_HOST') ?? (['0.0.0.0', '::'].includes(host) ? os.hostname() : host),

@@ -115,17 +115,6 @@ export async function readEvents(streamId: string, afterSeq = 0, limit = 10_000)
 
 /**
  * @param streamId the stream.
- * @param count how many of the last events to return.
- * @returns the stream's last `count` events in seq order (a head read and `count` point reads).
- */
-export async function lastEvents(streamId: string, count: number): Promise<LoggedEvent[]> {
-  const last = await lastSeq(streamId);
-  if (last === 0) return [];
-  return fetchRange(streamId, Math.max(1, last - count + 1), last);
-}
-
-/**
- * @param streamId the stream.
  * @returns the highest seq written (0 when empty).
  */
 export async function lastSeq(streamId: string): Promise<number> {
@@ -149,6 +138,8 @@ export class CoalescingWriter {
    * @param makeDelta turns coalesced text into an event.
    * @param intervalMs flush interval.
    * @param maxChars flush early past this many buffered characters.
+   * @param afterAppend called with each event once it is written, before the next one is (e.g. to mirror it into
+   *   another stream, in order).
    */
   private readonly firstSeq: number;
 
@@ -157,7 +148,8 @@ export class CoalescingWriter {
     private nextSeq: number,
     private readonly makeDelta: (text: string) => Omit<LoggedEvent, 'seq'>,
     private readonly intervalMs = 50,
-    private readonly maxChars = 4096
+    private readonly maxChars = 4096,
+    private readonly afterAppend: (event: LoggedEvent) => Promise<void> = async () => undefined
   ) {
     this.firstSeq = nextSeq;
   }
@@ -186,9 +178,10 @@ export class CoalescingWriter {
     if (this.buffer === '') return this.chain;
     const text = this.buffer;
     this.buffer = '';
-    const seq = this.nextSeq++;
+    const event = { seq: this.nextSeq++, ...this.makeDelta(text) };
     this.chain = this.chain
-      .then(() => appendEvents(this.streamId, [{ seq, ...this.makeDelta(text) }]))
+      .then(() => appendEvents(this.streamId, [event]))
+      .then(() => this.afterAppend(event))
       .then(() => {
         this.written += text;
       })

@@ -1,8 +1,34 @@
-/** A chat (conversation) with an agent inside a space. */
+/**
+ * A chat (conversation) with an agent inside a space. The same record serves the v1 executions (a chat per
+ * conversation) and the current surface's durable chats (/api/chats). Its status follows its executions
+ * [docs/decisions.md "Chats"]: `standby` (nothing ran yet, or the last reply was cancelled) → `working` (an
+ * execution runs) → `done` (completed) | `error` (failed); `needs_attention` is reserved for reviewable work
+ * (jobs), which no execution sets. {@link chatStatusOf} is the one place that maps an execution to it.
+ */
 import mongoose, { type InferSchemaType } from 'mongoose';
 import { newId } from '../lib/ids';
+import type { ExecutionStatus } from './Execution';
 
 export const CHAT_STATUSES = ['standby', 'working', 'done', 'needs_attention', 'error'] as const;
+export type ChatStatus = (typeof CHAT_STATUSES)[number];
+
+/**
+ * @param status an execution's status.
+ * @returns the status its chat shows while (or after) it is the chat's latest execution.
+ */
+export function chatStatusOf(status: ExecutionStatus): ChatStatus {
+  switch (status) {
+    case 'pending':
+    case 'running':
+      return 'working';
+    case 'completed':
+      return 'done';
+    case 'failed':
+      return 'error';
+    case 'cancelled':
+      return 'standby';
+  }
+}
 
 const schema = new mongoose.Schema(
   {
@@ -16,12 +42,24 @@ const schema = new mongoose.Schema(
     lastMessage: { type: String, default: null },
     sessionId: { type: String, default: null },
     status: { type: String, enum: CHAT_STATUSES, default: 'standby' },
+    /** Chat option (PATCH /api/chats/{id}/options): the model of its next executions instead of the agent's. */
+    model: { type: String, default: null },
     closed: { type: Boolean, default: false },
     closedAt: { type: Date, default: null },
   },
   { timestamps: true, versionKey: false }
 );
 schema.index({ organizationId: 1, spaceId: 1, createdAt: -1 });
+// GET /api/chats: the organization's open chats, optionally by status or agent (docs/query-shapes.md).
+schema.index({ organizationId: 1, closed: 1, createdAt: -1, _id: -1 });
+schema.index({ organizationId: 1, status: 1, createdAt: -1, _id: -1 });
+schema.index({ organizationId: 1, agentId: 1, createdAt: -1, _id: -1 });
 
 export type ChatDoc = InferSchemaType<typeof schema> & { _id: string; createdAt: Date; updatedAt: Date };
 export const Chat = mongoose.model('Chat', schema, 'chats');
+
+/**
+ * @param chatId the chat.
+ * @returns the id of its durable event stream (lib/eventLog.ts), written by activities/chatStream.ts.
+ */
+export const chatStreamId = (chatId: string): string => `chat:${chatId}`;

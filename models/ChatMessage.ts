@@ -20,6 +20,8 @@ const schema = new mongoose.Schema(
   { timestamps: true, versionKey: false }
 );
 schema.index({ organizationId: 1, chatId: 1, position: 1 });
+// GET /api/chats/{id}/messages: its leading field bounds the read to one chat on the embedded database too.
+schema.index({ chatId: 1, position: 1 });
 
 export type ChatMessageDoc = InferSchemaType<typeof schema> & { _id: string; createdAt: Date; updatedAt: Date };
 export const ChatMessage = mongoose.model('ChatMessage', schema, 'chat_messages');

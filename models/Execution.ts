@@ -40,6 +40,11 @@ const schema = new mongoose.Schema(
     taskId: { type: String, default: null },
     /** Which endpoint started it. */
     source: { type: String, enum: ['v1', 'client', 'chat'], default: 'v1' },
+    /**
+     * Seq of the chat stream (`chat:<chatId>`) after which this execution's chat events go: the session's
+     * `chatStreamSeq` when it took the session (activities/chatStream.ts).
+     */
+    chatSeqBase: { type: Number, default: 0 },
     startedAt: { type: Date, default: null },
     completedAt: { type: Date, default: null },
   },

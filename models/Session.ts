@@ -16,6 +16,12 @@ const schema = new mongoose.Schema(
     turns: { type: Number, default: 0 },
     /** Completed executions in order: their messages (`<id>:user`, `<id>:assistant`) are the model's history. */
     history: { type: [String], default: [] },
+    /**
+     * Last seq of the chat's event stream (`chat:<chatId>`) that the session's finished executions occupy: the next
+     * execution mirrors its events after it. Written together with the release of `activeExecutionId`, so whoever
+     * finds the session free reads where its events start (docs/decisions.md "Chat event stream").
+     */
+    chatStreamSeq: { type: Number, default: 0 },
   },
   { timestamps: true, versionKey: false }
 );

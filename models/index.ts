@@ -9,6 +9,7 @@ export * from './Chat';
 export * from './Task';
 export * from './Execution';
 export * from './Session';
+export * from './SessionTurn';
 export * from './ChatMessage';
 export * from './RateWindow';
 export * from './IdempotencyRecord';

@@ -7,6 +7,7 @@ import type { AppDeps } from '../app';
 import type { RouteSpec } from '../route';
 import { spaceClientRoutes } from '../v1/spaces';
 import { currentAgentRoutes } from './agents';
+import { chatRoutes } from './chats';
 import { clientExecuteRoutes } from './clientExecute';
 import { contractRoutes, type Contract } from './contract';
 import { workspaceRoutes } from './workspaces';
@@ -23,6 +24,7 @@ export function currentRoutes(deps: AppDeps, contract: () => Contract): RouteSpe
     ...contractRoutes(deps.config, contract),
     ...currentAgentRoutes(),
     ...workspaceRoutes(),
+    ...chatRoutes(deps),
     ...spaceClientRoutes(deps),
     ...clientExecuteRoutes(deps),
   ];

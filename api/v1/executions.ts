@@ -58,6 +58,7 @@ export async function replyToExecution(
       tailer: deps.events,
       shutdown: deps.shutdown,
       isTerminal: isExecutionTerminal,
+      heartbeatMs: deps.config.sseHeartbeatMs,
     });
     return;
   }
@@ -204,6 +205,7 @@ export function executionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           tailer: deps.events,
           shutdown: deps.shutdown,
           isTerminal: isExecutionTerminal,
+          heartbeatMs: deps.config.sseHeartbeatMs,
         });
       },
     },

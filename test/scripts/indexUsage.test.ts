@@ -11,12 +11,13 @@
 import mongoose from 'mongoose';
 import pg from 'pg';
 import { listAgents } from '../../commands/agents';
+import { chatMessages } from '../../commands/chats';
 import { claimIdempotencyKey, completeIdempotencyKey } from '../../commands/idempotency';
 import { countRequest } from '../../commands/rateLimits';
 import type { AuthContext } from '../../commands/tokens';
 import { appendEvents, lastSeq, readEvents, StreamEvent, StreamHead } from '../../lib/eventLog';
 import { EXPIRY_BUCKET_MS, sweepExpired } from '../../lib/expiry';
-import { Agent, IdempotencyRecord, RateWindow } from '../../models';
+import { Agent, Chat, ChatMessage, IdempotencyRecord, RateWindow } from '../../models';
 import { useTestDatabase } from '../helpers/mongo';
 
 const { dbName } = useTestDatabase();
@@ -37,6 +38,9 @@ const HEADS = 20_000;
 const CONTROL = 20_000;
 /** Rate-limit windows and idempotency records (expiring over the next day, a few already past). */
 const EXPIRING = 20_000;
+/** Chat messages: 20,000 over 400 chats of one organization (a chat's page must not read the organization's). */
+const CHATS = 400;
+const MESSAGES_PER_CHAT = 50;
 
 const auth = (org: number): AuthContext => ({
   organizationId: `org_${org}`,
@@ -156,6 +160,41 @@ beforeAll(async () => {
       })) as never[]
     );
   }
+  await Chat.init();
+  await ChatMessage.init();
+  await Chat.collection.insertOne({
+    _id: 'chat_7',
+    organizationId: 'org_7',
+    spaceId: 'spc_7',
+    agentId: 'agt_7',
+    ownerId: 'usr_7',
+    title: 'c',
+    status: 'done',
+    closed: false,
+    createdAt: new Date(),
+    updatedAt: new Date(),
+  } as never);
+  for (let c = 0; c < CHATS; c += 50) {
+    await ChatMessage.collection.insertMany(
+      Array.from({ length: 50 * MESSAGES_PER_CHAT }, (_, k) => {
+        const chatId = `chat_${c + Math.floor(k / MESSAGES_PER_CHAT)}`;
+        const position = (k % MESSAGES_PER_CHAT) + 2;
+        return {
+          _id: `${chatId}:${position}`,
+          organizationId: 'org_7',
+          chatId,
+          sessionId: `ses_${chatId}`,
+          executionId: `exec-${chatId}-${position >> 1}`,
+          role: position % 2 === 0 ? 'user' : 'assistant',
+          content: 'x',
+          position,
+          createdAt: new Date(),
+          updatedAt: new Date(),
+        };
+      }) as never[],
+      { ordered: false }
+    );
+  }
   await control.createIndex({ k: 1 });
   for (let c = 0; c < CONTROL; c += batch) {
     await control.insertMany(
@@ -178,7 +217,8 @@ beforeAll(async () => {
       );
       // The leading field of each index: agents _id, organizationId; stream_events _id; stream_heads _id;
       // rate_windows and idempotency_records _id, expiryBucket; control _id, k; FerretDB's metadata _id, table.
-      if (Number(rows[0].n) >= 12 || Date.now() > deadline) break;
+      // chat_messages _id, organizationId, chatId; chats _id, organizationId.
+      if (Number(rows[0].n) >= 17 || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 200));
     }
     await client.query(`ANALYZE`); // as autovacuum would after a bulk load; plans then reflect the data
@@ -234,12 +274,30 @@ const shapes: Array<[string, string, () => Promise<unknown>]> = [
     async () => expect((await claimIdempotencyKey(auth(3), 'new-key', 'f')).replay?.status).toBe(201),
   ],
   ['expiry sweep: delete by bucket', 'rate_windows', () => sweepExpired()],
+  [
+    'chat messages: one page of one chat, and the next',
+    'chat_messages',
+    async () => {
+      const first = await chatMessages(auth(7), 'chat_7', { limit: 20 });
+      expect(first.messages.map((m) => m.position)).toEqual(Array.from({ length: 20 }, (_, i) => i + 2));
+      const next = await chatMessages(auth(7), 'chat_7', { limit: 20, after: first.next! });
+      expect(next.messages[0].position).toBe(22);
+    },
+  ],
 ];
 
 if (postgresUrl) {
   describe('every query shape is answered from an index on the embedded database (FerretDB on PostgreSQL)', () => {
     it('no query shape scans its table; the negative control does', async () => {
-      const collections = ['agents', 'stream_events', 'stream_heads', 'rate_windows', 'idempotency_records', 'control'];
+      const collections = [
+        'agents',
+        'stream_events',
+        'stream_heads',
+        'rate_windows',
+        'idempotency_records',
+        'chat_messages',
+        'control',
+      ];
       const before = await settledStats(collections);
       for (const [name, , run] of shapes) {
         await expect(run().then(() => name)).resolves.toBe(name);
@@ -260,10 +318,19 @@ if (postgresUrl) {
         stream_heads: { seqScans: 0, indexScans: expect.any(Number) },
         rate_windows: { seqScans: 0, indexScans: expect.any(Number) },
         idempotency_records: { seqScans: 0, indexScans: expect.any(Number) },
+        chat_messages: { seqScans: 0, indexScans: expect.any(Number) },
         control: { seqScans: 1, indexScans: 0 },
       });
       // Every shape touched its table, so each was answered by index scans: at least one per shape.
-      for (const c of ['agents', 'stream_events', 'stream_heads', 'rate_windows', 'idempotency_records'] as const) {
+      const indexed = [
+        'agents',
+        'stream_events',
+        'stream_heads',
+        'rate_windows',
+        'idempotency_records',
+        'chat_messages',
+      ] as const;
+      for (const c of indexed) {
         const uses = shapes.filter(([, coll]) => coll === c).length;
         expect(delta[c].indexScans).toBeGreaterThanOrEqual(uses);
       }
@@ -286,6 +353,7 @@ if (postgresUrl) {
         RateWindow.find({ _id: 'org_1:usr_1:0' }).explain('queryPlanner'),
         RateWindow.find({ expiryBucket: 1 }).explain('queryPlanner'),
         IdempotencyRecord.find({ _id: 'org_1:usr_1:0' }).explain('queryPlanner'),
+        ChatMessage.find({ chatId: 'chat_7', organizationId: 'org_7' }).sort({ position: 1 }).explain('queryPlanner'),
       ]);
       expect(JSON.stringify(plans)).not.toContain('COLLSCAN');
     });

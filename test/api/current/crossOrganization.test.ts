@@ -21,6 +21,11 @@ const bodies: Record<string, object | undefined> = {
   'DELETE /agents/:id': undefined,
   'PATCH /agents/:id/install-state': { state: 'uninstalled' },
   'POST /workspaces/:id/select': undefined,
+  'GET /chats/:id/messages': undefined,
+  'POST /chats/:id/messages': { message: 'hello' },
+  'GET /chats/:id/events': undefined,
+  'PATCH /chats/:id/options': { title: 'Taken over' },
+  'DELETE /chats/:id': undefined,
   'POST /spaces/:spaceId/init': { type: 'empty' },
   'POST /spaces/:spaceId/environment': { environmentVariables: { A: 'b' } },
   'GET /spaces/:spaceId/environment': undefined,
@@ -46,6 +51,8 @@ it('another organization’s ids are 404 on every id route', async () => {
   const library = libraryAgentId(owner.organizationId, AGENT_LIBRARY[0].slug);
   await currentAs(t, owner.serviceToken).patch(`/agents/${library}/install-state`, { state: 'installed' });
   const space = (await v1As(t, owner.apiToken).post('/spaces', { name: 'S' })).body.space.id;
+  const chat = (await currentAs(t, owner.serviceToken).post('/chats', { agent_id: agent, workspace_id: space })).body
+    .chat.id;
   const ids: Record<string, string[]> = {
     id: [agent, publicAgent, library],
     spaceId: [space],
@@ -55,7 +62,11 @@ it('another organization’s ids are 404 on every id route', async () => {
   for (const route of idRoutes) {
     const key = `${route.method.toUpperCase()} ${route.path}`;
     const param = /:([A-Za-z]+)/.exec(route.path)![1];
-    const values = route.path.startsWith('/workspaces') ? [space] : ids[param];
+    const values = route.path.startsWith('/workspaces')
+      ? [space]
+      : route.path.startsWith('/chats')
+        ? [chat]
+        : ids[param];
     for (const value of values) {
       const path = `/api${route.path.replace(`:${param}`, value)}`;
       const req = t.request[route.method](path).set('Authorization', `Bearer ${intruder.serviceToken}`);
@@ -65,4 +76,7 @@ it('another organization’s ids are 404 on every id route', async () => {
     }
   }
   expect(seen.length).toBeGreaterThanOrEqual(idRoutes.length);
+  // The intruder's DELETE and PATCH changed nothing.
+  const still = await currentAs(t, owner.serviceToken).get(`/chats/${chat}/messages`);
+  expect([still.status, still.body.chat?.title]).toEqual([200, 'A']);
 });

@@ -1,0 +1,160 @@
+/**
+ * The chat event stream (`chat:<chatId>`, lib/eventLog.ts) mirrors the executions of the chat [docs/decisions.md
+ * "Chat event stream"]. Only the execution workflow's activities write it, one execution at a time, at seqs fixed
+ * in advance:
+ *
+ * - An execution owns the chat seqs after `chatSeqBase` (the session's `chatStreamSeq` when it took the session):
+ *   `base + 1` is `message.created` (the user message), and the execution's own event `s` is mirrored at
+ *   `base + 1 + s` (`meta` → `chat.status` working, text deltas → `message.delta`, the assistant message →
+ *   `message.completed`, `result` / `error` → `chat.status` done / error / standby). The range ends at
+ *   `base + 1 + <last execution seq>`, which the finishing activity stores on the session in the same write that
+ *   frees it, so the next execution starts right after it.
+ * - Seqs are deterministic, so a retried activity rewrites the same ids (appendEvents keeps the first copy): no
+ *   duplicate, no gap. Writers never overlap: an execution writes to the chat stream only once the stream's head
+ *   has reached its base (the previous execution's events are all written), so the head only moves forward and
+ *   readers never meet a hole.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { appendEvents, lastSeq, type LoggedEvent } from '../lib/eventLog';
+import { chatStatusOf, chatStreamId, type ExecutionDoc, type ExecutionStatus } from '../models';
+
+/** How long an activity waits for the previous execution's chat events before its attempt fails (and is retried). */
+const PREVIOUS_RANGE_WAIT_MS = 3000;
+const PREVIOUS_RANGE_POLL_MS = 50;
+
+/** The chat-stream fields of an execution the mirror needs. */
+export type MirroredExecution = Pick<
+  ExecutionDoc,
+  '_id' | 'chatId' | 'chatSeqBase' | 'input' | 'turn' | 'organizationId' | 'source' | 'error'
+>;
+
+/**
+ * Whether an execution writes its chat's stream: the messages sent through /api/chats do. Executions started by
+ * the v1 or client-library execute in the same chat appear in its messages and work summary, not in its stream
+ * (they have their own stream), so those endpoints pay nothing for chat streams; they own no chat seqs. An
+ * execution the api gave up starting (`start_failed`) never held its session and owns none either.
+ * @param exec the execution.
+ * @returns whether it owns a range of the chat stream.
+ */
+export const mirrorsToChat = (exec: MirroredExecution): boolean =>
+  exec.source === 'chat' && exec.error?.code !== 'start_failed';
+
+/** @returns the chat seq of an execution's event `seq`. */
+export const chatSeqOf = (exec: MirroredExecution, seq: number): number => (exec.chatSeqBase ?? 0) + 1 + seq;
+
+/**
+ * The chat event that mirrors one execution event.
+ * @param exec the execution.
+ * @param e its event.
+ * @param outcome the execution's final status (for its terminal `error` event: failed or cancelled).
+ * @returns the chat event, at its chat seq.
+ */
+export function chatEventOf(exec: MirroredExecution, e: LoggedEvent, outcome?: ExecutionStatus): LoggedEvent {
+  const seq = chatSeqOf(exec, e.seq);
+  const base = { chat_id: exec.chatId, execution_id: exec._id };
+  const data = e.data as {
+    messageType?: string;
+    delta?: { text: string };
+    content?: Array<{ text: string }>;
+    message?: string;
+  };
+  switch (e.event) {
+    case 'meta':
+      return { seq, event: 'chat.status', data: { ...base, status: chatStatusOf('running'), error: null } };
+    case 'message':
+      if (data.messageType === 'assistant')
+        return {
+          seq,
+          event: 'message.completed',
+          data: {
+            ...base,
+            message: {
+              id: `${exec._id}:assistant`,
+              role: 'assistant',
+              content: (data.content ?? []).map((c) => c.text).join(''),
+              position: exec.turn * 2 + 1,
+            },
+          },
+        };
+      return {
+        seq,
+        event: 'message.delta',
+        data: { ...base, message_id: `${exec._id}:assistant`, text: data.delta?.text ?? '' },
+      };
+    case 'result':
+      return { seq, event: 'chat.status', data: { ...base, status: chatStatusOf('completed'), error: null } };
+    default: {
+      const status = outcome === 'cancelled' ? 'cancelled' : 'failed';
+      return {
+        seq,
+        event: 'chat.status',
+        data: { ...base, status: chatStatusOf(status), error: { message: data.message ?? 'Chat execution failed' } },
+      };
+    }
+  }
+}
+
+/** @returns the `message.created` event of the execution's user message (the first seq of its range). */
+function messageCreated(exec: MirroredExecution): LoggedEvent {
+  return {
+    seq: (exec.chatSeqBase ?? 0) + 1,
+    event: 'message.created',
+    data: {
+      chat_id: exec.chatId,
+      execution_id: exec._id,
+      message: { id: `${exec._id}:user`, role: 'user', content: exec.input?.message ?? '', position: exec.turn * 2 },
+    },
+  };
+}
+
+/**
+ * Waits until the chat stream holds every event before the execution's range (the previous execution's finishing
+ * activity may still be writing them), so that two executions never write the stream at once.
+ * @param exec the execution.
+ * @returns the stream's head.
+ * @throws a retryable ApplicationFailure when they are still missing after a few seconds.
+ */
+async function awaitPreviousRange(exec: MirroredExecution): Promise<number> {
+  const streamId = chatStreamId(exec.chatId);
+  const deadline = Date.now() + PREVIOUS_RANGE_WAIT_MS;
+  for (;;) {
+    const head = await lastSeq(streamId);
+    if (head >= (exec.chatSeqBase ?? 0)) return head;
+    if (Date.now() > deadline)
+      throw ApplicationFailure.retryable('The previous turn’s chat events are not written yet', 'ChatStreamBehind');
+    await new Promise((r) => setTimeout(r, PREVIOUS_RANGE_POLL_MS));
+  }
+}
+
+/**
+ * Writes the chat events of the execution's events that the chat stream does not have yet (and its
+ * `message.created` first): at the start of each attempt and when it finishes.
+ * @param exec the execution.
+ * @param events its events so far, in seq order (from 1).
+ * @param outcome its final status, once known.
+ */
+export async function mirrorToChat(
+  exec: MirroredExecution,
+  events: LoggedEvent[],
+  outcome?: ExecutionStatus
+): Promise<void> {
+  const head = await awaitPreviousRange(exec);
+  const all = [messageCreated(exec), ...events.map((e) => chatEventOf(exec, e, outcome))];
+  await appendEvents(
+    chatStreamId(exec.chatId),
+    all.filter((e) => e.seq > head)
+  );
+}
+
+/**
+ * Mirrors one execution event just written (the reply's deltas, in order, after {@link mirrorToChat}).
+ * @param exec the execution.
+ * @param e the event.
+ */
+export async function mirrorEvent(exec: MirroredExecution, e: LoggedEvent): Promise<void> {
+  await appendEvents(chatStreamId(exec.chatId), [chatEventOf(exec, e)]);
+}
+
+/** @returns the last chat seq of the execution's range once `lastExecutionSeq` is its final event. */
+export const chatRangeEnd = (exec: MirroredExecution, lastExecutionSeq: number): number =>
+  chatSeqOf(exec, lastExecutionSeq);

@@ -1,0 +1,189 @@
+/** JSON Schemas of the current surface's /api/chats (requests, responses, and the chat stream's events). */
+import type { Schema } from '../../lib/ajv';
+import { CHAT_STATUSES } from '../../models/Chat';
+import { EXECUTION_STATUSES } from '../../models/Execution';
+import { nextCursor, nullableStr, nullableTimestamp, pageQuery, record, requiredStr, str, timestamp } from '../schemas';
+import { AGENT_LIMITS } from '../v1/agents.schema';
+import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
+
+/** Events replayed to a client that names no position (`Last-Event-ID`): the stream's last ones. */
+export const CHAT_REPLAY_EVENTS = 100;
+
+const chatStatus: Schema = {
+  type: 'string',
+  enum: [...CHAT_STATUSES],
+  'x-message': `Invalid status. Must be: ${CHAT_STATUSES.join(', ')}`,
+};
+const nullableModel: Schema = {
+  type: ['string', 'null'],
+  minLength: 1,
+  maxLength: AGENT_LIMITS.model,
+  description: 'Model of the chat’s next executions instead of its agent’s (`null`: the agent’s again)',
+};
+
+export const chatCreateBody: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['agent_id'],
+  properties: {
+    agent_id: requiredStr(100, { description: 'An agent of the organization' }),
+    workspace_id: requiredStr(100, {
+      description: 'A workspace of the organization; default: the caller’s active workspace (else 400)',
+    }),
+    title: requiredStr(200, { description: 'Default: the agent’s name' }),
+    model: nullableModel,
+  },
+};
+
+export interface ChatCreateBody {
+  agent_id: string;
+  workspace_id?: string;
+  title?: string;
+  model?: string | null;
+}
+
+export const chatOptionsBody: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { title: requiredStr(200), model: nullableModel },
+};
+
+export const chatListQuery: Schema = pageQuery({
+  status: chatStatus,
+  agent_id: str(100),
+  workspace_id: str(100),
+});
+
+export const chatMessagesQuery: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100, description: 'Messages per page' },
+    cursor: {
+      type: 'string',
+      pattern: '^[0-9]{1,12}$',
+      'x-message': 'Invalid cursor',
+      description: 'next_cursor of the previous page',
+    },
+  },
+};
+
+export const chatMessageBody: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['message'],
+  properties: { message: requiredStr(MAX_MESSAGE_CHARS, { description: 'The user message' }) },
+};
+
+export const chatSchema: Schema = record({
+  id: { type: 'string' },
+  organization_id: { type: 'string' },
+  workspace_id: { type: 'string' },
+  agent_id: nullableStr,
+  owner_id: { type: 'string' },
+  title: { type: 'string' },
+  subtitle: nullableStr,
+  last_message: nullableStr,
+  session_id: nullableStr,
+  status: { type: 'string', enum: [...CHAT_STATUSES] },
+  options: record({ model: nullableStr }),
+  closed: { type: 'boolean' },
+  closed_at: nullableTimestamp,
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+const messageRecord = (role?: 'user' | 'assistant'): Schema =>
+  record({
+    id: { type: 'string' },
+    role: role ? { const: role } : { type: 'string', enum: ['user', 'assistant'] },
+    content: { type: 'string' },
+    position: { type: 'integer' },
+  });
+
+export const chatMessageSchema: Schema = record({
+  id: { type: 'string' },
+  role: { type: 'string', enum: ['user', 'assistant'] },
+  content: { type: 'string' },
+  position: { type: 'integer' },
+  execution_id: { type: 'string' },
+  created_at: timestamp,
+});
+
+const errorOrNull: Schema = {
+  oneOf: [{ type: 'null' }, record({ message: { type: 'string' }, code: { type: 'string' } })],
+};
+
+export const chatWorkSchema: Schema = record({
+  id: { type: 'string' },
+  kind: { const: 'execution' },
+  status: { type: 'string', enum: [...EXECUTION_STATUSES] },
+  provider: { type: 'string' },
+  model: { type: 'string' },
+  error: errorOrNull,
+  created_at: timestamp,
+  completed_at: nullableTimestamp,
+});
+
+export const chatResponse: Schema = record({ chat: chatSchema });
+export const chatListResponse: Schema = record({
+  chats: { type: 'array', items: chatSchema },
+  next_cursor: nextCursor,
+});
+export const chatMessagesResponse: Schema = record({
+  chat: chatSchema,
+  messages: { type: 'array', items: chatMessageSchema },
+  work: record({
+    executions: {
+      type: 'array',
+      items: chatWorkSchema,
+      description: 'The executions of the messages on this page, in message order, with their status',
+    },
+    jobs: { type: 'array', items: { type: 'object' }, description: 'Jobs linked to the chat (none yet)' },
+  }),
+  next_cursor: nextCursor,
+});
+export const chatMessageCreatedResponse: Schema = record({
+  message: chatMessageSchema,
+  execution: record({ id: { type: 'string' }, status: { type: 'string', enum: [...EXECUTION_STATUSES] } }),
+});
+export const chatDeletedResponse: Schema = record({
+  id: { type: 'string' },
+  deleted: { type: 'boolean' },
+  cancelled_execution_id: nullableStr,
+});
+
+/** The text/event-stream answer of GET /api/chats/{id}/events. */
+export const chatEventsResponse: Schema = {
+  sse: true,
+  description:
+    'text/event-stream: the chat’s events after Last-Event-ID (else its last ' +
+    `${CHAT_REPLAY_EVENTS}), then live; never ends by itself`,
+};
+
+const ids = { chat_id: { type: 'string' }, execution_id: { type: 'string' } };
+
+/**
+ * The chat stream's events (written by activities/chatStream.ts). `artifact.updated` and `review.updated` are
+ * declared for the jobs that will write them; no execution emits them.
+ */
+export const chatStreamEvents: Record<string, Schema> = {
+  'message.created': record({ ...ids, message: messageRecord('user') }),
+  'message.delta': record({ ...ids, message_id: { type: 'string' }, text: { type: 'string' } }),
+  'message.completed': record({ ...ids, message: messageRecord('assistant') }),
+  'chat.status': record({
+    ...ids,
+    status: { type: 'string', enum: [...CHAT_STATUSES] },
+    error: { oneOf: [{ type: 'null' }, record({ message: { type: 'string' } })] },
+  }),
+  'artifact.updated': record({
+    chat_id: { type: 'string' },
+    job_id: { type: 'string' },
+    artifact: record({ id: { type: 'string' }, name: { type: 'string' }, url: nullableStr }),
+  }),
+  'review.updated': record({
+    chat_id: { type: 'string' },
+    job_id: { type: 'string' },
+    review_state: { type: 'string', enum: ['pending', 'approved', 'changes_requested'] },
+  }),
+};

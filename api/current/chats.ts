@@ -1,0 +1,198 @@
+/**
+ * /api/chats: durable chats over the execution engine (commands/chats.ts) and their event stream
+ * (`chat:<chatId>` in the durable event log, written by the execution activities: activities/chatStream.ts).
+ */
+import {
+  chatMessages,
+  closeChat,
+  createChat,
+  findChat,
+  listChats,
+  sendChatMessage,
+  updateChatOptions,
+} from '../../commands/chats';
+import { lastSeq } from '../../lib/eventLog';
+import { chatStreamId, type ChatStatus } from '../../models';
+import { presentChat, presentChatMessage, presentChatWork } from '../../presenters/chat';
+import { input, type RouteSpec } from '../route';
+import { idParams } from '../schemas';
+import { requestedLastEventId, streamEvents, streamQuery } from '../sse';
+import type { ExecutionRouteDeps } from '../v1/executions';
+import {
+  CHAT_REPLAY_EVENTS,
+  chatCreateBody,
+  chatDeletedResponse,
+  chatEventsResponse,
+  chatListQuery,
+  chatListResponse,
+  chatMessageBody,
+  chatMessageCreatedResponse,
+  chatMessagesQuery,
+  chatMessagesResponse,
+  chatOptionsBody,
+  chatResponse,
+  chatStreamEvents,
+  type ChatCreateBody,
+} from './chats.schema';
+
+const tags = ['Chats'];
+
+/**
+ * @param deps app dependencies.
+ * @returns the route declarations.
+ */
+export function chatRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
+  return [
+    {
+      method: 'get',
+      path: '/chats',
+      summary: 'List the organization’s open chats, newest first (filters: status, agent_id, workspace_id)',
+      tags,
+      auth: 'service',
+      scope: 'chats:read',
+      query: chatListQuery,
+      responses: { 200: chatListResponse },
+      handler: async (ctx) => {
+        const q = input<
+          unknown,
+          { limit: number; cursor?: string; status?: ChatStatus; agent_id?: string; workspace_id?: string }
+        >(ctx).query;
+        const { items, nextCursor } = await listChats(
+          ctx.state.auth,
+          { status: q.status, agentId: q.agent_id, workspaceId: q.workspace_id },
+          { limit: q.limit, cursor: q.cursor }
+        );
+        ctx.body = { chats: items.map(presentChat), next_cursor: nextCursor };
+      },
+    },
+    {
+      method: 'post',
+      path: '/chats',
+      summary: 'Create a durable chat with an agent in a workspace (default: the caller’s active workspace)',
+      tags,
+      auth: 'service',
+      scope: 'chats:write',
+      body: chatCreateBody,
+      responses: { 201: chatResponse },
+      handler: async (ctx) => {
+        const body = input<ChatCreateBody>(ctx).body;
+        const chat = await createChat(ctx.state.auth, {
+          agentId: body.agent_id,
+          workspaceId: body.workspace_id,
+          title: body.title,
+          model: body.model,
+        });
+        ctx.status = 201;
+        ctx.body = { chat: presentChat(chat) };
+      },
+    },
+    {
+      method: 'get',
+      path: '/chats/:id/messages',
+      summary: 'Read a chat’s messages in order and the work linked to them (executions and their status)',
+      tags,
+      auth: 'service',
+      scope: 'chats:read',
+      params: idParams,
+      query: chatMessagesQuery,
+      responses: { 200: chatMessagesResponse },
+      handler: async (ctx) => {
+        const { limit, cursor } = input<unknown, { limit: number; cursor?: string }>(ctx).query;
+        const page = await chatMessages(ctx.state.auth, input(ctx).params.id, {
+          limit,
+          after: cursor === undefined ? undefined : Number(cursor),
+        });
+        ctx.body = {
+          chat: presentChat(page.chat),
+          messages: page.messages.map(presentChatMessage),
+          work: { executions: page.executions.map(presentChatWork), jobs: [] },
+          next_cursor: page.next === null ? null : String(page.next),
+        };
+      },
+    },
+    {
+      method: 'post',
+      path: '/chats/:id/messages',
+      summary: 'Send a message: the chat’s agent answers in an execution (409 while the previous one runs)',
+      tags,
+      auth: 'service',
+      scope: 'chats:write',
+      params: idParams,
+      body: chatMessageBody,
+      responses: { 201: chatMessageCreatedResponse },
+      errors: [409],
+      handler: async (ctx) => {
+        const { message } = input<{ message: string }>(ctx).body;
+        const exec = await sendChatMessage(deps, ctx.state.auth, input(ctx).params.id, message);
+        ctx.status = 201;
+        ctx.body = {
+          message: presentChatMessage({
+            _id: `${exec._id}:user`,
+            role: 'user',
+            content: message,
+            position: exec.turn * 2,
+            executionId: exec._id,
+            createdAt: exec.createdAt,
+          }),
+          execution: { id: exec._id, status: exec.status },
+        };
+      },
+    },
+    {
+      method: 'get',
+      path: '/chats/:id/events',
+      summary: 'The chat’s event stream: replay after Last-Event-ID (else the last 100 events), then live',
+      tags,
+      auth: 'service',
+      scope: 'chats:read',
+      params: idParams,
+      query: streamQuery,
+      responses: { 200: chatEventsResponse },
+      events: chatStreamEvents,
+      handler: async (ctx) => {
+        const requested = requestedLastEventId(ctx);
+        const chat = await findChat(ctx.state.auth, input(ctx).params.id);
+        const streamId = chatStreamId(chat._id);
+        const afterSeq = requested ?? Math.max(0, (await lastSeq(streamId)) - CHAT_REPLAY_EVENTS);
+        await streamEvents(ctx, {
+          streamId,
+          afterSeq,
+          tailer: deps.events,
+          shutdown: deps.shutdown,
+          isTerminal: () => false,
+          heartbeatMs: deps.config.sseHeartbeatMs,
+        });
+      },
+    },
+    {
+      method: 'patch',
+      path: '/chats/:id/options',
+      summary: 'Change a chat’s options: title, and the model of its next executions (null: the agent’s)',
+      tags,
+      auth: 'service',
+      scope: 'chats:write',
+      params: idParams,
+      body: chatOptionsBody,
+      responses: { 200: chatResponse },
+      handler: async (ctx) => {
+        const body = input<{ title?: string; model?: string | null }>(ctx).body;
+        ctx.body = { chat: presentChat(await updateChatOptions(ctx.state.auth, input(ctx).params.id, body)) };
+      },
+    },
+    {
+      method: 'delete',
+      path: '/chats/:id',
+      summary: 'Close and hide a chat (its routes then answer 404); an execution still running in it is cancelled',
+      tags,
+      auth: 'service',
+      scope: 'chats:write',
+      params: idParams,
+      responses: { 200: chatDeletedResponse },
+      handler: async (ctx) => {
+        const { id } = input(ctx).params;
+        const cancelled = await closeChat(deps, ctx.state.auth, id);
+        ctx.body = { id, deleted: true, cancelled_execution_id: cancelled };
+      },
+    },
+  ];
+}
