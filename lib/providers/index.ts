@@ -34,7 +34,7 @@ export { withIdleTimeout } from './idle';
 /** The model name recorded for the built-in provider. */
 export const BUILTIN_MODEL = 'builtin';
 /** The model Anthropic answers with when neither the agent nor DEFAULT_MODEL names one. */
-export const DEFAULT_ANTHROPIC_MODEL = 'claude-sonnet-4-5';
+export const DEFAULT_ANTHROPIC_MODEL = 'claude-sonnet-5';
 /** The model an OpenAI-compatible server answers with when neither the agent nor DEFAULT_MODEL names one. */
 export const DEFAULT_OPENAI_MODEL = 'gpt-4.1-mini';
 /** Why the built-in model answers when no provider is configured at all. */
