@@ -180,13 +180,16 @@ export class CoalescingWriter {
     this.buffer = '';
     const event = { seq: this.nextSeq++, ...this.makeDelta(text) };
     this.chain = this.chain
-      .then(() => appendEvents(this.streamId, [event]))
-      .then(() => this.afterAppend(event))
-      .then(() => {
+      .then(async () => {
+        // After a failed write this writer writes nothing more: its attempt is failing, and a later write could
+        // land after the retry read the stream, at a seq the retry then writes with differently cut text.
+        if (this.failure) return;
+        await appendEvents(this.streamId, [event]);
+        await this.afterAppend(event);
         this.written += text;
       })
       .catch((err: unknown) => {
-        this.failure = err;
+        this.failure ??= err;
       });
     return this.chain;
   }

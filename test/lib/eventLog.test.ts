@@ -48,6 +48,18 @@ describe('event log', () => {
     expect(writer.written).toBe(tokens.join(''));
   });
 
+  it('a writer whose write failed writes nothing more (a retry may already be writing the stream)', async () => {
+    const failing = new CoalescingWriter('s-failed', 1, delta, 10, 4096, async (e) => {
+      if (e.seq === 1) throw new Error('mirror failed');
+    });
+    failing.text('first '); // written at once, then its mirror fails
+    failing.text('second '); // buffered before the failure is known, flushed after it
+    await new Promise((r) => setTimeout(r, 50));
+    await expect(failing.flush()).rejects.toThrow('mirror failed');
+    expect(() => failing.text('third ')).toThrow('mirror failed');
+    expect((await readEvents('s-failed')).map((e) => e.seq)).toEqual([1]);
+  });
+
   it('one tailer serves many subscribers of a stream with one poll per tick, in order', async () => {
     const tailer = new EventTailer(10);
     try {
