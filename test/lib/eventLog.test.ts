@@ -53,6 +53,7 @@ describe('event log', () => {
       if (e.seq === 1) throw new Error('mirror failed');
     });
     failing.text('first '); // written at once, then its mirror fails
+    await new Promise((r) => setTimeout(r, 1)); // its write has started
     failing.text('second '); // buffered before the failure is known, flushed after it
     await new Promise((r) => setTimeout(r, 50));
     await expect(failing.flush()).rejects.toThrow('mirror failed');
