@@ -12,3 +12,4 @@ export * from './Session';
 export * from './ChatMessage';
 export * from './RateWindow';
 export * from './IdempotencyRecord';
+export * from './WorkspaceLink';

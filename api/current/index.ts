@@ -9,6 +9,7 @@ import { spaceClientRoutes } from '../v1/spaces';
 import { currentAgentRoutes } from './agents';
 import { clientExecuteRoutes } from './clientExecute';
 import { contractRoutes, type Contract } from './contract';
+import { workspaceFileRoutes } from './workspaceFiles';
 import { workspaceRoutes } from './workspaces';
 
 export const CURRENT_PREFIX = '/api';
@@ -23,6 +24,7 @@ export function currentRoutes(deps: AppDeps, contract: () => Contract): RouteSpe
     ...contractRoutes(deps.config, contract),
     ...currentAgentRoutes(),
     ...workspaceRoutes(),
+    ...workspaceFileRoutes(deps.config),
     ...spaceClientRoutes(deps),
     ...clientExecuteRoutes(deps),
   ];

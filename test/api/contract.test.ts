@@ -37,7 +37,7 @@ function registeredRoutes(): string[] {
     for (const layer of mw.router?.stack ?? []) {
       for (const method of layer.methods) {
         if (method === 'HEAD') continue; // added by koa-router for every GET
-        out.push(`${method} ${String(layer.path).replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`);
+        out.push(`${method} ${String(layer.path).replace(/[:*]([A-Za-z0-9_]+)/g, '{$1}')}`);
       }
     }
   }
