@@ -153,23 +153,29 @@ export async function openSharedFile(deps: FilesDeps, token: string): Promise<{ 
 
 /**
  * The file an app serves for a request path: the path itself, or its `index.html` when it names a directory
- * (never a listing).
+ * (never a listing). A directory asked for without its trailing slash is answered `{ redirect: true }` instead,
+ * so that the page's relative links resolve inside it.
  * @param deps storage.
  * @param token the app's token.
  * @param rawPath the path after the app's URL (`''` for its root), decoded once.
- * @returns the file.
+ * @param trailingSlash whether the request's path ends with `/`.
+ * @returns the file, or a redirect.
  */
 export async function openAppFile(
   deps: FilesDeps,
   token: string,
-  rawPath: string
-): Promise<{ entry: FileEntry; content: Readable }> {
+  rawPath: string,
+  trailingSlash: boolean
+): Promise<{ entry: FileEntry; content: Readable } | { redirect: true }> {
   const trimmed = rawPath.endsWith('/') ? rawPath.slice(0, -1) : rawPath;
   const inner = parseWorkspacePath(trimmed, { allowRoot: true });
   const { link, ws } = await resolveLink(token, 'app');
   let rel = [link.path, inner].filter(Boolean).join('/');
   const entry = await deps.storage.stat(ws, rel);
-  if (entry?.type === 'directory' || rel === '') rel = [rel, 'index.html'].filter(Boolean).join('/');
+  if (entry?.type === 'directory') {
+    if (!trailingSlash) return { redirect: true };
+    rel = [rel, 'index.html'].filter(Boolean).join('/');
+  }
   return openFile(deps.storage, ws, rel).catch((err: unknown) => {
     throw err instanceof NotFoundError ? new NotFoundError('Not found') : err;
   });

@@ -488,7 +488,10 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
           path: { type: 'string', maxLength: MAX_PATH_LENGTH, description: 'The file inside the app (may hold `/`)' },
         },
       },
-      responses: { 200: binary('The file, with its Content-Type and the app’s Content-Security-Policy') },
+      responses: {
+        200: binary('The file, with its Content-Type and the app’s Content-Security-Policy'),
+        308: { contentType: 'text/plain', description: 'A folder asked for without its trailing slash: to it' },
+      },
       errors: [410],
       handler: async (ctx) => {
         const { token, path } = input(ctx).params;
@@ -499,18 +502,20 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
 }
 
 async function serveApp(ctx: AppContext, deps: FilesDeps, base: string, token: string, path: string): Promise<void> {
-  if (path === '' && !ctx.path.endsWith('/')) {
+  const file = await openAppFile(deps, token, path, ctx.path.endsWith('/'));
+  if ('redirect' in file) {
     ctx.status = 308;
     ctx.redirect(`${ctx.path}/${ctx.querystring ? `?${ctx.querystring}` : ''}`);
     return;
   }
-  const file = await openAppFile(deps, token, path);
   const media = mediaTypeOf(file.entry.name);
   ctx.status = 200;
   ctx.type = contentTypeHeader(media);
   ctx.length = file.entry.size;
   ctx.set('X-Content-Type-Options', 'nosniff');
-  ctx.set('Content-Security-Policy', appCsp(`${base}/api/apps/${token}/`));
+  // The app's own URL as the browser asked for it (a source with a path: only the app's files match).
+  const origin = ctx.host ? `${ctx.protocol}://${ctx.host}` : base;
+  ctx.set('Content-Security-Policy', appCsp(`${origin}/api/apps/${token}/`));
   ctx.set('Access-Control-Allow-Origin', '*');
   ctx.set('Cache-Control', 'no-cache');
   ctx.body = file.content;

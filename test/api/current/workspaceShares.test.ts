@@ -154,7 +154,8 @@ describe('apps', () => {
     expect(index.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(index.text).toContain('<h1>Hi</h1>');
     const csp = index.headers['content-security-policy'];
-    expect(csp).toContain(`script-src ${app.url}`);
+    const token = home.split('/')[3];
+    expect(csp).toMatch(new RegExp(`script-src http://127\\.0\\.0\\.1:\\d+/api/apps/${token}/;`));
     expect(csp).toContain("default-src 'none'");
     expect(csp).toContain('sandbox allow-scripts');
     expect(csp).toContain("frame-ancestors 'none'");
@@ -178,7 +179,9 @@ describe('apps', () => {
     const { res } = await site();
     const home = pathOf(res.body.app.url);
     expect((await t.request.get(`${home}empty/`)).status).toBe(404);
-    expect((await t.request.get(`${home}assets`)).status).toBe(404);
+    const folder = await t.request.get(`${home}assets`);
+    expect([folder.status, folder.headers.location]).toEqual([308, `${home}assets/`]);
+    expect((await t.request.get(`${home}assets/`)).status).toBe(404);
     expect((await t.request.get(`${home}missing.html`)).status).toBe(404);
     for (const bad of ['%2e%2e/secret.txt', '..%2fsecret.txt', '%252e%252e%252fsecret.txt', 'a%00b']) {
       const r = await t.request.get(`${home}${bad}`);
