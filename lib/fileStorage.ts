@@ -65,6 +65,9 @@ export interface FileStorage {
   usage(ws: WorkspaceRef): Promise<{ files: number; bytes: number }>;
 }
 
+/** Names of the temporary files uploads write before renaming them (not listed; their bytes count). */
+const TEMPORARY = /^\.upload-[0-9a-f]{16}\.tmp$/;
+
 function typeOf(s: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean }): FileEntryType {
   if (s.isSymbolicLink()) return 'symlink';
   if (s.isFile()) return 'file';
@@ -154,6 +157,7 @@ export class LocalDiskStorage implements FileStorage {
     }
     const entries: FileEntry[] = [];
     for (const name of names.sort()) {
+      if (TEMPORARY.test(name)) continue; // an upload in progress
       const s = await lstat(path.join(abs, name)).catch(() => null);
       if (!s) continue;
       entries.push({
@@ -197,7 +201,7 @@ export class LocalDiskStorage implements FileStorage {
     await this.makeParents(ws, rel);
     // Written beside the target, then renamed over it: readers never see half a file, and a symlink at the target
     // is replaced rather than followed.
-    const temp = path.join(path.dirname(abs), `.upload-${randomBytes(8).toString('hex')}.tmp`);
+    const temp = path.join(path.dirname(abs), `.upload-${randomBytes(8).toString('hex')}.tmp`); // TEMPORARY
     try {
       await copyLimited(body, temp, maxBytes);
       await rename(temp, abs);
@@ -282,7 +286,7 @@ export class LocalDiskStorage implements FileStorage {
         if (e.isDirectory()) await walk(abs, inGit || e.name === '.git');
         else if (e.isFile()) {
           bytes += (await lstat(abs).catch(() => ({ size: 0 }))).size;
-          if (!inGit) files += 1;
+          if (!inGit && !TEMPORARY.test(e.name)) files += 1;
         }
       }
     };

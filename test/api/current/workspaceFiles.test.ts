@@ -4,6 +4,7 @@
  * file count.
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
@@ -137,6 +138,38 @@ describe('uploads and Idempotency-Key', () => {
       .send('{"a":');
     expect(res.status).toBe(201);
     expect(readFileSync(path.join(w.dir, 'data.json'), 'utf8')).toBe('{"a":');
+  });
+});
+
+describe('an upload in progress', () => {
+  it('is written beside its target and renamed at the end: never listed, never half-read', async () => {
+    const w = await workspace();
+    await w.put('doc.txt', 'old');
+    const base = await t.listen();
+    const req = http.request(`${base}/api/workspaces/${w.id}/files/content?path=doc.txt`, {
+      method: 'PUT',
+      headers: { Authorization: bearer(w.org.serviceToken), 'Transfer-Encoding': 'chunked' },
+    });
+    const answered = new Promise<number>((resolve, reject) => {
+      req.on('response', (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode!));
+      });
+      req.on('error', reject);
+    });
+    req.write('new ');
+    // Wait until the temporary file holds the first chunk.
+    for (;;) {
+      const temp = readdirSync(w.dir).find((n) => n.startsWith('.upload-'));
+      if (temp && readFileSync(path.join(w.dir, temp), 'utf8') === 'new ') break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect((await w.list()).body.entries.map((e: { name: string }) => e.name)).toEqual(['doc.txt']);
+    expect((await w.get('doc.txt')).text).toBe('old');
+    req.end('content');
+    expect(await answered).toBe(200);
+    expect((await w.get('doc.txt')).text).toBe('new content');
+    expect(readdirSync(w.dir)).toEqual(['doc.txt']);
   });
 });
 

@@ -113,6 +113,13 @@ describe('files/share', () => {
     );
     expect((await w.post('files/share', { path: 'ghost.txt' })).status).toBe(404);
     expect((await w.revoke('shr_unknown')).status).toBe(404);
+    // A share of another workspace of the same organization is not revoked through this one.
+    await w.put('mine.txt', 'm');
+    const share = (await w.post('files/share', { path: 'mine.txt' })).body.share;
+    const sibling = (await currentAs(t, w.org.serviceToken).post('/workspaces', { name: 'Sibling' })).body.workspace.id;
+    const wrong = await currentAs(t, w.org.serviceToken).del(`/workspaces/${sibling}/shares/${share.id}`);
+    expect(wrong.body).toEqual(currentError('not_found', 'Share not found'));
+    expect((await t.request.get(pathOf(share.url))).status).toBe(200);
   });
 });
 
