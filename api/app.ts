@@ -4,13 +4,14 @@
  * The route groups are declared once ({@link routeGroups}): the same list is mounted and documented
  * (api/openapi.ts), so the contract covers exactly the routes that answer.
  */
+import Router from '@koa/router';
 import Koa from 'koa';
 import type { Config } from '../lib/config';
 import type { EventTailer } from '../lib/eventLog';
 import type { Logger } from '../lib/logger';
 import type { TemporalDeps } from '../lib/temporal';
 import { buildInfo } from '../lib/version';
-import type { AppState } from './context';
+import type { AppContext, AppState } from './context';
 import { CURRENT_PREFIX, currentRoutes } from './current';
 import { wellKnownRoutes, type Contract } from './current/contract';
 import { healthRoutes } from './health';
@@ -53,6 +54,20 @@ export function routeGroups(deps: AppDeps, contract: () => Contract): RouteGroup
 }
 
 /**
+ * @param groups every mounted route group.
+ * @returns whether a request goes to a route that reads its own body (`rawBody`: uploads).
+ */
+function rawBodyMatcher(groups: RouteGroup[]): (ctx: AppContext) => boolean {
+  const router = new Router();
+  for (const group of groups) {
+    for (const route of group.routes) {
+      if (route.rawBody) router[route.method](`${group.prefix}${route.path}`, ...([() => undefined] as never[]));
+    }
+  }
+  return (ctx) => router.match(ctx.path, ctx.method).route;
+}
+
+/**
  * @param deps configuration, logger, Temporal client, event tailer and the shutdown signal.
  * @returns the Koa app.
  */
@@ -69,7 +84,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>();
   app.use(requestId(deps.logger));
   app.use(errorHandler({ bodyLimitBytes: deps.config.bodyLimitBytes }));
-  app.use(jsonBody({ limitBytes: deps.config.bodyLimitBytes }));
+  app.use(jsonBody({ limitBytes: deps.config.bodyLimitBytes, rawBody: rawBodyMatcher(groups) }));
   for (const group of groups) {
     const options = { validateResponses: deps.config.validateResponses, ...group.options };
     app.use(mountRoutes(group.prefix, group.routes, options).routes());

@@ -90,10 +90,10 @@ function clean(schema: unknown): unknown {
   return out;
 }
 
-/** `/agents/:id` → `/agents/{id}`. */
+/** `/agents/:id` → `/agents/{id}`; a wildcard `/*path` (the rest of the path, `/` included) → `/{path}`. */
 export function openApiPath(prefix: string, path: string): string {
   const full = `${prefix}${path}` || '/';
-  return full.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+  return full.replace(/[:*]([A-Za-z0-9_]+)/g, '{$1}');
 }
 
 function operationId(method: string, path: string): string {
@@ -129,7 +129,7 @@ function parameters(route: RouteSpec): unknown[] {
 function errorStatuses(route: RouteSpec): number[] {
   const out = new Set<number>([500, 503]);
   if (route.body || route.query || route.params) out.add(400);
-  if (route.body) [413, 415].forEach((s) => out.add(s));
+  if (route.body || route.rawBody) [413, 415].forEach((s) => out.add(s));
   if (route.auth !== 'public') out.add(401);
   if (route.scope || route.auth !== 'public') out.add(403);
   if (route.params) out.add(404);
@@ -219,6 +219,13 @@ function operation(group: RouteGroup, route: RouteSpec): Record<string, unknown>
   if (route.scope) op['x-required-scope'] = route.scope;
   if (route.body) {
     op.requestBody = { required: true, content: { 'application/json': { schema: clean(route.body) } } };
+  }
+  if (route.rawBody) {
+    op.requestBody = {
+      required: true,
+      description: route.rawBody.description,
+      content: { [route.rawBody.contentType as string]: { schema: { type: 'string', format: 'binary' } } },
+    };
   }
   if (isIdempotent(route, group.options ?? {})) {
     (op.parameters as unknown[]).push({ $ref: '#/components/parameters/IdempotencyKey' });

@@ -30,6 +30,12 @@ export interface RouteSpec {
    */
   scope?: Scope;
   body?: Schema;
+  /**
+   * The route reads its request body itself, as bytes (uploads): `{ contentType, description }` for the document.
+   * The JSON body parser leaves such requests alone, and they do not honour Idempotency-Key (the body is streamed,
+   * never fingerprinted) [docs/decisions.md "Workspace files"].
+   */
+  rawBody?: Schema;
   query?: Schema;
   params?: Schema;
   /**
@@ -118,7 +124,7 @@ export function isRateLimited(route: RouteSpec, options: SurfaceOptions): boolea
 
 /** The route honours `Idempotency-Key` (also read by the OpenAPI document). */
 export function isIdempotent(route: RouteSpec, options: SurfaceOptions): boolean {
-  return options.idempotency === true && route.method !== 'get' && route.auth !== 'public';
+  return options.idempotency === true && route.method !== 'get' && route.auth !== 'public' && !route.rawBody;
 }
 
 function authFor(route: RouteSpec, options: MountOptions): Middleware[] {

@@ -50,6 +50,10 @@ export interface Config {
   nodeEnv: string;
   /** Root of workspace (space) files. @default <dataDir>/workspaces */
   workspacesDir: string;
+  /** Largest workspace file an upload may write, in bytes (413 above). @default 100 MiB */
+  workspaceFileMaxBytes: number;
+  /** Most bytes one workspace may hold (413 for a write that would go over). @default 1 GiB */
+  workspaceMaxBytes: number;
   /** Check every response body against its route's schema (tests). @default false */
   validateResponses: boolean;
   /**
@@ -204,6 +208,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     dataDir,
     workspacesDir: path.resolve(nonEmpty(env, 'WORKSPACES_DIR') ?? path.join(dataDir, 'workspaces')),
+    workspaceFileMaxBytes: int('WORKSPACE_FILE_MAX_BYTES', 100 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
+    workspaceMaxBytes: int('WORKSPACE_MAX_BYTES', 1024 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
     validateResponses: bool('VALIDATE_RESPONSES', false),
     eventPollMs: int('EVENT_POLL_MS', 1000, 10, 60_000),
     sseHeartbeatMs: int('SSE_HEARTBEAT_MS', 15_000, 50, 600_000),

@@ -75,6 +75,20 @@ export class PayloadTooLargeError extends AppError {
   }
 }
 
+/** 413: a workspace write would go over the per-file or per-workspace cap. */
+export class StorageLimitError extends AppError {
+  constructor(message: string) {
+    super(413, 'payload_too_large', message);
+  }
+}
+
+/** 410: a public link (file share, app) that expired or was revoked. */
+export class GoneError extends AppError {
+  constructor(message: string) {
+    super(410, 'gone', message);
+  }
+}
+
 /** 415: a body was sent with a media type other than JSON. */
 export class UnsupportedMediaTypeError extends AppError {
   constructor() {
@@ -91,8 +105,8 @@ export class InvalidContentEncodingError extends AppError {
 
 /** 415: the body was sent with a `Content-Encoding` the service does not decode. */
 export class UnsupportedContentEncodingError extends AppError {
-  constructor() {
-    super(415, 'unsupported_media_type', 'Content-Encoding must be gzip, deflate, br or identity');
+  constructor(message = 'Content-Encoding must be gzip, deflate, br or identity') {
+    super(415, 'unsupported_media_type', message);
   }
 }
 

@@ -23,7 +23,8 @@ export function randomBase62(length: number): string {
 }
 
 /** Prefixes of resource ids. */
-export type IdPrefix = 'org' | 'usr' | 'mbr' | 'tok' | 'agt' | 'spc' | 'chat' | 'ses' | 'job' | 'msn' | 'evt' | 'key';
+export type IdPrefix =
+  'org' | 'usr' | 'mbr' | 'tok' | 'agt' | 'spc' | 'chat' | 'ses' | 'job' | 'msn' | 'evt' | 'key' | 'shr' | 'app';
 
 /**
  * A new resource id such as `agt_3fK9...`.

@@ -13,3 +13,4 @@ export * from './SessionTurn';
 export * from './ChatMessage';
 export * from './RateWindow';
 export * from './IdempotencyRecord';
+export * from './WorkspaceLink';

@@ -10,6 +10,7 @@ import { currentAgentRoutes } from './agents';
 import { chatRoutes } from './chats';
 import { clientExecuteRoutes } from './clientExecute';
 import { contractRoutes, type Contract } from './contract';
+import { workspaceFileRoutes } from './workspaceFiles';
 import { workspaceRoutes } from './workspaces';
 
 export const CURRENT_PREFIX = '/api';
@@ -25,6 +26,7 @@ export function currentRoutes(deps: AppDeps, contract: () => Contract): RouteSpe
     ...currentAgentRoutes(),
     ...workspaceRoutes(),
     ...chatRoutes(deps),
+    ...workspaceFileRoutes(deps.config),
     ...spaceClientRoutes(deps),
     ...clientExecuteRoutes(deps),
   ];

@@ -21,9 +21,10 @@ export const SUPPORTED_ENCODINGS = ['gzip', 'deflate', 'br', 'identity'] as cons
 
 /**
  * @param options.limitBytes largest accepted body (after decoding).
+ * @param options.rawBody whether a request goes to a route that reads its body itself (uploads): left alone here.
  * @returns the middleware.
  */
-export function jsonBody(options: { limitBytes: number }) {
+export function jsonBody(options: { limitBytes: number; rawBody?: (ctx: AppContext) => boolean }) {
   const parse = bodyParser({
     enableTypes: ['json'],
     jsonLimit: options.limitBytes,
@@ -35,6 +36,7 @@ export function jsonBody(options: { limitBytes: number }) {
     },
   });
   return async function jsonBodyMiddleware(ctx: AppContext, next: Next): Promise<void> {
+    if (options.rawBody?.(ctx)) return next();
     if (!MUTATING.has(ctx.method) || !hasBody(ctx)) return parse(ctx as never, next);
     if (!ctx.is(...JSON_TYPES)) throw new UnsupportedMediaTypeError();
     // Content codings are case-insensitive (RFC 9110 §8.4.1); the decoder compares them exactly.

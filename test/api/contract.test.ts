@@ -37,7 +37,7 @@ function registeredRoutes(): string[] {
     for (const layer of mw.router?.stack ?? []) {
       for (const method of layer.methods) {
         if (method === 'HEAD') continue; // added by koa-router for every GET
-        out.push(`${method} ${String(layer.path).replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`);
+        out.push(`${method} ${String(layer.path).replace(/[:*]([A-Za-z0-9_]+)/g, '{$1}')}`);
       }
     }
   }
@@ -103,6 +103,23 @@ describe('GET /api/openapi.json', () => {
     expect(Object.keys(create.responses)).toEqual(expect.arrayContaining(['409', '422', '429']));
     const v1 = doc.paths['/api/v1/agents'].get.responses['200'] as { headers: Record<string, unknown> };
     expect(Object.keys(v1.headers)).toEqual(['x-request-id']);
+  });
+
+  it('documents uploads as raw bytes without Idempotency-Key, and the wildcard path of app files', async () => {
+    const { doc } = await getDocument();
+    const upload = doc.paths['/api/workspaces/{id}/files/content'].put as {
+      requestBody: { content: Record<string, unknown> };
+      parameters: unknown[];
+      responses: Record<string, unknown>;
+    };
+    expect(Object.keys(upload.requestBody.content)).toEqual(['application/octet-stream']);
+    expect(upload.parameters).not.toContainEqual({ $ref: '#/components/parameters/IdempotencyKey' });
+    expect(Object.keys(upload.responses)).toEqual(expect.arrayContaining(['200', '201', '409', '413', '415']));
+    const appFile = doc.paths['/api/apps/{token}/{path}'].get as unknown as {
+      parameters: Array<{ name: string; in: string }>;
+    };
+    expect(appFile.parameters.map((p) => `${p.in}:${p.name}`)).toEqual(['path:token', 'path:path']);
+    expect(Object.keys(doc.paths['/api/shares/{token}'].get.responses)).toContain('410');
   });
 
   it('is cacheable: an unchanged contract answers 304 to its ETag', async () => {

@@ -22,6 +22,17 @@ describe('loadConfig', () => {
     expect(Object.isFrozen(c)).toBe(true);
   });
 
+  it('reads the workspace size caps (defaults 100 MiB per file, 1 GiB per workspace) and refuses bad ones', () => {
+    expect(loadConfig({})).toMatchObject({ workspaceFileMaxBytes: 104857600, workspaceMaxBytes: 1073741824 });
+    expect(loadConfig({ WORKSPACE_FILE_MAX_BYTES: '10', WORKSPACE_MAX_BYTES: '20' })).toMatchObject({
+      workspaceFileMaxBytes: 10,
+      workspaceMaxBytes: 20,
+    });
+    expect(() => loadConfig({ WORKSPACE_FILE_MAX_BYTES: '0', WORKSPACE_MAX_BYTES: 'lots' })).toThrow(
+      /WORKSPACE_FILE_MAX_BYTES="0"[\s\S]*WORKSPACE_MAX_BYTES="lots"/
+    );
+  });
+
   it('reads and normalises valid values', () => {
     const key = 'ab'.repeat(32);
     const c = loadConfig({

@@ -30,6 +30,23 @@ const bodies: Record<string, object | undefined> = {
   'POST /spaces/:spaceId/environment': { environmentVariables: { A: 'b' } },
   'GET /spaces/:spaceId/environment': undefined,
   'GET /usage/organization/:orgId': undefined,
+  'GET /workspaces/:id/files': undefined,
+  'GET /workspaces/:id/files/content': undefined,
+  'PUT /workspaces/:id/files/content': { some: 'bytes' },
+  'DELETE /workspaces/:id/files': undefined,
+  'POST /workspaces/:id/files/directory': { path: 'dir' },
+  'POST /workspaces/:id/files/move': { from: 'a.txt', to: 'b.txt' },
+  'POST /workspaces/:id/files/preview': { path: 'a.txt' },
+  'POST /workspaces/:id/files/share': { path: 'a.txt' },
+  'DELETE /workspaces/:id/shares/:shareId': undefined,
+  'POST /workspaces/:id/apps': { name: 'App', path: '' },
+};
+
+/** A valid query per id route that needs one. */
+const queries: Record<string, string> = {
+  'GET /workspaces/:id/files/content': '?path=a.txt',
+  'PUT /workspaces/:id/files/content': '?path=a.txt',
+  'DELETE /workspaces/:id/files': '?path=a.txt',
 };
 
 // Routes that take a resource id (public routes hold no organization's resources).
@@ -53,6 +70,13 @@ it('another organization’s ids are 404 on every id route', async () => {
   const space = (await v1As(t, owner.apiToken).post('/spaces', { name: 'S' })).body.space.id;
   const chat = (await currentAs(t, owner.serviceToken).post('/chats', { agent_id: agent, workspace_id: space })).body
     .chat.id;
+  // The owner's workspace holds the file and the share the requests name, so only the tenancy check refuses them.
+  await t.request
+    .put(`/api/workspaces/${space}/files/content?path=a.txt`)
+    .set('Authorization', `Bearer ${owner.serviceToken}`)
+    .send('a');
+  const share = (await currentAs(t, owner.serviceToken).post(`/workspaces/${space}/files/share`, { path: 'a.txt' }))
+    .body.share.id;
   const ids: Record<string, string[]> = {
     id: [agent, publicAgent, library],
     spaceId: [space],
@@ -68,7 +92,7 @@ it('another organization’s ids are 404 on every id route', async () => {
         ? [chat]
         : ids[param];
     for (const value of values) {
-      const path = `/api${route.path.replace(`:${param}`, value)}`;
+      const path = `/api${route.path.replace(`:${param}`, value).replace(':shareId', share)}${queries[key] ?? ''}`;
       const req = t.request[route.method](path).set('Authorization', `Bearer ${intruder.serviceToken}`);
       const res = await (bodies[key] ? req.send(bodies[key]) : req);
       seen.push(`${key} ${value}: ${res.status} ${res.body.error?.code}`);

@@ -1,0 +1,522 @@
+/**
+ * Workspace files, shares and apps on the current surface [docs/decisions.md "Workspace files", "Previews",
+ * "Shares and apps"]. Paths are the `path` query parameter (reads, uploads, deletes, listings) or body fields
+ * (directory, move, preview, share, apps); the public routes serve a share's file and an app's files by token.
+ */
+import type { Readable } from 'node:stream';
+import { previewFile, PREVIEW_DEFAULT_BYTES, PREVIEW_MAX_BYTES, type Preview } from '../../commands/filePreview';
+import {
+  deleteFile,
+  listFiles,
+  makeDirectory,
+  moveFile,
+  readFile,
+  writeFile,
+  type FilesDeps,
+} from '../../commands/workspaceFiles';
+import {
+  createApp,
+  createShare,
+  openAppFile,
+  openSharedFile,
+  revokeLink,
+  SHARE_DEFAULT_SECONDS,
+  SHARE_MAX_SECONDS,
+  type CreatedLink,
+} from '../../commands/workspaceLinks';
+import type { Schema } from '../../lib/ajv';
+import type { Config } from '../../lib/config';
+import { contentTypeHeader, dispositionFor, mediaTypeOf } from '../../lib/contentTypes';
+import { UnsupportedContentEncodingError } from '../../lib/errors';
+import { LocalDiskStorage, type FileEntry } from '../../lib/fileStorage';
+import { MAX_PATH_LENGTH } from '../../lib/workspace';
+import type { AppContext } from '../context';
+import { input, type RouteSpec } from '../route';
+import { record, requiredStr, str, timestamp, nullableTimestamp } from '../schemas';
+
+const tags = ['Workspace files'];
+
+const pathField = (description: string): Schema => str(MAX_PATH_LENGTH, { description });
+const requiredPath = (description: string): Schema => requiredStr(MAX_PATH_LENGTH, { description });
+
+const entrySchema: Schema = record({
+  path: { type: 'string' },
+  name: { type: 'string' },
+  type: { type: 'string', enum: ['file', 'directory', 'symlink', 'other'] },
+  size: { type: 'integer' },
+  modified_at: timestamp,
+});
+
+const workspaceParams: Schema = {
+  type: 'object',
+  required: ['id'],
+  properties: { id: { type: 'string', minLength: 1, maxLength: 100 } },
+};
+
+const fileQuery: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['path'],
+  properties: { path: requiredPath('The file, relative to the workspace root (`/` separators)') },
+};
+
+const binary = (description: string): Schema => ({ contentType: 'application/octet-stream', description });
+
+function presentEntry(e: FileEntry): Record<string, unknown> {
+  return { path: e.path, name: e.name, type: e.type, size: e.size, modified_at: e.modifiedAt.toISOString() };
+}
+
+const linkSchema = (kind: 'share' | 'app'): Schema =>
+  record(
+    {
+      id: { type: 'string' },
+      ...(kind === 'app' ? { name: { type: 'string' } } : {}),
+      path: { type: 'string' },
+      url: { type: 'string', format: 'uri' },
+      expires_at: nullableTimestamp,
+      created_at: timestamp,
+    },
+    []
+  );
+
+function presentLink({ link, url }: CreatedLink): Record<string, unknown> {
+  return {
+    id: link._id,
+    ...(link.kind === 'app' ? { name: link.name } : {}),
+    path: link.path,
+    url,
+    expires_at: link.expiresAt ? link.expiresAt.toISOString() : null,
+    created_at: link.createdAt.toISOString(),
+  };
+}
+
+const previewSchema: Schema = record(
+  {
+    path: { type: 'string' },
+    name: { type: 'string' },
+    size: { type: 'integer' },
+    modified_at: timestamp,
+    content_type: { type: 'string' },
+    kind: { type: 'string', enum: ['text', 'markdown', 'code', 'image', 'binary'] },
+    language: { type: 'string' },
+    text: { type: 'string' },
+    truncated: { type: 'boolean' },
+    image: record({ format: { type: 'string' }, width: { type: 'integer' }, height: { type: 'integer' } }),
+    thumbnail: record({
+      content_type: { type: 'string' },
+      width: { type: 'integer' },
+      height: { type: 'integer' },
+      data_base64: { type: 'string' },
+    }),
+  },
+  ['language', 'text', 'truncated', 'image', 'thumbnail']
+);
+
+function presentPreview(p: Preview): Record<string, unknown> {
+  return {
+    path: p.path,
+    name: p.name,
+    size: p.size,
+    modified_at: p.modifiedAt.toISOString(),
+    content_type: p.contentType,
+    kind: p.kind,
+    ...(p.language !== undefined ? { language: p.language } : {}),
+    ...(p.text !== undefined ? { text: p.text, truncated: p.truncated ?? false } : {}),
+    ...(p.image ? { image: p.image } : {}),
+    ...(p.thumbnail
+      ? {
+          thumbnail: {
+            content_type: p.thumbnail.contentType,
+            width: p.thumbnail.width,
+            height: p.thumbnail.height,
+            data_base64: p.thumbnail.base64,
+          },
+        }
+      : {}),
+  };
+}
+
+/** The policy of every file answer that is not an app page: nothing in it may run. */
+const FILE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox";
+
+/**
+ * Answers a workspace file (read, share): its type from its name, inline only for types safe to show
+ * (lib/contentTypes.ts `dispositionFor`), never sniffed, never scripted.
+ */
+function sendFile(ctx: AppContext, file: { entry: FileEntry; content: Readable }, cache: string): void {
+  const media = mediaTypeOf(file.entry.name);
+  ctx.status = 200;
+  ctx.type = contentTypeHeader(media);
+  ctx.length = file.entry.size;
+  ctx.attachment(file.entry.name, { type: dispositionFor(media) });
+  ctx.type = contentTypeHeader(media); // attachment() sets the type from the name too: ours wins
+  ctx.set('X-Content-Type-Options', 'nosniff');
+  ctx.set('Content-Security-Policy', FILE_CSP);
+  ctx.set('Cache-Control', cache);
+  ctx.body = file.content;
+}
+
+/**
+ * The policy of an app's pages: resources from the app's own URL only, and a sandbox (an opaque origin: an app
+ * cannot read or act as the service's origin). App answers carry `Access-Control-Allow-Origin: *` so that the
+ * sandboxed page can load its own module scripts and data (they are public at that URL anyway).
+ */
+function appCsp(appBase: string): string {
+  const self = appBase;
+  return [
+    "default-src 'none'",
+    `script-src ${self}`,
+    `style-src ${self} 'unsafe-inline'`,
+    `img-src ${self} data:`,
+    `font-src ${self}`,
+    `media-src ${self}`,
+    `connect-src ${self}`,
+    `manifest-src ${self}`,
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+    'sandbox allow-scripts allow-popups allow-downloads',
+  ].join('; ');
+}
+
+/**
+ * @param config storage root, caps and public address.
+ * @returns what the file commands need.
+ */
+export function filesDeps(config: Readonly<Config>): FilesDeps {
+  return {
+    storage: new LocalDiskStorage(config.workspacesDir),
+    fileMaxBytes: config.workspaceFileMaxBytes,
+    workspaceMaxBytes: config.workspaceMaxBytes,
+  };
+}
+
+/**
+ * @param config storage root, caps and public address.
+ * @returns the route declarations.
+ */
+export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
+  const deps = filesDeps(config);
+  const base = config.appUrl.replace(/\/+$/, '');
+  return [
+    {
+      method: 'get',
+      path: '/workspaces/:id/files',
+      summary: 'List a directory of the workspace (`path`, default the root)',
+      tags,
+      auth: 'service',
+      scope: 'workspaces:read',
+      params: workspaceParams,
+      query: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { path: pathField('The directory; empty or `.` for the workspace root') },
+      },
+      responses: { 200: record({ path: { type: 'string' }, entries: { type: 'array', items: entrySchema } }) },
+      handler: async (ctx) => {
+        const { params, query } = input<unknown, { path?: string }>(ctx);
+        const listing = await listFiles(deps, ctx.state.auth, params.id, query.path ?? '');
+        ctx.body = { path: listing.path, entries: listing.entries.map(presentEntry) };
+      },
+    },
+    {
+      method: 'get',
+      path: '/workspaces/:id/files/content',
+      summary: 'Read a file of the workspace (its bytes)',
+      tags,
+      auth: 'service',
+      scope: 'workspaces:read',
+      params: workspaceParams,
+      query: fileQuery,
+      responses: { 200: binary('The file, with its Content-Type and Content-Disposition') },
+      handler: async (ctx) => {
+        const { params, query } = input<unknown, { path: string }>(ctx);
+        sendFile(ctx, await readFile(deps, ctx.state.auth, params.id, query.path), 'private, no-store');
+      },
+    },
+    {
+      method: 'put',
+      path: '/workspaces/:id/files/content',
+      summary: 'Write (upload) a file: the body is its bytes; parents are created, an existing file replaced',
+      tags,
+      auth: 'service',
+      scope: 'workspaces:write',
+      params: workspaceParams,
+      query: fileQuery,
+      rawBody: { contentType: 'application/octet-stream', description: "The file's bytes (any Content-Type)" },
+      responses: { 200: record({ file: entrySchema }), 201: record({ file: entrySchema }) },
+      errors: [409],
+      handler: async (ctx) => {
+        const { params, query } = input<unknown, { path: string }>(ctx);
+        const coding = ctx.get('content-encoding').trim().toLowerCase();
+        if (coding !== '' && coding !== 'identity')
+          throw new UnsupportedContentEncodingError('Uploads take no Content-Encoding: send the bytes as they are');
+        const length = ctx.get('content-length');
+        const declared = length === '' ? undefined : Number(length);
+        const done = await writeFile(deps, ctx.state.auth, params.id, query.path, ctx.req, declared);
+        ctx.status = done.created ? 201 : 200;
+        ctx.body = { file: presentEntry(done.entry) };
+      },
+    },
+    {
+      method: 'delete',
+      path: '/workspaces/:id/files',
+      summary: 'Delete a file or a directory (a non-empty directory only with `recursive=true`)',
+      tags,
+      auth: 'service',
+      scope: 'workspaces:write',
+      params: workspaceParams,
+      query: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['path'],
+        properties: {
+          path: requiredPath('The file or directory'),
+          recursive: { type: 'boolean', default: false, description: 'Delete a directory with its content' },
+        },
+      },
+      responses: { 200: record({ deleted: { type: 'boolean' }, path: { type: 'string' } }) },
+      errors: [409],
+      handler: async (ctx) => {
+        const { params, query } = input<unknown, { path: string; recursive: boolean }>(ctx);
+        await deleteFile(deps, ctx.state.auth, params.id, query.path, query.recursive);
+        ctx.body = { deleted: true, path: query.path };
+      },
+    },
+    {
+      method: 'post',
+      path: '/workspaces/:id/files/directory',
+      summary: 'Create a directory (and its parents); 200 when it already exists',
+      tags,
+      auth: 'service',
+      scope: 'workspaces:write',
+      params: workspaceParams,
+      body: record({ path: requiredPath('The directory') }),
+      responses: {
+        200: record({ created: { type: 'boolean' }, directory: entrySchema }),
+        201: record({ created: { type: 'boolean' }, directory: entrySchema }),
+      },
+      errors: [409],
+      handler: async (ctx) => {
+        const { params, body } = input<{ path: string }>(ctx);
+        const done = await makeDirectory(deps, ctx.state.auth, params.id, body.path);
+        ctx.status = done.created ? 201 : 200;
+        ctx.body = { created: done.created, directory: presentEntry(done.entry) };
+      },
+    },
+    {
+      method: 'post',
+      path: '/workspaces/:id/files/move',
+      summary: 'Move or rename a file or directory (an existing destination only with `overwrite`)',
+      tags,
+      auth: 'service',
+      scope: 'workspaces:write',
+      params: workspaceParams,
+      body: record(
+        {
+          from: requiredPath('The file or directory to move'),
+          to: requiredPath('Its new path'),
+          overwrite: { type: 'boolean', description: 'Replace an existing destination (default false: 409)' },
+        },
+        ['overwrite']
+      ),
+      responses: { 200: record({ file: entrySchema }) },
+      errors: [409],
+      handler: async (ctx) => {
+        const { params, body } = input<{ from: string; to: string; overwrite?: boolean }>(ctx);
+        ctx.body = { file: presentEntry(await moveFile(deps, ctx.state.auth, params.id, body)) };
+      },
+    },
+    {
+      method: 'post',
+      path: '/workspaces/:id/files/preview',
+      summary: 'Preview a file: text with its detected type, image dimensions and thumbnail, or metadata',
+      tags,
+      auth: 'service',
+      scope: 'workspaces:read',
+      params: workspaceParams,
+      body: record(
+        {
+          path: requiredPath('The file'),
+          max_bytes: {
+            type: 'integer',
+            minimum: 1,
+            maximum: PREVIEW_MAX_BYTES,
+            description: `Bytes of text to return (default ${PREVIEW_DEFAULT_BYTES})`,
+          },
+        },
+        ['max_bytes']
+      ),
+      responses: { 200: record({ preview: previewSchema }) },
+      handler: async (ctx) => {
+        const { params, body } = input<{ path: string; max_bytes?: number }>(ctx);
+        const preview = await previewFile(deps, ctx.state.auth, params.id, body.path, body.max_bytes);
+        ctx.body = { preview: presentPreview(preview) };
+      },
+    },
+    {
+      method: 'post',
+      path: '/workspaces/:id/files/share',
+      summary: 'Share a file at a public, expiring URL (shown once; revoke with DELETE …/shares/{shareId})',
+      tags,
+      auth: 'service',
+      scope: 'workspaces:write',
+      params: workspaceParams,
+      body: record(
+        {
+          path: requiredPath('The file'),
+          expires_in_seconds: {
+            type: 'integer',
+            minimum: 1,
+            maximum: SHARE_MAX_SECONDS,
+            description: `Lifetime of the URL (default ${SHARE_DEFAULT_SECONDS} s)`,
+          },
+        },
+        ['expires_in_seconds']
+      ),
+      responses: { 201: record({ share: linkSchema('share') }) },
+      handler: async (ctx) => {
+        const { params, body } = input<{ path: string; expires_in_seconds?: number }>(ctx);
+        const created = await createShare(deps, ctx.state.auth, params.id, body, base);
+        ctx.status = 201;
+        ctx.body = { share: presentLink(created) };
+      },
+    },
+    {
+      method: 'delete',
+      path: '/workspaces/:id/shares/:shareId',
+      summary: 'Revoke a file share or an app (its URL then answers 410)',
+      tags,
+      auth: 'service',
+      scope: 'workspaces:write',
+      params: {
+        type: 'object',
+        required: ['id', 'shareId'],
+        properties: {
+          id: { type: 'string', minLength: 1, maxLength: 100 },
+          shareId: {
+            type: 'string',
+            minLength: 1,
+            maxLength: 100,
+            description: 'A share (`shr_…`) or app (`app_…`) id',
+          },
+        },
+      },
+      responses: { 200: record({ id: { type: 'string' }, revoked_at: timestamp }) },
+      handler: async (ctx) => {
+        const { params } = input<unknown, unknown, { id: string; shareId: string }>(ctx);
+        const link = await revokeLink(ctx.state.auth, params.id, params.shareId);
+        ctx.body = { id: link._id, revoked_at: link.revokedAt!.toISOString() };
+      },
+    },
+    {
+      method: 'post',
+      path: '/workspaces/:id/apps',
+      summary: 'Create a workspace app: a static site served from a folder at a public URL with its own token',
+      tags,
+      auth: 'service',
+      scope: 'workspaces:write',
+      params: workspaceParams,
+      body: record(
+        {
+          name: requiredStr(200),
+          path: pathField('The folder served (default the workspace root); its index.html is the home page'),
+        },
+        ['path']
+      ),
+      responses: { 201: record({ app: linkSchema('app') }) },
+      handler: async (ctx) => {
+        const { params, body } = input<{ name: string; path?: string }>(ctx);
+        const created = await createApp(
+          deps,
+          ctx.state.auth,
+          params.id,
+          { name: body.name, path: body.path ?? '' },
+          base
+        );
+        ctx.status = 201;
+        ctx.body = { app: presentLink(created) };
+      },
+    },
+    {
+      method: 'get',
+      path: '/shares/:token',
+      summary: 'A shared file (public; 410 once expired or revoked)',
+      tags,
+      auth: 'public',
+      params: {
+        type: 'object',
+        required: ['token'],
+        properties: { token: { type: 'string', minLength: 1, maxLength: 100 } },
+      },
+      responses: { 200: binary('The file, with its Content-Type and Content-Disposition') },
+      errors: [410],
+      handler: async (ctx) => {
+        sendFile(ctx, await openSharedFile(deps, input(ctx).params.token), 'private, no-store');
+      },
+    },
+    {
+      method: 'get',
+      path: '/apps/:token',
+      summary: 'A workspace app’s home page (public; redirects to the URL with a trailing slash)',
+      tags,
+      auth: 'public',
+      params: {
+        type: 'object',
+        required: ['token'],
+        properties: { token: { type: 'string', minLength: 1, maxLength: 100 } },
+      },
+      responses: {
+        200: { contentType: 'text/html', description: 'The app folder’s index.html' },
+        308: { contentType: 'text/plain', description: 'To the same URL with a trailing slash' },
+      },
+      errors: [410],
+      handler: async (ctx) => serveApp(ctx, deps, base, input(ctx).params.token, ''),
+    },
+    {
+      method: 'get',
+      path: '/apps/:token/*path',
+      summary: 'A file of a workspace app (public; a folder serves its index.html, never a listing)',
+      tags,
+      auth: 'public',
+      params: {
+        type: 'object',
+        required: ['token', 'path'],
+        properties: {
+          token: { type: 'string', minLength: 1, maxLength: 100 },
+          path: { type: 'string', maxLength: MAX_PATH_LENGTH, description: 'The file inside the app (may hold `/`)' },
+        },
+      },
+      responses: {
+        200: binary('The file, with its Content-Type and the app’s Content-Security-Policy'),
+        308: { contentType: 'text/plain', description: 'A folder asked for without its trailing slash: to it' },
+      },
+      errors: [410],
+      handler: async (ctx) => {
+        const { token, path } = input(ctx).params;
+        await serveApp(ctx, deps, base, token, path);
+      },
+    },
+  ];
+}
+
+async function serveApp(ctx: AppContext, deps: FilesDeps, base: string, token: string, path: string): Promise<void> {
+  const file = await openAppFile(deps, token, path, ctx.path.endsWith('/'));
+  if ('redirect' in file) {
+    ctx.status = 308;
+    ctx.redirect(`${ctx.path}/${ctx.querystring ? `?${ctx.querystring}` : ''}`);
+    return;
+  }
+  const media = mediaTypeOf(file.entry.name);
+  ctx.status = 200;
+  ctx.type = contentTypeHeader(media);
+  ctx.length = file.entry.size;
+  ctx.set('X-Content-Type-Options', 'nosniff');
+  // The app's own URL as the browser asked for it (a source with a path: only the app's files match).
+  const origin = ctx.host ? `${ctx.protocol}://${ctx.host}` : base;
+  ctx.set('Content-Security-Policy', appCsp(`${origin}/api/apps/${token}/`));
+  ctx.set('Access-Control-Allow-Origin', '*');
+  ctx.set('Cache-Control', 'no-cache');
+  ctx.body = file.content;
+}
