@@ -69,8 +69,8 @@ it('serves a working static site whose page runs sandboxed under the app’s pol
   page.on('pageerror', (e) => errors.push(e.message));
   const res = await page.goto(home);
   expect(res?.status()).toBe(200);
-  // Browser-side expressions as strings: the test's TypeScript has no DOM types.
-  await page.waitForFunction("document.body.dataset.loaded === 'true'", undefined, { timeout: 10_000 });
+  // A selector, not a JavaScript predicate: the app's CSP refuses eval, which a string predicate would need.
+  await page.locator('body[data-loaded="true"]').waitFor({ state: 'attached', timeout: 10_000 });
 
   expect(await page.locator('#t').innerText()).toBe('Script ran'); // the module script from the app's URL ran
   expect(await page.evaluate("getComputedStyle(document.getElementById('t')).color")).toBe('rgb(255, 0, 0)'); // its CSS
