@@ -14,3 +14,4 @@ export * from './ChatMessage';
 export * from './RateWindow';
 export * from './IdempotencyRecord';
 export * from './WorkspaceLink';
+export * from './ServiceEvent';

@@ -1,0 +1,96 @@
+/**
+ * The one way a durable state change becomes a service event (SPEC "Webhook delivery"): jobs, missions,
+ * executions, chats and tasks call {@link recordEvent}; webhook delivery reads what it recorded.
+ *
+ * An event recorded from a retried step (a Temporal activity, a repeated request) passes a `key` that names the
+ * change (for example `job-<id>:status:3`): the event id is derived from it, so a repeat records nothing new and
+ * returns the first event.
+ */
+import { sha256Hex } from '../lib/crypto';
+import { newId } from '../lib/ids';
+import { ServiceEvent, type ServiceEventDoc } from '../models';
+
+/** Every event type the service records; the README lists each `data` shape. */
+export const SERVICE_EVENT_TYPES = [
+  'job.created',
+  'job.status_changed',
+  'job.review_requested',
+  'job.done',
+  'mission.run_started',
+  'mission.updated',
+  'execution.completed',
+  'execution.failed',
+  'chat.status_changed',
+  'task.created',
+  'task.updated',
+  'task.status_changed',
+  'task.completed',
+  'task.assigned',
+] as const;
+export type ServiceEventType = (typeof SERVICE_EVENT_TYPES)[number];
+
+/** The public JSON body of an event. */
+export interface ServiceEventBody {
+  id: string;
+  type: ServiceEventType;
+  createdAt: string;
+  organizationId: string;
+  data: Record<string, unknown>;
+}
+
+export interface RecordEventInput {
+  type: ServiceEventType;
+  organizationId: string;
+  data: Record<string, unknown>;
+  /** Names the change when the caller may repeat it; the same key always gives the same event id. */
+  key?: string;
+}
+
+/**
+ * @param key a name of one change.
+ * @returns its event id, `evt_` + 32 hex characters.
+ */
+export function eventIdFor(key: string): string {
+  return `evt_${sha256Hex(key).slice(0, 32)}`;
+}
+
+/**
+ * @param doc a stored event.
+ * @returns its public body.
+ */
+export function serviceEventBody(doc: ServiceEventDoc): ServiceEventBody {
+  return {
+    id: doc._id,
+    type: doc.type as ServiceEventType,
+    createdAt: new Date(doc.createdAt).toISOString(),
+    organizationId: doc.organizationId,
+    data: JSON.parse(doc.data) as Record<string, unknown>,
+  };
+}
+
+function isDuplicateKey(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 11000;
+}
+
+/**
+ * Records one event (an insert by `_id`; a repeat of the same `key` is a no-op).
+ * @param input type, organization, data and optional key.
+ * @returns the event's body and whether this call recorded it.
+ */
+export async function recordEvent(input: RecordEventInput): Promise<{ event: ServiceEventBody; created: boolean }> {
+  const _id = input.key === undefined ? newId('evt') : eventIdFor(input.key);
+  try {
+    const doc = await ServiceEvent.create({
+      _id,
+      organizationId: input.organizationId,
+      type: input.type,
+      data: JSON.stringify(input.data),
+    });
+    return { event: serviceEventBody(doc.toObject() as ServiceEventDoc), created: true };
+  } catch (err) {
+    if (!isDuplicateKey(err)) throw err;
+    const existing = await ServiceEvent.findById(_id).lean<ServiceEventDoc>();
+    if (!existing) throw err;
+    return { event: serviceEventBody(existing), created: false };
+  }
+}
