@@ -30,6 +30,11 @@ export interface SseOptions {
   /** Whether an event ends the stream. */
   isTerminal: (event: LoggedEvent) => boolean;
   heartbeatMs?: number;
+  /**
+   * Asked at every heartbeat: true when the stream's subject is gone (a deleted chat), and the response ends. A
+   * reconnecting client then gets the route's 404, which stops an EventSource.
+   */
+  isGone?: () => Promise<boolean>;
 }
 
 /** A resume position (`Last-Event-ID` header, `?lastEventId=`): a non-negative integer, like every id we send. */
@@ -102,7 +107,13 @@ export async function streamEvents(ctx: AppContext, opts: SseOptions): Promise<v
   let last = opts.afterSeq;
   let closed = false;
   let unsubscribe: (() => void) | undefined;
-  const heartbeat = setInterval(() => body.write(': heartbeat\n\n'), opts.heartbeatMs ?? SSE_HEARTBEAT_MS);
+  const heartbeat = setInterval(() => {
+    body.write(': heartbeat\n\n');
+    opts.isGone?.().then(
+      (gone) => gone && close(),
+      () => undefined // the database is unreachable: keep the stream; the next heartbeat asks again
+    );
+  }, opts.heartbeatMs ?? SSE_HEARTBEAT_MS);
   const close = (): void => {
     if (closed) return;
     closed = true;
