@@ -15,7 +15,6 @@ import {
   existsSync,
   mkdirSync,
   readFileSync,
-  readdirSync,
   renameSync,
   rmSync,
   symlinkSync,
@@ -216,19 +215,12 @@ export async function ensureTemporalCli(tools: ToolConfig, say: Say): Promise<st
   });
 }
 
-/** Hash of the FerretDB wrapper module, its build script and its patch (_overlay/), so that a change rebuilds. */
+/** Hash of the FerretDB wrapper module, its build script and its patch, so that a change to any rebuilds. */
 function ferretSourceKey(): string {
   const dir = path.join(projectRoot(), 'tools', 'ferretdb');
-  const overlay = path.join(dir, '_overlay');
-  const patched = (readdirSync(overlay, { recursive: true }) as string[])
-    .filter((f) => f.endsWith('.go'))
-    .sort()
-    .map((f) => path.join('_overlay', f));
   const h = createHash('sha256');
-  for (const f of ['go.mod', 'go.sum', 'main.go', 'build.sh', ...patched]) {
-    h.update(f);
+  for (const f of ['go.mod', 'go.sum', 'main.go', 'build.sh', 'pushdown.patch'])
     h.update(readFileSync(path.join(dir, f)));
-  }
   return h.digest('hex').slice(0, 12);
 }
 

@@ -1,5 +1,5 @@
 /**
- * The embedded database's sort / limit / comparison / count pushdown (tools/ferretdb/_overlay, docs/query-shapes.md)
+ * The embedded database's sort / limit / comparison / count pushdown (tools/ferretdb/pushdown.patch, docs/query-shapes.md)
  * gives exactly the answers MongoDB's rules give. The oracle is the same server evaluating the same query without
  * any pushdown: an aggregation that starts with `$sort` and `$skip: 0` (FerretDB pushes down a `$match` only among
  * the first two stages, and only a `$natural` sort there), so it filters, sorts, skips, limits and counts in its
