@@ -19,6 +19,7 @@ import {
   NotFoundError,
   PayloadTooLargeError,
   ServiceUnavailableError,
+  StateConflictError,
   UnsupportedMediaTypeError,
   ValidationError,
 } from '../../lib/errors';
@@ -112,7 +113,13 @@ export function renderError(ctx: AppContext, error: AppError): void {
           statusMessage: STATUS_CODES[error.status] ?? 'Error',
           message: error.message,
         }
-      : { error: { code: error.code, message: error.message } };
+      : {
+          error: {
+            code: error.code,
+            message: error.message,
+            ...(error instanceof StateConflictError ? { current_state: error.currentState } : {}),
+          },
+        };
 }
 
 /**
