@@ -15,3 +15,6 @@ export * from './RateWindow';
 export * from './IdempotencyRecord';
 export * from './WorkspaceLink';
 export * from './ServiceEvent';
+export * from './WebhookIntegration';
+export * from './WebhookDelivery';
+export * from './WebhookOutbox';

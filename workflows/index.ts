@@ -3,3 +3,5 @@
  * One workflow per file.
  */
 export { agentExecution } from './agentExecution';
+export { webhookDelivery } from './webhookDelivery';
+export { webhookTest } from './webhookTest';

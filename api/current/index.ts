@@ -11,6 +11,7 @@ import { chatRoutes } from './chats';
 import { clientExecuteRoutes } from './clientExecute';
 import { contractRoutes, type Contract } from './contract';
 import { workspaceFileRoutes } from './workspaceFiles';
+import { webhookRoutes } from './webhooks';
 import { workspaceRoutes } from './workspaces';
 
 export const CURRENT_PREFIX = '/api';
@@ -29,5 +30,6 @@ export function currentRoutes(deps: AppDeps, contract: () => Contract): RouteSpe
     ...workspaceFileRoutes(deps.config),
     ...spaceClientRoutes(deps),
     ...clientExecuteRoutes(deps),
+    ...webhookRoutes(deps),
   ];
 }
