@@ -19,6 +19,7 @@ import {
 import { FAILURES, rejectedMessage, type FailureCode } from '../workflows/failures';
 import { JOB_PROTOCOL_PROMPT } from '../workflows/jobStates';
 import { chatRangeEnd, mirrorEvent, mirrorsToChat, mirrorToChat } from './chatStream';
+import { recordEvent } from '../commands/serviceEvents';
 import {
   Agent,
   Chat,
@@ -163,6 +164,12 @@ async function sessionHistory(sessionId: string, currentExecutionId: string): Pr
 async function markRunning(exec: ExecutionDoc): Promise<void> {
   await Execution.updateOne({ _id: exec._id }, { $set: { status: 'running', startedAt: new Date() } });
   await Chat.updateOne({ _id: exec.chatId }, { $set: { status: chatStatusOf('running') } });
+  await recordEvent({
+    type: 'chat.status_changed',
+    organizationId: exec.organizationId,
+    data: { chatId: exec.chatId, status: chatStatusOf('running'), executionId: exec._id },
+    key: `${exec._id}:chat-status:running`,
+  });
 }
 /**
  * @param deps logger and configuration (provider keys).
@@ -431,6 +438,38 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
 
     await appendEvents(exec._id, final);
     if (ownsChatRange) await mirrorToChat(exec, [...events, ...final], input.status);
+
+    // Service events (webhooks), keyed so a retried finish records nothing new. A cancelled execution has none.
+    if (input.status !== 'cancelled') {
+      const finalStatus = terminal ? (exec.status as ExecutionStatus) : input.status;
+      if (finalStatus === 'completed' || finalStatus === 'failed')
+        await recordEvent({
+          type: finalStatus === 'completed' ? 'execution.completed' : 'execution.failed',
+          organizationId: exec.organizationId,
+          data: {
+            executionId: exec._id,
+            agentId: exec.agentId,
+            chatId: exec.chatId,
+            status: finalStatus,
+            ...(finalStatus === 'failed'
+              ? {
+                  error: {
+                    message: input.error ?? FAILURES.internal.message,
+                    code: input.errorCode ?? FAILURES.internal.code,
+                  },
+                }
+              : {}),
+            usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+          },
+          key: `${exec._id}:finished`,
+        });
+    }
+    await recordEvent({
+      type: 'chat.status_changed',
+      organizationId: exec.organizationId,
+      data: { chatId: exec.chatId, status: chatStatusOf(input.status), executionId: exec._id },
+      key: `${exec._id}:chat-status:final`,
+    });
 
     log.info({ executionId: exec._id, status: input.status, usage }, 'execution finished');
   }

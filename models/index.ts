@@ -16,3 +16,6 @@ export * from './IdempotencyRecord';
 export * from './WorkspaceLink';
 export * from './ServiceEvent';
 export * from './Job';
+export * from './WebhookIntegration';
+export * from './WebhookDelivery';
+export * from './WebhookOutbox';
