@@ -18,7 +18,7 @@ import {
 } from '../lib/providers';
 import { FAILURES, rejectedMessage, type FailureCode } from '../workflows/failures';
 import { JOB_PROTOCOL_PROMPT } from '../workflows/jobStates';
-import { chatRangeEnd, mirrorEvent, mirrorsToChat, mirrorToChat } from './chatStream';
+import { chatRangeEnd, chatStatusAfter, mirrorEvent, mirrorsToChat, mirrorToChat } from './chatStream';
 import { recordEvent } from '../commands/serviceEvents';
 import {
   Agent,
@@ -366,6 +366,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
       });
     }
     const ownsChatRange = mirrorsToChat(exec);
+    const chatAfter = chatStatusAfter(exec, input.status, text);
 
     // Order matters: the reply joins the history and the session is free BEFORE anyone can observe the
     // terminal status or event, so a client may send its next message as soon as it sees the result. The same
@@ -396,7 +397,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         { _id: exec.chatId },
         {
           $set: {
-            status: chatStatusOf(input.status),
+            status: chatAfter.status,
             ...(text ? { lastMessage: text.slice(0, 500) } : {}),
           },
         }
@@ -437,7 +438,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
       );
 
     await appendEvents(exec._id, final);
-    if (ownsChatRange) await mirrorToChat(exec, [...events, ...final], input.status);
+    if (ownsChatRange) await mirrorToChat(exec, [...events, ...final], input.status, text);
 
     // Service events (webhooks), keyed so a retried finish records nothing new. A cancelled execution has none.
     if (input.status !== 'cancelled') {
@@ -467,7 +468,12 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     await recordEvent({
       type: 'chat.status_changed',
       organizationId: exec.organizationId,
-      data: { chatId: exec.chatId, status: chatStatusOf(input.status), executionId: exec._id },
+      data: {
+        chatId: exec.chatId,
+        status: chatAfter.status,
+        executionId: exec._id,
+        ...(chatAfter.review ? { review: chatAfter.review } : {}),
+      },
       key: `${exec._id}:chat-status:final`,
     });
 
