@@ -16,3 +16,4 @@ export * from './IdempotencyRecord';
 export * from './WorkspaceLink';
 export * from './ServiceEvent';
 export * from './Job';
+export * from './Mission';

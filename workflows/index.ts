@@ -4,3 +4,4 @@
  */
 export { agentExecution } from './agentExecution';
 export { job } from './job';
+export { missionRun } from './missionRun';
