@@ -214,6 +214,9 @@ export function createJobActivities(deps: JobActivityDeps) {
       set.iterations = iterations;
       if (artifact) set.artifacts = [...job.artifacts.filter((a) => a.id !== artifact.id), artifact];
       await Job.updateOne({ _id: job._id }, update);
+      // The job's chat shows that a human is wanted (models/Chat.ts: `needs_attention` is for reviewable work).
+      if (input.to === 'awaiting_review' || input.to === 'blocked')
+        await Chat.updateOne({ _id: job.chatId }, { $set: { status: 'needs_attention' } });
     }
 
     // Service events for webhooks, each once per transition.

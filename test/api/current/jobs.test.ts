@@ -108,6 +108,11 @@ it('the review loop: run → awaiting_review → iterate → awaiting_review →
   expect(await agreed(s, id)).toBe('awaiting_review');
   expect(job.review.state).toBe('pending');
   expect(job.artifacts[0]).toMatchObject({ id: 'reply-1', content: 'Echo: Write the report [[request_review]]' });
+  // The job's chat wants a human, and lists the job among its work.
+  const chat = await s.api.get(`/chats/${job.links.chat_id}/messages`);
+  expect(chat.body.chat.status).toBe('needs_attention');
+  expect(chat.body.work.jobs).toEqual([expect.objectContaining({ id, status: 'awaiting_review' })]);
+  expect(chat.body.work.executions).toHaveLength(1);
 
   const iterated = await s.api.post(`/jobs/${id}/iterate`, { feedback: 'Shorter please [[request_review]]' });
   expect(iterated.status).toBe(200);
