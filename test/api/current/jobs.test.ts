@@ -205,6 +205,20 @@ it('block / resume: the agent asks for input; the answer runs the next iteration
   expect(await Job.findById(id).lean()).toMatchObject({ status: 'completed' });
 }, 30_000);
 
+it('a failed iteration fails the job (and every action is then 409)', async () => {
+  const s = await setup();
+  const id = await newJob(s, 'Doomed [fail:400]');
+  const job = await waitForStatus(s, id, 'failed');
+  expect(await agreed(s, id)).toBe('failed');
+  expect((await s.api.get(`/jobs/${id}`)).body.job.error).toEqual({
+    message: 'The job’s iteration failed',
+    code: 'iteration_failed',
+  });
+  expect(job.iterations.map((i) => i.reason)).toEqual(['goal']);
+  const res = await s.api.post(`/jobs/${id}/cancel`, {});
+  expect([res.status, res.body.error.current_state]).toEqual([409, 'failed']);
+}, 30_000);
+
 it('approve with a next step runs another iteration', async () => {
   const s = await setup();
   const id = await newJob(s, 'Step one [[request_review]]');
