@@ -282,6 +282,7 @@ it('cancel while running aborts the iteration before it answers', async () => {
   expect(res.body.job.status).toBe('cancelled');
   // By the time the action answers, the iteration was stopped and the model request aborted.
   expect(await Execution.findById(first).lean()).toMatchObject({ status: 'cancelled' });
+  expect(res.body.job.iterations.map((i: { status: string }) => i.status)).toEqual(['cancelled']);
   expect(fake.aborted).toBeGreaterThan(abortedBefore);
   expect(await workflowStatus(id)).toBe('cancelled');
 }, 30_000);
