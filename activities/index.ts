@@ -7,6 +7,7 @@ import type { Logger } from '../lib/logger';
 import { createExecutionActivities } from './executions';
 import { createJobActivities } from './jobs';
 import { createWebhookActivities } from './webhooks';
+import { createMissionActivities } from './missions';
 
 export interface ActivityDeps {
   logger: Logger;
@@ -18,5 +19,10 @@ export interface ActivityDeps {
  * @returns the activity functions registered on the worker.
  */
 export function createActivities(deps: ActivityDeps) {
-  return { ...createExecutionActivities(deps), ...createJobActivities(deps), ...createWebhookActivities(deps) };
+  return {
+    ...createExecutionActivities(deps),
+    ...createJobActivities(deps),
+    ...createMissionActivities(deps),
+    ...createWebhookActivities(deps),
+  };
 }

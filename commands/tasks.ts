@@ -17,6 +17,8 @@ export interface TaskCreateInput {
   priority?: string;
   assignTo?: string | null;
   spaceId?: string;
+  /** The mission the task belongs to (commands/missions.ts checks it first). */
+  missionId?: string;
 }
 
 export interface TaskUpdateInput {
@@ -65,6 +67,7 @@ export async function createTask(auth: AuthContext, input: TaskCreateInput): Pro
     assignedTo: assigneeType ? input.assignTo : null,
     assigneeType,
     spaceId: input.spaceId ?? null,
+    missionId: input.missionId ?? null,
     createdBy: auth.userId,
   });
   const doc = task.toObject() as TaskDoc;

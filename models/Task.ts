@@ -29,12 +29,16 @@ const schema = new mongoose.Schema(
     assigneeType: { type: String, enum: ['agent', 'user', null], default: null },
     spaceId: { type: String, default: null },
     createdBy: { type: String, required: true },
+    /** The mission the task belongs to (POST /api/missions/{id}/tasks), if any. */
+    missionId: { type: String, default: null },
     completedAt: { type: Date, default: null },
   },
   { timestamps: true, versionKey: false }
 );
 schema.index({ organizationId: 1, createdAt: -1, _id: -1 });
 schema.index({ organizationId: 1, status: 1, assignedTo: 1 });
+// A mission's tasks (its runs read the open ones).
+schema.index({ organizationId: 1, missionId: 1, createdAt: -1, _id: -1 });
 
 export type TaskDoc = InferSchemaType<typeof schema> & { _id: string; createdAt: Date; updatedAt: Date };
 export const Task = mongoose.model('Task', schema, 'tasks');

@@ -19,3 +19,4 @@ export * from './Job';
 export * from './WebhookIntegration';
 export * from './WebhookDelivery';
 export * from './WebhookOutbox';
+export * from './Mission';

@@ -14,6 +14,7 @@ export function presentTask(task: TaskDoc): Record<string, unknown> {
     priority: task.priority,
     ...(task.assignedTo ? { assignedTo: task.assignedTo, assigneeType: task.assigneeType } : {}),
     ...(task.spaceId ? { spaceId: task.spaceId } : {}),
+    ...(task.missionId ? { missionId: task.missionId } : {}),
     organizationId: task.organizationId,
     createdBy: task.createdBy,
     createdAt: task.createdAt.toISOString(),

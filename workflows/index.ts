@@ -6,3 +6,4 @@ export { agentExecution } from './agentExecution';
 export { job } from './job';
 export { webhookDelivery } from './webhookDelivery';
 export { webhookTest } from './webhookTest';
+export { missionRun } from './missionRun';

@@ -124,6 +124,8 @@ export async function job(input: JobInput): Promise<JobView> {
 
   await move('queued');
   let next: NextIteration | null = { reason: 'goal', text: '' };
+  /** The iteration a cancel interrupted, recorded with the cancellation. */
+  let interrupted: MirrorInput['iterationDone'];
   while (next !== null && !cancelRequested) {
     const n = ++iterations;
     const executionId = `exec-${Date.now()}-${uuid4().replace(/-/g, '').slice(0, 8)}`;
@@ -134,7 +136,10 @@ export async function job(input: JobInput): Promise<JobView> {
     );
     const outcome = await runIteration(executionId);
     const done = { n, executionId, status: outcome.status, text: outcome.text ?? '' };
-    if (cancelRequested || outcome.status === 'cancelled') break;
+    if (cancelRequested || outcome.status === 'cancelled') {
+      interrupted = done;
+      break;
+    }
     if (outcome.status === 'failed') {
       await move('failed', {
         iterationDone: done,
@@ -162,7 +167,7 @@ export async function job(input: JobInput): Promise<JobView> {
       text: asked.text,
     };
   }
-  await move('cancelled');
+  await move('cancelled', interrupted ? { iterationDone: interrupted } : {});
   return view();
 
   /** Runs one iteration as a child execution, cancelled with the job. */

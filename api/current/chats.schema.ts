@@ -2,6 +2,7 @@
 import type { Schema } from '../../lib/ajv';
 import { CHAT_STATUSES } from '../../models/Chat';
 import { EXECUTION_STATUSES } from '../../models/Execution';
+import { JOB_STATUSES } from '../../models/Job';
 import { nextCursor, nullableStr, nullableTimestamp, pageQuery, record, requiredStr, str, timestamp } from '../schemas';
 import { AGENT_LIMITS } from '../v1/agents.schema';
 import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
@@ -139,7 +140,16 @@ export const chatMessagesResponse: Schema = record({
       items: chatWorkSchema,
       description: 'The executions of the messages on this page, in message order, with their status',
     },
-    jobs: { type: 'array', items: { type: 'object' }, description: 'Jobs linked to the chat (none yet)' },
+    jobs: {
+      type: 'array',
+      items: record({
+        id: { type: 'string' },
+        title: { type: 'string' },
+        status: { type: 'string', enum: [...JOB_STATUSES] },
+        created_at: nullableTimestamp,
+      }),
+      description: 'The jobs working in the chat (a job’s iterations run in its own chat), newest first, at most 100',
+    },
   }),
   next_cursor: nextCursor,
 });

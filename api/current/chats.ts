@@ -13,7 +13,9 @@ import {
   updateChatOptions,
 } from '../../commands/chats';
 import { chatStreamId, type ChatStatus } from '../../models';
+import { listJobs } from '../../commands/jobs';
 import { presentChat, presentChatMessage, presentChatWork } from '../../presenters/chat';
+import { presentJobRef } from '../../presenters/job';
 import { input, type RouteSpec } from '../route';
 import { idParams } from '../schemas';
 import { streamQuery, streamRecentEvents } from '../sse';
@@ -102,10 +104,12 @@ export function chatRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           limit,
           after: cursor === undefined ? undefined : Number(cursor),
         });
+        // The jobs working in the chat (a job's iterations run in its own chat), newest first.
+        const jobs = await listJobs(ctx.state.auth, { chatId: page.chat._id }, { limit: 100 });
         ctx.body = {
           chat: presentChat(page.chat),
           messages: page.messages.map(presentChatMessage),
-          work: { executions: page.executions.map(presentChatWork), jobs: [] },
+          work: { executions: page.executions.map(presentChatWork), jobs: jobs.items.map(presentJobRef) },
           next_cursor: page.next === null ? null : String(page.next),
         };
       },

@@ -10,6 +10,7 @@ import { currentAgentRoutes } from './agents';
 import { chatRoutes } from './chats';
 import { clientExecuteRoutes } from './clientExecute';
 import { jobRoutes } from './jobs';
+import { missionRoutes } from './missions';
 import { contractRoutes, type Contract } from './contract';
 import { workspaceFileRoutes } from './workspaceFiles';
 import { webhookRoutes } from './webhooks';
@@ -29,6 +30,7 @@ export function currentRoutes(deps: AppDeps, contract: () => Contract): RouteSpe
     ...workspaceRoutes(),
     ...chatRoutes(deps),
     ...jobRoutes(deps),
+    ...missionRoutes(deps),
     ...workspaceFileRoutes(deps.config),
     ...spaceClientRoutes(deps),
     ...clientExecuteRoutes(deps),

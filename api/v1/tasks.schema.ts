@@ -45,13 +45,14 @@ export const taskSchema: Schema = record(
     assignedTo: { type: 'string' },
     assigneeType: { type: 'string', enum: ['agent', 'user'] },
     spaceId: { type: 'string' },
+    missionId: { type: 'string', description: 'The mission the task belongs to (current surface: /api/missions)' },
     organizationId: { type: 'string' },
     createdBy: { type: 'string' },
     createdAt: timestamp,
     updatedAt: timestamp,
     completedAt: timestamp,
   },
-  ['assignedTo', 'assigneeType', 'spaceId', 'completedAt']
+  ['assignedTo', 'assigneeType', 'spaceId', 'missionId', 'completedAt']
 );
 
 export const taskResponse: Schema = record({ success: { type: 'boolean' }, task: taskSchema });

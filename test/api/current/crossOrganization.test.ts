@@ -35,6 +35,11 @@ const bodies: Record<string, object | undefined> = {
   'POST /jobs/:id/cancel': {},
   'POST /jobs/:id/resume': { input: 'x' },
   'POST /jobs/:id/iterate': { feedback: 'x' },
+  'GET /missions/:id': undefined,
+  'PATCH /missions/:id': { title: 'Taken over' },
+  'POST /missions/:id/tasks': { title: 'Taken over' },
+  'PATCH /missions/:id/tasks/:taskId': { title: 'Taken over' },
+  'POST /missions/:id/tasks/:taskId/start-work': undefined,
   'POST /spaces/:spaceId/init': { type: 'empty' },
   'POST /spaces/:spaceId/environment': { environmentVariables: { A: 'b' } },
   'GET /spaces/:spaceId/environment': undefined,
@@ -84,6 +89,11 @@ it('another organization’s ids are 404 on every id route', async () => {
   const job = (
     await currentAs(t, owner.serviceToken).post('/jobs', { agent_id: agent, workspace_id: space, goal: 'g' })
   ).body.job.id;
+  // A mission with a task.
+  const mission = (
+    await currentAs(t, owner.serviceToken).post('/missions', { title: 'M', goal: 'g', agentType: agent })
+  ).body.mission.id;
+  const task = (await currentAs(t, owner.serviceToken).post(`/missions/${mission}/tasks`, { title: 'T' })).body.task.id;
   // The owner's workspace holds the file and the share the requests name, so only the tenancy check refuses them.
   await t.request
     .put(`/api/workspaces/${space}/files/content?path=a.txt`)
@@ -113,9 +123,11 @@ it('another organization’s ids are 404 on every id route', async () => {
         ? [chat]
         : route.path.startsWith('/jobs')
           ? [job]
-          : ids[param];
+          : route.path.startsWith('/missions')
+            ? [mission]
+            : ids[param];
     for (const value of values) {
-      const path = `/api${route.path.replace(`:${param}`, value).replace(':shareId', share)}${queries[key] ?? ''}`;
+      const path = `/api${route.path.replace(`:${param}`, value).replace(':shareId', share).replace(':taskId', task)}${queries[key] ?? ''}`;
       const req = t.request[route.method](path).set('Authorization', `Bearer ${intruder.serviceToken}`);
       const res = await (bodies[key] ? req.send(bodies[key]) : req);
       seen.push(`${key} ${value}: ${res.status} ${res.body.error?.code}`);
@@ -127,4 +139,5 @@ it('another organization’s ids are 404 on every id route', async () => {
   const still = await currentAs(t, owner.serviceToken).get(`/chats/${chat}/messages`);
   expect([still.status, still.body.chat?.title]).toEqual([200, 'A']);
   expect((await currentAs(t, owner.serviceToken).get(`/jobs/${job}`)).body.job.status).toBe('queued');
+  expect((await currentAs(t, owner.serviceToken).get(`/missions/${mission}`)).body.mission.title).toBe('M');
 });

@@ -108,6 +108,11 @@ it('the review loop: run → awaiting_review → iterate → awaiting_review →
   expect(await agreed(s, id)).toBe('awaiting_review');
   expect(job.review.state).toBe('pending');
   expect(job.artifacts[0]).toMatchObject({ id: 'reply-1', content: 'Echo: Write the report [[request_review]]' });
+  // The job's chat wants a human, and lists the job among its work.
+  const chat = await s.api.get(`/chats/${job.links.chat_id}/messages`);
+  expect(chat.body.chat.status).toBe('needs_attention');
+  expect(chat.body.work.jobs).toEqual([expect.objectContaining({ id, status: 'awaiting_review' })]);
+  expect(chat.body.work.executions).toHaveLength(1);
 
   const iterated = await s.api.post(`/jobs/${id}/iterate`, { feedback: 'Shorter please [[request_review]]' });
   expect(iterated.status).toBe(200);
@@ -200,6 +205,20 @@ it('block / resume: the agent asks for input; the answer runs the next iteration
   expect(await Job.findById(id).lean()).toMatchObject({ status: 'completed' });
 }, 30_000);
 
+it('a failed iteration fails the job (and every action is then 409)', async () => {
+  const s = await setup();
+  const id = await newJob(s, 'Doomed [fail:400]');
+  const job = await waitForStatus(s, id, 'failed');
+  expect(await agreed(s, id)).toBe('failed');
+  expect((await s.api.get(`/jobs/${id}`)).body.job.error).toEqual({
+    message: 'The job’s iteration failed',
+    code: 'iteration_failed',
+  });
+  expect(job.iterations.map((i) => i.reason)).toEqual(['goal']);
+  const res = await s.api.post(`/jobs/${id}/cancel`, {});
+  expect([res.status, res.body.error.current_state]).toEqual([409, 'failed']);
+}, 30_000);
+
 it('approve with a next step runs another iteration', async () => {
   const s = await setup();
   const id = await newJob(s, 'Step one [[request_review]]');
@@ -263,6 +282,7 @@ it('cancel while running aborts the iteration before it answers', async () => {
   expect(res.body.job.status).toBe('cancelled');
   // By the time the action answers, the iteration was stopped and the model request aborted.
   expect(await Execution.findById(first).lean()).toMatchObject({ status: 'cancelled' });
+  expect(res.body.job.iterations.map((i: { status: string }) => i.status)).toEqual(['cancelled']);
   expect(fake.aborted).toBeGreaterThan(abortedBefore);
   expect(await workflowStatus(id)).toBe('cancelled');
 }, 30_000);

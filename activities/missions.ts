@@ -1,0 +1,89 @@
+/**
+ * The activity of the missionRun workflow: idempotent (the run's job has an id derived from the run's workflow id,
+ * its `mission.run_started` event a key naming the run), so a retry creates nothing twice.
+ */
+import { createJobRecord, jobWorkflowStart } from '../commands/jobs';
+import { missionRunGoal, openMissionTasks } from '../commands/missions';
+import { recordEvent } from '../commands/serviceEvents';
+import type { AuthContext } from '../commands/tokens';
+import type { Config } from '../lib/config';
+import { sha256Hex } from '../lib/crypto';
+import type { Logger } from '../lib/logger';
+import { Membership, Mission, type MissionDoc } from '../models';
+import type { JobInput } from '../workflows/job';
+
+export interface MissionActivityDeps {
+  logger: Logger;
+  config: Readonly<Config>;
+}
+
+/**
+ * @param runId a mission run's workflow id.
+ * @returns the id of the job the run creates.
+ */
+export const missionRunJobId = (runId: string): string => `job_${sha256Hex(runId).slice(0, 16)}`;
+
+/**
+ * @param deps logger and configuration.
+ * @returns the mission activities.
+ */
+export function createMissionActivities(deps: MissionActivityDeps) {
+  const log = deps.logger.child({ component: 'missions' });
+
+  /**
+   * Writes the run's job (queued) for the mission's goal and open tasks, as the mission's creator.
+   * @returns the job and its workflow's input, or null when the mission is paused or gone (nothing runs).
+   */
+  async function prepareMissionRun(input: {
+    missionId: string;
+    runId: string;
+  }): Promise<{ jobId: string; input: JobInput; memo: Record<string, unknown> } | null> {
+    const mission = await Mission.findById(input.missionId).lean<MissionDoc>();
+    if (!mission || mission.status !== 'active') {
+      log.info({ missionId: input.missionId, runId: input.runId, status: mission?.status }, 'mission run skipped');
+      return null;
+    }
+    const member = await Membership.findOne({ organizationId: mission.organizationId, userId: mission.userId }).lean();
+    if (!member) {
+      log.warn({ missionId: mission._id }, 'mission run skipped: its creator left the organization');
+      return null;
+    }
+    await recordEvent({
+      type: 'mission.run_started',
+      organizationId: mission.organizationId,
+      data: { mission_id: mission._id, run_id: input.runId },
+      key: `mission-run:${input.runId}`,
+    });
+    const auth: AuthContext = {
+      organizationId: mission.organizationId,
+      userId: mission.userId,
+      tokenId: `mission:${mission._id}`,
+      kind: 'service',
+      scopes: ['*'],
+      role: member.role,
+      activeWorkspaceId: null,
+      rateLimit: null,
+    };
+    const tasks = await openMissionTasks(mission.organizationId, mission._id);
+    const job = await createJobRecord(
+      auth,
+      {
+        agentId: mission.agentId,
+        workspaceId: mission.spaceId,
+        title: mission.title,
+        goal: missionRunGoal(mission, tasks),
+        missionId: mission._id,
+        missionRunId: input.runId,
+      },
+      missionRunJobId(input.runId)
+    );
+    await Mission.updateOne({ _id: mission._id }, { $set: { lastRunAt: new Date() } });
+    const start = jobWorkflowStart(job, deps.config.executionDeadlineSeconds);
+    log.info({ missionId: mission._id, runId: input.runId, jobId: job._id }, 'mission run started');
+    return { jobId: job._id, input: start.args[0], memo: start.memo };
+  }
+
+  return { prepareMissionRun };
+}
+
+export type MissionActivities = ReturnType<typeof createMissionActivities>;

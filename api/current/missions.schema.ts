@@ -1,0 +1,117 @@
+/** JSON Schemas of the current surface's /api/missions (the Mission record keeps the spec's camelCase names). */
+import type { Schema } from '../../lib/ajv';
+import { MISSION_STATUSES, SCHEDULE_TYPES } from '../../models/Mission';
+import { nextCursor, nullableStr, nullableTimestamp, pageQuery, record, requiredStr } from '../schemas';
+import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
+import { taskCreateBody, taskSchema, taskUpdateBody } from '../v1/tasks.schema';
+import { jobSchema } from './jobs.schema';
+
+const missionStatus: Schema = {
+  type: 'string',
+  enum: [...MISSION_STATUSES],
+  'x-message': `Invalid status. Must be: ${MISSION_STATUSES.join(', ')}`,
+};
+
+const schedule: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['type'],
+  description:
+    '`{type: "cron", value: "<5-field cron>", timezone: "<IANA>"}` (timezone default UTC), ' +
+    '`{type: "once", value: "<ISO time>"}`, or `{type: "manual"}` (runs only when triggered; the default)',
+  properties: {
+    type: {
+      type: 'string',
+      enum: [...SCHEDULE_TYPES],
+      'x-message': `Invalid schedule.type. Must be: ${SCHEDULE_TYPES.join(', ')}`,
+    },
+    value: requiredStr(200, { description: 'The cron expression (cron) or the ISO 8601 time (once)' }),
+    timezone: requiredStr(100, { description: 'IANA time zone of a cron schedule (default UTC)' }),
+  },
+};
+
+export const missionCreateBody: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['title', 'goal', 'agentType'],
+  properties: {
+    title: requiredStr(200),
+    goal: requiredStr(MAX_MESSAGE_CHARS, { description: 'What each run’s job works toward' }),
+    agentType: requiredStr(100, {
+      description: 'An agent of the organization, or a library agent’s slug (installed in the organization)',
+    }),
+    schedule,
+    status: { ...missionStatus, description: 'Default `active`; `paused` creates its Schedule paused' },
+    workspaceId: requiredStr(100, {
+      description: 'Where its jobs run; default: the caller’s active workspace, else the default one',
+    }),
+  },
+};
+
+export interface MissionCreateBody {
+  title: string;
+  goal: string;
+  agentType: string;
+  schedule?: { type: 'cron' | 'once' | 'manual'; value?: string; timezone?: string };
+  status?: 'active' | 'paused';
+  workspaceId?: string;
+}
+
+export const missionUpdateBody: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { title: requiredStr(200), goal: requiredStr(MAX_MESSAGE_CHARS), schedule, status: missionStatus },
+};
+
+export const missionListQuery: Schema = pageQuery({ status: missionStatus });
+
+export const missionSchema: Schema = record({
+  id: { type: 'string' },
+  organizationId: { type: 'string' },
+  userId: { type: 'string' },
+  title: { type: 'string' },
+  goal: { type: 'string' },
+  agentType: { type: 'string' },
+  agentId: { type: 'string' },
+  workspaceId: { type: 'string' },
+  schedule: record({
+    type: { type: 'string', enum: [...SCHEDULE_TYPES] },
+    value: nullableStr,
+    timezone: { type: 'string' },
+  }),
+  status: { type: 'string', enum: [...MISSION_STATUSES] },
+  lastRunAt: nullableTimestamp,
+  nextRunTimes: {
+    oneOf: [{ type: 'null' }, { type: 'array', items: { type: 'string', format: 'date-time' } }],
+    description: 'The next run times from the mission’s Temporal Schedule (null in lists)',
+  },
+  createdAt: nullableTimestamp,
+  updatedAt: nullableTimestamp,
+});
+
+export const missionResponse: Schema = record({ mission: missionSchema });
+export const missionListResponse: Schema = record({
+  missions: { type: 'array', items: missionSchema },
+  next_cursor: nextCursor,
+});
+
+/** Mission tasks are v1 tasks (one task model, one state machine): the same bodies and record. */
+export const missionTaskCreateBody: Schema = {
+  ...taskCreateBody,
+  properties: Object.fromEntries(
+    Object.entries(taskCreateBody.properties as Record<string, Schema>).filter(([k]) => k !== 'spaceId')
+  ),
+};
+export const missionTaskUpdateBody: Schema = taskUpdateBody;
+export const missionTaskResponse: Schema = record({ task: taskSchema });
+export const startWorkResponse: Schema = record({ jobId: { type: 'string' }, job: jobSchema });
+
+/** `{id, taskId}` path parameters. */
+export const missionTaskParams: Schema = {
+  type: 'object',
+  required: ['id', 'taskId'],
+  properties: {
+    id: { type: 'string', minLength: 1, maxLength: 100 },
+    taskId: { type: 'string', minLength: 1, maxLength: 100 },
+  },
+};

@@ -1,0 +1,172 @@
+/**
+ * /api/missions: standing goals with a schedule (commands/missions.ts): one Temporal Schedule per mission fires
+ * workflow `missionRun`, which creates a job; mission tasks (v1 tasks) and starting a job from one.
+ */
+import {
+  addMissionTask,
+  createMission,
+  findMission,
+  listMissions,
+  nextRunTimes,
+  parseSchedule,
+  startTaskWork,
+  updateMission,
+  updateMissionTask,
+  type ScheduleInput,
+} from '../../commands/missions';
+import type { TaskCreateInput, TaskUpdateInput } from '../../commands/tasks';
+import { ValidationError } from '../../lib/errors';
+import type { MissionStatus } from '../../models';
+import { presentJob } from '../../presenters/job';
+import { presentMission } from '../../presenters/mission';
+import { presentTask } from '../../presenters/task';
+import { input, type RouteSpec } from '../route';
+import { idParams } from '../schemas';
+import type { ExecutionRouteDeps } from '../v1/executions';
+import {
+  missionCreateBody,
+  missionListQuery,
+  missionListResponse,
+  missionResponse,
+  missionTaskCreateBody,
+  missionTaskParams,
+  missionTaskResponse,
+  missionTaskUpdateBody,
+  missionUpdateBody,
+  startWorkResponse,
+  type MissionCreateBody,
+} from './missions.schema';
+
+const tags = ['Missions'];
+
+/** A schedule body as commands/missions.ts takes it (`manual` → none; a missing value → 400 naming it). */
+function scheduleInput(s: MissionCreateBody['schedule']): ScheduleInput | null | undefined {
+  if (s === undefined) return undefined;
+  if (s.type === 'manual') return null;
+  if (s.value === undefined) throw new ValidationError('Missing required field: schedule.value');
+  return s.type === 'cron' ? { type: 'cron', value: s.value, timezone: s.timezone } : { type: 'once', value: s.value };
+}
+
+/**
+ * @param deps app dependencies.
+ * @returns the route declarations.
+ */
+export function missionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
+  return [
+    {
+      method: 'get',
+      path: '/missions',
+      summary: 'List the organization’s missions, newest first (filter: status)',
+      tags,
+      auth: 'service',
+      scope: 'missions:read',
+      query: missionListQuery,
+      responses: { 200: missionListResponse },
+      handler: async (ctx) => {
+        const q = input<unknown, { limit: number; cursor?: string; status?: MissionStatus }>(ctx).query;
+        const { items, nextCursor } = await listMissions(ctx.state.auth, { status: q.status }, q);
+        ctx.body = { missions: items.map((m) => presentMission(m, null)), next_cursor: nextCursor };
+      },
+    },
+    {
+      method: 'post',
+      path: '/missions',
+      summary: 'Create a mission: a goal, an agent and a schedule (cron, once, or manual) on a Temporal Schedule',
+      tags,
+      auth: 'service',
+      scope: 'missions:write',
+      body: missionCreateBody,
+      responses: { 201: missionResponse },
+      handler: async (ctx) => {
+        const body = input<MissionCreateBody>(ctx).body;
+        const schedule = scheduleInput(body.schedule);
+        parseSchedule(schedule); // 400 before anything is written
+        const mission = await createMission(deps, ctx.state.auth, { ...body, schedule });
+        ctx.status = 201;
+        ctx.body = { mission: presentMission(mission, await nextRunTimes(deps, mission)) };
+      },
+    },
+    {
+      method: 'get',
+      path: '/missions/:id',
+      summary: 'A mission, with its next run times from its Temporal Schedule',
+      tags,
+      auth: 'service',
+      scope: 'missions:read',
+      params: idParams,
+      responses: { 200: missionResponse },
+      handler: async (ctx) => {
+        const mission = await findMission(ctx.state.auth, input(ctx).params.id);
+        ctx.body = { mission: presentMission(mission, await nextRunTimes(deps, mission)) };
+      },
+    },
+    {
+      method: 'patch',
+      path: '/missions/:id',
+      summary: 'Update a mission: title, goal, schedule, status (`paused` pauses its Schedule, `active` resumes it)',
+      tags,
+      auth: 'service',
+      scope: 'missions:write',
+      params: idParams,
+      body: missionUpdateBody,
+      responses: { 200: missionResponse },
+      handler: async (ctx) => {
+        const body = input<Omit<MissionCreateBody, 'agentType' | 'workspaceId'>>(ctx).body;
+        const mission = await updateMission(deps, ctx.state.auth, input(ctx).params.id, {
+          ...body,
+          schedule: scheduleInput(body.schedule),
+        });
+        ctx.body = { mission: presentMission(mission, await nextRunTimes(deps, mission)) };
+      },
+    },
+    {
+      method: 'post',
+      path: '/missions/:id/tasks',
+      summary: 'Add a task to a mission (a task like the v1 tasks, linked to the mission)',
+      tags,
+      auth: 'service',
+      scope: 'missions:write',
+      params: idParams,
+      body: missionTaskCreateBody,
+      responses: { 201: missionTaskResponse },
+      handler: async (ctx) => {
+        const task = await addMissionTask(ctx.state.auth, input(ctx).params.id, input<TaskCreateInput>(ctx).body);
+        ctx.status = 201;
+        ctx.body = { task: presentTask(task) };
+      },
+    },
+    {
+      method: 'patch',
+      path: '/missions/:id/tasks/:taskId',
+      summary: 'Update a mission task (status moves follow the v1 task state machine)',
+      tags,
+      auth: 'service',
+      scope: 'missions:write',
+      params: missionTaskParams,
+      body: missionTaskUpdateBody,
+      responses: { 200: missionTaskResponse },
+      errors: [409],
+      handler: async (ctx) => {
+        const { id, taskId } = input<unknown, unknown, { id: string; taskId: string }>(ctx).params;
+        const task = await updateMissionTask(ctx.state.auth, id, taskId, input<TaskUpdateInput>(ctx).body);
+        ctx.body = { task: presentTask(task) };
+      },
+    },
+    {
+      method: 'post',
+      path: '/missions/:id/tasks/:taskId/start-work',
+      summary: 'Start a job for a mission task (linked to the mission and the task); a pending task moves on',
+      tags,
+      auth: 'service',
+      scope: 'missions:write',
+      params: missionTaskParams,
+      responses: { 201: startWorkResponse },
+      handler: async (ctx) => {
+        const { id, taskId } = input<unknown, unknown, { id: string; taskId: string }>(ctx).params;
+        const job = await startTaskWork(deps, ctx.state.auth, id, taskId);
+        ctx.status = 201;
+        ctx.body = { jobId: job._id, job: presentJob(job) };
+      },
+    },
+  ];
+}

@@ -1,0 +1,474 @@
+/**
+ * Missions [docs/decisions.md "Missions"]: a standing goal, an agent and a schedule. One Temporal Schedule per
+ * mission (`mission-<id>`) fires workflow `missionRun`, which creates a job for the mission's goal and open tasks
+ * (activities/missions.ts). Creating and updating the Schedule are idempotent (create, or update the one that
+ * exists). Mission tasks are v1 tasks with `missionId` (commands/tasks.ts: one task state machine). Plain
+ * functions (auth context in, records out) for the HTTP routes and, later, MCP.
+ */
+import {
+  ScheduleAlreadyRunning,
+  ScheduleNotFoundError,
+  type ScheduleOptions,
+  type ScheduleSpec,
+} from '@temporalio/client';
+import { Cron } from 'croner';
+import { NotFoundError, ValidationError } from '../lib/errors';
+import { paginate } from '../lib/pagination';
+import {
+  Mission,
+  MISSION_STATUSES,
+  Task,
+  type MissionDoc,
+  type MissionStatus,
+  type JobDoc,
+  type TaskDoc,
+  type TaskStatus,
+} from '../models';
+import { missionScheduleId } from '../workflows/ids';
+import type { missionRun } from '../workflows/missionRun';
+import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchAttributes';
+import { AGENT_LIBRARY, libraryAgentId } from './agentLibrary';
+import { findOrganizationAgent } from './agents';
+import type { ExecutionDeps } from './executions';
+import { createJob } from './jobs';
+import { recordEvent } from './serviceEvents';
+import { ensureDefaultSpace, findVisibleSpace } from './spaces';
+import { createTask, findTask, updateTask, type TaskCreateInput, type TaskUpdateInput } from './tasks';
+import type { AuthContext } from './tokens';
+
+const NOT_FOUND = 'Mission not found';
+
+/** A schedule as clients send it: cron (5 fields, IANA timezone, default UTC), once (an ISO time), or none. */
+export type ScheduleInput = { type: 'cron'; value: string; timezone?: string } | { type: 'once'; value: string };
+
+export interface MissionSchedule {
+  type: 'cron' | 'once' | 'manual';
+  value: string | null;
+  timezone: string;
+}
+
+export interface MissionCreateInput {
+  title: string;
+  goal: string;
+  agentType: string;
+  schedule?: ScheduleInput | null;
+  status?: MissionStatus;
+  workspaceId?: string;
+}
+
+export interface MissionUpdateInput {
+  title?: string;
+  goal?: string;
+  schedule?: ScheduleInput | null;
+  status?: MissionStatus;
+}
+
+/**
+ * @param tz a time zone name.
+ * @returns whether the runtime knows it (IANA names, as Temporal's server does).
+ */
+function isTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Validates and normalizes a schedule (the cron expression by croner, the time zone by Intl).
+ * @param input what the client sent (null or undefined: manual).
+ * @returns the stored schedule.
+ * @throws ValidationError naming `schedule.value` or `schedule.timezone`.
+ */
+export function parseSchedule(input: ScheduleInput | null | undefined): MissionSchedule {
+  if (!input) return { type: 'manual', value: null, timezone: 'UTC' };
+  if (input.type === 'once') {
+    const at = new Date(input.value);
+    if (!/^\d{4}-\d{2}-\d{2}T/.test(input.value) || Number.isNaN(at.getTime()))
+      throw new ValidationError('Invalid schedule.value: expected an ISO 8601 time such as 2030-01-01T09:00:00Z');
+    return { type: 'once', value: at.toISOString(), timezone: 'UTC' };
+  }
+  const timezone = input.timezone ?? 'UTC';
+  if (!isTimeZone(timezone))
+    throw new ValidationError(`Invalid schedule.timezone: ${timezone} is not an IANA time zone`);
+  const value = input.value.trim().replace(/\s+/g, ' ');
+  if (value.split(' ').length !== 5)
+    throw new ValidationError('Invalid schedule.value: a cron expression has 5 fields (minute hour day month weekday)');
+  try {
+    new Cron(value, { timezone });
+  } catch (err) {
+    throw new ValidationError(`Invalid schedule.value: ${(err as Error).message}`);
+  }
+  return { type: 'cron', value, timezone };
+}
+
+/**
+ * @param schedule a stored schedule.
+ * @returns the Temporal Schedule's spec (manual: no times; it runs when triggered).
+ */
+function scheduleSpec(schedule: MissionSchedule): ScheduleSpec {
+  if (schedule.type === 'cron') return { cronExpressions: [schedule.value!], timezone: schedule.timezone };
+  if (schedule.type === 'once') {
+    const at = new Date(schedule.value!);
+    const months = [
+      'JANUARY',
+      'FEBRUARY',
+      'MARCH',
+      'APRIL',
+      'MAY',
+      'JUNE',
+      'JULY',
+      'AUGUST',
+      'SEPTEMBER',
+      'OCTOBER',
+      'NOVEMBER',
+      'DECEMBER',
+    ] as const;
+    return {
+      calendars: [
+        {
+          year: at.getUTCFullYear(),
+          month: months[at.getUTCMonth()],
+          dayOfMonth: at.getUTCDate(),
+          hour: at.getUTCHours(),
+          minute: at.getUTCMinutes(),
+          second: at.getUTCSeconds(),
+        },
+      ],
+      timezone: 'UTC',
+    };
+  }
+  return {};
+}
+
+/**
+ * @param auth the caller.
+ * @param agentType an agent id of the organization, or the slug of a library agent (installed in it).
+ * @returns the agent's id.
+ * @throws ValidationError naming `agentType`.
+ */
+async function resolveAgent(auth: AuthContext, agentType: string): Promise<string> {
+  const library = AGENT_LIBRARY.find((a) => a.slug === agentType);
+  const id = library ? libraryAgentId(auth.organizationId, library.slug) : agentType;
+  try {
+    return (await findOrganizationAgent(auth, id))._id;
+  } catch (err) {
+    if (!(err instanceof NotFoundError)) throw err;
+    throw new ValidationError(
+      library
+        ? `Invalid agentType: the library agent ${agentType} is not installed in the organization`
+        : 'Invalid agentType: agent not found'
+    );
+  }
+}
+
+/**
+ * The Schedule of a mission, as Temporal takes it.
+ * @param deps Temporal.
+ * @param mission the mission.
+ * @returns the schedule's options.
+ */
+function scheduleOptions(deps: Pick<ExecutionDeps, 'temporal'>, mission: MissionDoc): ScheduleOptions {
+  const schedule = mission.schedule as MissionSchedule;
+  return {
+    scheduleId: missionScheduleId(mission._id),
+    spec: scheduleSpec(schedule),
+    action: {
+      type: 'startWorkflow',
+      workflowType: 'missionRun',
+      workflowId: `mission-run-${mission._id}`,
+      taskQueue: deps.temporal.taskQueue,
+      args: [{ missionId: mission._id }] as Parameters<typeof missionRun>,
+      typedSearchAttributes: [
+        { key: organizationIdKey, value: mission.organizationId },
+        { key: agentIdKey, value: mission.agentId },
+        { key: workKindKey, value: 'mission-run' },
+      ],
+      memo: { missionId: mission._id, title: mission.title, goal: mission.goal.slice(0, 200) },
+    },
+    memo: { title: mission.title, organizationId: mission.organizationId },
+    state: {
+      paused: mission.status === 'paused',
+      note: mission.status === 'paused' ? 'paused through the api' : undefined,
+      ...(schedule.type === 'once' ? { remainingActions: 1 } : {}),
+    },
+  };
+}
+
+/**
+ * Creates the mission's Schedule, or brings the existing one in line with the mission (idempotent).
+ * @param deps Temporal.
+ * @param mission the mission as stored.
+ */
+export async function syncSchedule(deps: Pick<ExecutionDeps, 'temporal'>, mission: MissionDoc): Promise<void> {
+  const options = scheduleOptions(deps, mission);
+  try {
+    await deps.temporal.client.schedule.create(options);
+    return;
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning)) throw invalidSchedule(err);
+  }
+  const handle = deps.temporal.client.schedule.getHandle(options.scheduleId);
+  await handle
+    .update((previous) => ({
+      ...previous,
+      spec: options.spec,
+      action: options.action as typeof previous.action,
+      state: {
+        ...previous.state,
+        ...(options.state?.remainingActions !== undefined ? { remainingActions: options.state.remainingActions } : {}),
+      },
+    }))
+    .catch((err: unknown) => {
+      throw invalidSchedule(err);
+    });
+  const paused = (await handle.describe()).state.paused;
+  if (mission.status === 'paused' && !paused) await handle.pause('paused through the api');
+  if (mission.status === 'active' && paused) await handle.unpause('resumed through the api');
+}
+
+/** A schedule Temporal refuses (INVALID_ARGUMENT) is the client's cron expression: 400 naming it. */
+function invalidSchedule(err: unknown): unknown {
+  const code =
+    (err as { code?: number; cause?: { code?: number } }).code ?? (err as { cause?: { code?: number } }).cause?.code;
+  return code === 3 ? new ValidationError(`Invalid schedule.value: ${(err as Error).message}`) : err;
+}
+
+/**
+ * Creates a mission and its Schedule.
+ * @param deps Temporal.
+ * @param auth the caller (its runs act as this user).
+ * @param input title, goal, agent, schedule, status, workspace.
+ * @returns the mission.
+ */
+export async function createMission(
+  deps: Pick<ExecutionDeps, 'temporal'>,
+  auth: AuthContext,
+  input: MissionCreateInput
+): Promise<MissionDoc> {
+  const schedule = parseSchedule(input.schedule);
+  const agentId = await resolveAgent(auth, input.agentType);
+  const workspaceId = input.workspaceId ?? auth.activeWorkspaceId;
+  const space = workspaceId
+    ? await findVisibleSpace(auth, workspaceId).catch((err: unknown) => {
+        throw err instanceof NotFoundError ? new ValidationError('Invalid workspaceId: workspace not found') : err;
+      })
+    : await ensureDefaultSpace(auth);
+  if (space.organizationId !== auth.organizationId)
+    throw new ValidationError('Invalid workspaceId: workspace not found');
+  const mission = (
+    await Mission.create({
+      organizationId: auth.organizationId,
+      userId: auth.userId,
+      title: input.title,
+      goal: input.goal,
+      agentType: input.agentType,
+      agentId,
+      spaceId: space._id,
+      schedule,
+      status: input.status ?? 'active',
+    })
+  ).toObject() as MissionDoc;
+  try {
+    await syncSchedule(deps, mission);
+  } catch (err) {
+    // Without its Schedule the mission would never run: it is not kept (the client retries the create).
+    await Mission.deleteOne({ _id: mission._id, organizationId: auth.organizationId });
+    throw err;
+  }
+  return mission;
+}
+
+/**
+ * @param auth the caller.
+ * @param id mission id.
+ * @returns the mission of the caller's organization.
+ */
+export async function findMission(auth: AuthContext, id: string): Promise<MissionDoc> {
+  const mission = await Mission.findOne({ _id: id, organizationId: auth.organizationId }).lean<MissionDoc>();
+  if (!mission) throw new NotFoundError(NOT_FOUND);
+  return mission;
+}
+
+/**
+ * @param deps Temporal.
+ * @param mission a mission.
+ * @returns its next run times as Temporal computes them (empty for a manual or paused mission).
+ */
+export async function nextRunTimes(deps: Pick<ExecutionDeps, 'temporal'>, mission: MissionDoc): Promise<Date[]> {
+  try {
+    const info = await deps.temporal.client.schedule.getHandle(missionScheduleId(mission._id)).describe();
+    return info.state.paused ? [] : info.info.nextActionTimes;
+  } catch (err) {
+    if (err instanceof ScheduleNotFoundError) return [];
+    throw err;
+  }
+}
+
+/**
+ * @param auth the caller.
+ * @param filters status.
+ * @param page limit and cursor.
+ * @returns the organization's missions, newest first.
+ */
+export async function listMissions(
+  auth: AuthContext,
+  filters: { status?: MissionStatus },
+  page: { limit: number; cursor?: string }
+): Promise<{ items: MissionDoc[]; nextCursor: string | null }> {
+  const filter: Record<string, unknown> = { organizationId: auth.organizationId };
+  if (filters.status) filter.status = filters.status;
+  return paginate<MissionDoc>(Mission, filter, page);
+}
+
+/**
+ * Changes a mission and its Schedule (`paused` pauses it, `active` unpauses it), and records `mission.updated`.
+ * @param deps Temporal.
+ * @param auth the caller.
+ * @param id mission id.
+ * @param input the fields to change.
+ * @returns the mission after the change.
+ */
+export async function updateMission(
+  deps: Pick<ExecutionDeps, 'temporal'>,
+  auth: AuthContext,
+  id: string,
+  input: MissionUpdateInput
+): Promise<MissionDoc> {
+  const mission = await findMission(auth, id);
+  const set: Record<string, unknown> = {};
+  if (input.title !== undefined) set.title = input.title;
+  if (input.goal !== undefined) set.goal = input.goal;
+  if (input.schedule !== undefined) set.schedule = parseSchedule(input.schedule);
+  if (input.status !== undefined) {
+    if (!(MISSION_STATUSES as readonly string[]).includes(input.status)) throw new ValidationError('Invalid status');
+    set.status = input.status;
+  }
+  const updated = { ...mission, ...set } as MissionDoc;
+  // The Schedule first: should Temporal refuse or be away, the record keeps its old values.
+  await syncSchedule(deps, updated);
+  await Mission.updateOne({ _id: mission._id, organizationId: auth.organizationId }, { $set: set });
+  const stored = await findMission(auth, id);
+  if (Object.keys(set).length > 0)
+    await recordEvent({
+      type: 'mission.updated',
+      organizationId: auth.organizationId,
+      data: { mission_id: stored._id, changed: Object.keys(set), status: stored.status },
+    });
+  return stored;
+}
+
+/**
+ * @param auth the caller.
+ * @param missionId the mission.
+ * @param input the task's fields (v1 task fields).
+ * @returns the new task, linked to the mission.
+ */
+export async function addMissionTask(auth: AuthContext, missionId: string, input: TaskCreateInput): Promise<TaskDoc> {
+  const mission = await findMission(auth, missionId);
+  return createTask(auth, { ...input, missionId: mission._id });
+}
+
+/**
+ * @param auth the caller.
+ * @param missionId the mission.
+ * @param taskId one of its tasks.
+ * @returns the task.
+ * @throws NotFoundError when the task is not the mission's.
+ */
+async function findMissionTask(
+  auth: AuthContext,
+  missionId: string,
+  taskId: string
+): Promise<{ mission: MissionDoc; task: TaskDoc }> {
+  const mission = await findMission(auth, missionId);
+  const task = await findTask(auth, taskId);
+  if (task.missionId !== mission._id) throw new NotFoundError('Task not found');
+  return { mission, task };
+}
+
+/**
+ * Updates a mission task with the v1 task rules (TASK_TRANSITIONS).
+ * @param auth the caller.
+ * @param missionId the mission.
+ * @param taskId one of its tasks.
+ * @param changes the fields to change.
+ * @returns the task after the change.
+ */
+export async function updateMissionTask(
+  auth: AuthContext,
+  missionId: string,
+  taskId: string,
+  changes: TaskUpdateInput
+): Promise<TaskDoc> {
+  await findMissionTask(auth, missionId, taskId);
+  return updateTask(auth, taskId, changes);
+}
+
+/**
+ * Starts a job for a mission task: the mission's agent works on the task (in the mission's workspace); a pending
+ * task moves to in_progress.
+ * @param deps configuration and Temporal.
+ * @param auth the caller.
+ * @param missionId the mission.
+ * @param taskId one of its tasks.
+ * @returns the job.
+ */
+export async function startTaskWork(
+  deps: ExecutionDeps,
+  auth: AuthContext,
+  missionId: string,
+  taskId: string
+): Promise<JobDoc> {
+  const { mission, task } = await findMissionTask(auth, missionId, taskId);
+  const job = await createJob(deps, auth, {
+    agentId: mission.agentId,
+    workspaceId: mission.spaceId,
+    title: task.title,
+    goal: taskGoal(mission, task),
+    missionId: mission._id,
+    taskId: task._id,
+  });
+  if ((task.status as TaskStatus) === 'pending') await updateTask(auth, task._id, { status: 'in_progress' });
+  return job;
+}
+
+/**
+ * @param mission the mission.
+ * @param task one of its tasks.
+ * @returns the goal of a job working on the task.
+ */
+export function taskGoal(mission: Pick<MissionDoc, 'goal'>, task: Pick<TaskDoc, 'title' | 'description'>): string {
+  return `${mission.goal}\n\nTask: ${task.title}${task.description ? `\n${task.description}` : ''}`;
+}
+
+/**
+ * @param mission the mission.
+ * @param tasks its open tasks (pending or in progress), oldest first.
+ * @returns the goal of a mission run's job.
+ */
+export function missionRunGoal(mission: Pick<MissionDoc, 'goal'>, tasks: Pick<TaskDoc, 'title' | 'status'>[]): string {
+  if (tasks.length === 0) return mission.goal;
+  return `${mission.goal}\n\nOpen tasks:\n${tasks.map((t) => `- ${t.title} (${t.status})`).join('\n')}`;
+}
+
+/** Open tasks a mission run lists in its job's goal, at most. */
+export const MISSION_RUN_TASKS = 100;
+
+/**
+ * @param organizationId the mission's organization.
+ * @param missionId the mission.
+ * @returns its open tasks, oldest first (at most MISSION_RUN_TASKS).
+ */
+export async function openMissionTasks(organizationId: string, missionId: string): Promise<TaskDoc[]> {
+  const tasks = await Task.find({ organizationId, missionId })
+    .sort({ createdAt: -1, _id: -1 })
+    .limit(1000)
+    .lean<TaskDoc[]>();
+  return tasks
+    .filter((t) => t.status === 'pending' || t.status === 'in_progress')
+    .reverse()
+    .slice(0, MISSION_RUN_TASKS);
+}

@@ -1,0 +1,32 @@
+/** Mission → the current surface's JSON, with the field names the spec gives its Mission record (camelCase). */
+import type { MissionDoc } from '../models';
+
+const iso = (d: Date | null | undefined): string | null => (d ? new Date(d).toISOString() : null);
+
+/**
+ * @param mission the stored mission.
+ * @param nextRunTimes its next run times from Temporal (null where not read: lists).
+ * @returns the public record.
+ */
+export function presentMission(mission: MissionDoc, nextRunTimes: Date[] | null): Record<string, unknown> {
+  const schedule = mission.schedule;
+  return {
+    id: mission._id,
+    organizationId: mission.organizationId,
+    userId: mission.userId,
+    title: mission.title,
+    goal: mission.goal,
+    agentType: mission.agentType,
+    agentId: mission.agentId,
+    workspaceId: mission.spaceId,
+    schedule:
+      !schedule || schedule.type === 'manual'
+        ? { type: 'manual', value: null, timezone: 'UTC' }
+        : { type: schedule.type, value: schedule.value, timezone: schedule.timezone ?? 'UTC' },
+    status: mission.status,
+    lastRunAt: iso(mission.lastRunAt),
+    nextRunTimes: nextRunTimes ? nextRunTimes.map((d) => d.toISOString()) : null,
+    createdAt: iso(mission.createdAt),
+    updatedAt: iso(mission.updatedAt),
+  };
+}
