@@ -15,7 +15,11 @@ import { childTestEnv, TEST_ENCRYPTION_KEY, testLogger } from '../../helpers/env
 import { bearer, buildOrg } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
 import { spawnScript, type Spawned } from '../../helpers/processes';
-import { startWebhookReceiver, type ReceivedDelivery, type WebhookReceiver } from '../../../scripts/fakes/webhookReceiver';
+import {
+  startWebhookReceiver,
+  type ReceivedDelivery,
+  type WebhookReceiver,
+} from '../../../scripts/fakes/webhookReceiver';
 
 const db = useTestDatabase();
 const queue = `webhooks-${randomBytes(4).toString('hex')}`;
