@@ -10,6 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import * as prettier from 'prettier';
 import { bootstrapOrganization } from '../../commands/bootstrap';
 import { recordEvent } from '../../commands/serviceEvents';
 import { installWebhookDispatcher } from '../../commands/webhooks';
@@ -125,7 +126,7 @@ async function main(): Promise<number> {
         `${load.join(' / ')} at the end (a shared, busy machine: other engineers' builds and tests were running).`,
       `A burst of ${r.events} events for one organization, recorded ${EMIT_CONCURRENCY} at a time the way the ` +
         'service records them (outbox write, event insert, start of `webhook-<eventId>`), each delivered by its own ' +
-        'workflow to an HTTPS receiver on loopback (TLS, signature, one connection per attempt).',
+        'workflow to an HTTPS receiver on loopback (TLS with kept-alive connections, signature, delivery log).',
       '',
       '| figure | value |',
       '| --- | --- |',
@@ -144,7 +145,7 @@ async function main(): Promise<number> {
     const j = doc.indexOf(END);
     const updated =
       i >= 0 && j > i ? doc.slice(0, i) + section + doc.slice(j + END.length) : `${doc.trimEnd()}\n\n${section}\n`;
-    writeFileSync(file, updated);
+    writeFileSync(file, await prettier.format(updated, { filepath: file, ...(await prettier.resolveConfig(file)) }));
     say(`wrote docs/benchmarks.md`);
     return r.lost === 0 && r.duplicates === 0 ? 0 : 1;
   } finally {
