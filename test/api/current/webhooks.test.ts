@@ -8,6 +8,8 @@ import { randomBytes } from 'node:crypto';
 import Stripe from 'stripe';
 import { eventIdFor, recordEvent, setEventDispatcher } from '../../../commands/serviceEvents';
 import { installWebhookDispatcher } from '../../../commands/webhooks';
+import { webhookOperations } from '../../../api/current/webhookEvents.schema';
+import { checkResponse, type Schema } from '../../../lib/ajv';
 import { verifySignature } from '../../../lib/webhookSignature';
 import { WebhookDelivery, WebhookIntegration, WebhookOutbox } from '../../../models';
 import { createTestApp, useTestApp } from '../../helpers/app';
@@ -168,6 +170,10 @@ describe('delivery', () => {
       organizationId: org.organizationId,
       data: { task: expect.objectContaining({ title: 'Webhook me', status: 'pending' }) },
     });
+    // The body is the one the OpenAPI document's `webhooks` entry describes.
+    const documented = (webhookOperations()['task.created'] as { post: { requestBody: { content: never } } }).post
+      .requestBody.content['application/json'] as { schema: Schema };
+    expect(checkResponse(documented.schema, body)).toBeUndefined();
     expect(d.headers['service-event-id']).toBe(body.id);
     expect(d.headers['service-event-type']).toBe('task.created');
     expect(d.headers['service-delivery-attempt']).toBe('1');
