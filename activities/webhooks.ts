@@ -15,6 +15,7 @@ import {
   ServiceEvent,
   WebhookDelivery,
   WebhookIntegration,
+  WebhookOutbox,
   type DeliveryStatus,
   type ServiceEventDoc,
   type WebhookDeliveryDoc,
@@ -87,6 +88,30 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     result: Pick<SendResult, 'status' | 'latencyMs' | 'error'>,
     status: DeliveryStatus
   ): Promise<void> {
+    const entry = {
+      run: input.run,
+      attempt: input.attempt,
+      at,
+      status: result.status,
+      latencyMs: result.latencyMs,
+      error: result.error,
+    };
+    if (input.run === 1 && input.attempt === 1) {
+      // The first write of the log entry (or its rewrite by a retried first attempt): one upsert, and the outbox
+      // entry, whose work is done once the workflow runs, goes meanwhile.
+      await Promise.all([
+        WebhookDelivery.updateOne(
+          { _id: input.eventId },
+          {
+            $setOnInsert: { organizationId: input.organizationId, type },
+            $set: { attempts: [entry], status, run: input.run },
+          },
+          { upsert: true }
+        ),
+        WebhookOutbox.deleteOne({ _id: input.eventId }),
+      ]);
+      return;
+    }
     await WebhookDelivery.updateOne(
       { _id: input.eventId },
       { $setOnInsert: { organizationId: input.organizationId, type, run: input.run, status: 'pending', attempts: [] } },
@@ -94,17 +119,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     );
     const doc = await WebhookDelivery.findById(input.eventId).lean<WebhookDeliveryDoc>();
     const others = (doc?.attempts ?? []).filter((a) => !(a.run === input.run && a.attempt === input.attempt));
-    const attempts = [
-      ...others,
-      {
-        run: input.run,
-        attempt: input.attempt,
-        at,
-        status: result.status,
-        latencyMs: result.latencyMs,
-        error: result.error,
-      },
-    ]
+    const attempts = [...others, entry]
       .sort((a, b) => a.run - b.run || a.attempt - b.attempt)
       .slice(-WEBHOOK_POLICY.logAttemptsPerEvent);
     await WebhookDelivery.updateOne({ _id: input.eventId }, { $set: { attempts, status, run: input.run } });
@@ -116,9 +131,11 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
    * @returns the outcome and the receiver's Retry-After.
    */
   async function webhookAttempt(input: AttemptInput): Promise<AttemptResult> {
-    const event = await ServiceEvent.findById(input.eventId).lean<ServiceEventDoc>();
+    const [event, integration] = await Promise.all([
+      ServiceEvent.findById(input.eventId).lean<ServiceEventDoc>(),
+      WebhookIntegration.findById(input.organizationId).lean<WebhookIntegrationDoc>(),
+    ]);
     if (!event) throw ApplicationFailure.nonRetryable(`Event ${input.eventId} not found`, 'EventMissing');
-    const integration = await WebhookIntegration.findById(input.organizationId).lean<WebhookIntegrationDoc>();
     const at = new Date();
     if (!integration?.enabled) {
       await record(

@@ -4,6 +4,7 @@
  * schemes and the scope each route needs, and the event names and data of every text/event-stream response.
  * Nothing here is written by hand per route: a route added to a group is documented by being declared.
  */
+import { webhookOperations } from './current/webhookEvents.schema';
 import { createHash } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Schema } from '../lib/ajv';
@@ -274,6 +275,7 @@ export function buildOpenApi(groups: RouteGroup[], meta: { version: string; appU
     servers: [{ url: meta.appUrl }],
     tags: [...tags].sort().map((name) => ({ name })),
     paths,
+    webhooks: webhookOperations(),
     components: {
       schemas: { V1Error: v1Error, Error: currentError, ...hoisted },
       securitySchemes: {

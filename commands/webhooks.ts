@@ -53,8 +53,12 @@ export interface TestResult {
   error: string | null;
 }
 
-/** An outbox entry younger than this is left to the process that wrote it (it is starting the workflow). */
-const OUTBOX_GRACE_MS = 2_000;
+/**
+ * An outbox entry younger than this is left alone: the process that wrote it is starting the workflow, whose first
+ * attempt removes the entry (in a burst that attempt may wait its turn for a while; a start by the sweep is then a
+ * harmless no-op).
+ */
+const OUTBOX_GRACE_MS = 10_000;
 /** An outbox entry whose event never appeared (its writer died between the two inserts) is dropped after this. */
 const OUTBOX_ORPHAN_MS = 60_000;
 /** Entries one sweep looks at. */
@@ -226,8 +230,8 @@ export async function startDelivery(
 export function installWebhookDispatcher(temporal: TemporalDeps, logger: Logger): void {
   setEventDispatcher(async (event) => {
     try {
+      // The first attempt removes the outbox entry (off this path); the sweep removes it after a start it did.
       await startDelivery(temporal, { eventId: event.id, organizationId: event.organizationId, run: 1 });
-      await WebhookOutbox.deleteOne({ _id: event.id });
     } catch (err) {
       logger.warn({ err, eventId: event.id }, 'webhook delivery not started; the outbox sweep will start it');
     }

@@ -33,6 +33,28 @@ export interface SendResult {
 }
 
 /**
+ * Connections are kept alive and reused per destination (no TLS handshake per delivery in a burst). Every new
+ * connection goes through the connect-time DNS check (the `lookup` passed with each request); a reused one was
+ * checked when it was opened.
+ */
+const agents = new Map<string, https.Agent>();
+function agentFor(allowPrivate: boolean): https.Agent {
+  const key = String(allowPrivate);
+  let agent = agents.get(key);
+  if (!agent) {
+    agent = new https.Agent({
+      keepAlive: true,
+      keepAliveMsecs: 1000,
+      maxSockets: 64,
+      maxFreeSockets: 16,
+      timeout: 30_000,
+    });
+    agents.set(key, agent);
+  }
+  return agent;
+}
+
+/**
  * @param status an HTTP status.
  * @returns how an answer with it is treated.
  */
@@ -89,7 +111,7 @@ export async function sendWebhook(input: SendInput): Promise<SendResult> {
         'user-agent': 'agent-automation-service-webhooks',
       },
       lookup: safeLookup({ allowPrivate: input.allowPrivate, resolver: input.resolver }) as never,
-      agent: false, // one connection per attempt: the DNS check runs for each one
+      agent: input.resolver ? false : agentFor(input.allowPrivate), // an injected resolver gets its own connection
     });
     const timer = setTimeout(() => {
       req.destroy();

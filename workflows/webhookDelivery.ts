@@ -5,17 +5,19 @@
  * lengthened by a receiver's Retry-After up to a cap), so attempt numbers, per-attempt timestamps and spacing are
  * exact and survive a worker restart. After the last transient failure the activity marks the delivery failed.
  */
-import { proxyActivities, sleep } from '@temporalio/workflow';
+import { proxyLocalActivities, sleep } from '@temporalio/workflow';
 import type { WebhookActivities } from '../activities/webhooks';
 import type { DeliveryInput } from '../commands/webhooks';
 import { WEBHOOK_MAX_ATTEMPTS, WEBHOOK_POLICY } from './webhookPolicy';
 
 /**
- * The attempt activity: its own HTTP timeout is WEBHOOK_POLICY.attemptTimeoutMs; a worker that dies during it is
- * noticed after startToCloseTimeout and the same attempt is sent again (receivers dedupe on Idempotency-Key).
- * Database failures are retried by Temporal until they succeed.
+ * The attempt, as a local activity: it runs in the worker that runs the workflow task, with no activity task of its
+ * own for the server to schedule, dispatch and record (the throughput cut measured in docs/benchmarks.md, as for
+ * finishExecution). Its HTTP timeout is WEBHOOK_POLICY.attemptTimeoutMs; a worker that dies during it leaves the
+ * workflow task to time out, and the next worker sends the same attempt again (receivers dedupe on
+ * Idempotency-Key). Database failures are retried until they succeed.
  */
-const { webhookAttempt } = proxyActivities<WebhookActivities>({
+const { webhookAttempt } = proxyLocalActivities<WebhookActivities>({
   startToCloseTimeout: '20 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
 });

@@ -46,6 +46,9 @@ export interface Stack {
   mongoUri: string;
   /** Which MongoDB server runs: `ferretdb` or `mongod`. */
   mongoKind: string;
+  /** Temporal frontend `host:port` and the task queue of the run. */
+  temporalAddress: string;
+  taskQueue: string;
   fake: FakeAnthropic;
   api: ServiceProcess;
   worker: ServiceProcess;
@@ -156,9 +159,10 @@ async function waitReady(url: string, timeoutMs: number, crashed: Promise<never>
 /**
  * Provisions and starts the whole system; on any failure, stops what was started before rethrowing.
  * @param say progress printer.
+ * @param extraEnv environment of the api and the worker on top of the run's (the webhook benchmark's CA file).
  * @returns the running system.
  */
-export async function startStack(say: (line: string) => void): Promise<Stack> {
+export async function startStack(say: (line: string) => void, extraEnv: Record<string, string> = {}): Promise<Stack> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'aas-bench-'));
   let servers: Provisioned | undefined;
   let fake: FakeAnthropic | undefined;
@@ -213,6 +217,7 @@ export async function startStack(say: (line: string) => void): Promise<Stack> {
       DATA_DIR: path.join(dataDir, 'service'),
       WORKSPACES_DIR: '',
       VALIDATE_RESPONSES: 'false',
+      ...extraEnv,
     });
     const worker = serviceUnit('worker', 'worker/index.ts', env);
     const api = serviceUnit('api', 'api/server.ts', env);
@@ -239,7 +244,18 @@ export async function startStack(say: (line: string) => void): Promise<Stack> {
     const apiUrl = `http://127.0.0.1:${port}`;
     await waitReady(`${apiUrl}/readyz`, 60_000, crashed);
     say(`api ready at ${apiUrl} (worker pid ${worker.svc.child.pid}, api pid ${api.svc.child.pid})`);
-    return { apiUrl, mongoUri, mongoKind: servers.mongo!.name, fake, api: api.svc, worker: worker.svc, crashed, stop };
+    return {
+      apiUrl,
+      mongoUri,
+      mongoKind: servers.mongo!.name,
+      temporalAddress: servers.temporal!.address,
+      taskQueue: 'bench',
+      fake,
+      api: api.svc,
+      worker: worker.svc,
+      crashed,
+      stop,
+    };
   } catch (err) {
     for (const svc of services) {
       const lines = svc.lastLines();

@@ -14,10 +14,11 @@ import { listAgents } from '../../commands/agents';
 import { chatMessages } from '../../commands/chats';
 import { claimIdempotencyKey, completeIdempotencyKey } from '../../commands/idempotency';
 import { countRequest } from '../../commands/rateLimits';
+import { listDeliveries } from '../../commands/webhooks';
 import type { AuthContext } from '../../commands/tokens';
 import { appendEvents, lastSeq, readEvents, StreamEvent, StreamHead } from '../../lib/eventLog';
 import { EXPIRY_BUCKET_MS, sweepExpired } from '../../lib/expiry';
-import { Agent, Chat, ChatMessage, IdempotencyRecord, RateWindow } from '../../models';
+import { Agent, Chat, ChatMessage, IdempotencyRecord, RateWindow, WebhookDelivery } from '../../models';
 import { useTestDatabase } from '../helpers/mongo';
 
 const { dbName } = useTestDatabase();
@@ -41,6 +42,8 @@ const EXPIRING = 20_000;
 /** Chat messages: 20,000 over 400 chats of one organization (a chat's page must not read the organization's). */
 const CHATS = 400;
 const MESSAGES_PER_CHAT = 50;
+/** Webhook delivery log entries, over ORGS organizations. */
+const DELIVERIES = 20_000;
 
 const auth = (org: number): AuthContext => ({
   organizationId: `org_${org}`,
@@ -195,6 +198,21 @@ beforeAll(async () => {
       { ordered: false }
     );
   }
+  await WebhookDelivery.init();
+  for (let d = 0; d < DELIVERIES; d += batch) {
+    await WebhookDelivery.collection.insertMany(
+      Array.from({ length: batch }, (_, k) => ({
+        _id: `evt_${d + k}`,
+        organizationId: `org_${(d + k) % ORGS}`,
+        type: 'task.created',
+        status: 'delivered',
+        run: 1,
+        attempts: [{ run: 1, attempt: 1, at: new Date(), status: 200, latencyMs: 5, error: null }],
+        createdAt: new Date(Date.now() - (d + k) * 1000),
+        updatedAt: new Date(),
+      })) as never[]
+    );
+  }
   await control.createIndex({ k: 1 });
   for (let c = 0; c < CONTROL; c += batch) {
     await control.insertMany(
@@ -217,8 +235,8 @@ beforeAll(async () => {
       );
       // The leading field of each index: agents _id, organizationId; stream_events _id; stream_heads _id;
       // rate_windows and idempotency_records _id, expiryBucket; control _id, k; FerretDB's metadata _id, table.
-      // chat_messages _id, organizationId, chatId; chats _id, organizationId.
-      if (Number(rows[0].n) >= 17 || Date.now() > deadline) break;
+      // chat_messages _id, organizationId, chatId; chats _id, organizationId; webhook_deliveries _id, organizationId.
+      if (Number(rows[0].n) >= 19 || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 200));
     }
     await client.query(`ANALYZE`); // as autovacuum would after a bulk load; plans then reflect the data
@@ -284,6 +302,19 @@ const shapes: Array<[string, string, () => Promise<unknown>]> = [
       expect(next.messages[0].position).toBe(22);
     },
   ],
+  [
+    'webhook delivery log: newest 50 of one organization',
+    'webhook_deliveries',
+    async () => {
+      const page = await listDeliveries(auth(7), 50);
+      expect(page.map((d) => d._id).slice(0, 2)).toEqual(['evt_7', 'evt_107']);
+    },
+  ],
+  [
+    'webhook delivery log: write an attempt (by _id)',
+    'webhook_deliveries',
+    () => WebhookDelivery.updateOne({ _id: 'evt_4242' }, { $set: { status: 'failed' } }),
+  ],
 ];
 
 if (postgresUrl) {
@@ -296,6 +327,7 @@ if (postgresUrl) {
         'rate_windows',
         'idempotency_records',
         'chat_messages',
+        'webhook_deliveries',
         'control',
       ];
       const before = await settledStats(collections);
@@ -319,6 +351,7 @@ if (postgresUrl) {
         rate_windows: { seqScans: 0, indexScans: expect.any(Number) },
         idempotency_records: { seqScans: 0, indexScans: expect.any(Number) },
         chat_messages: { seqScans: 0, indexScans: expect.any(Number) },
+        webhook_deliveries: { seqScans: 0, indexScans: expect.any(Number) },
         control: { seqScans: 1, indexScans: 0 },
       });
       // Every shape touched its table, so each was answered by index scans: at least one per shape.
@@ -329,6 +362,7 @@ if (postgresUrl) {
         'rate_windows',
         'idempotency_records',
         'chat_messages',
+        'webhook_deliveries',
       ] as const;
       for (const c of indexed) {
         const uses = shapes.filter(([, coll]) => coll === c).length;
@@ -354,6 +388,7 @@ if (postgresUrl) {
         RateWindow.find({ expiryBucket: 1 }).explain('queryPlanner'),
         IdempotencyRecord.find({ _id: 'org_1:usr_1:0' }).explain('queryPlanner'),
         ChatMessage.find({ chatId: 'chat_7', organizationId: 'org_7' }).sort({ position: 1 }).explain('queryPlanner'),
+        WebhookDelivery.find({ organizationId: 'org_7' }).sort({ createdAt: -1, _id: -1 }).explain('queryPlanner'),
       ]);
       expect(JSON.stringify(plans)).not.toContain('COLLSCAN');
     });

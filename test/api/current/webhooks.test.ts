@@ -6,8 +6,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import Stripe from 'stripe';
-import { eventIdFor, recordEvent, setEventDispatcher } from '../../../commands/serviceEvents';
+import { eventIdFor, recordEvent } from '../../../commands/serviceEvents';
+import { createTemporal } from '../../../lib/temporal';
 import { installWebhookDispatcher } from '../../../commands/webhooks';
+import { webhookOperations } from '../../../api/current/webhookEvents.schema';
+import { checkResponse, type Schema } from '../../../lib/ajv';
 import { verifySignature } from '../../../lib/webhookSignature';
 import { WebhookDelivery, WebhookIntegration, WebhookOutbox } from '../../../models';
 import { createTestApp, useTestApp } from '../../helpers/app';
@@ -15,7 +18,11 @@ import { childTestEnv, TEST_ENCRYPTION_KEY, testLogger } from '../../helpers/env
 import { bearer, buildOrg } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
 import { spawnScript, type Spawned } from '../../helpers/processes';
-import { startWebhookReceiver, type ReceivedDelivery, type WebhookReceiver } from '../../helpers/webhookReceiver';
+import {
+  startWebhookReceiver,
+  type ReceivedDelivery,
+  type WebhookReceiver,
+} from '../../../scripts/fakes/webhookReceiver';
 
 const db = useTestDatabase();
 const queue = `webhooks-${randomBytes(4).toString('hex')}`;
@@ -164,6 +171,10 @@ describe('delivery', () => {
       organizationId: org.organizationId,
       data: { task: expect.objectContaining({ title: 'Webhook me', status: 'pending' }) },
     });
+    // The body is the one the OpenAPI document's `webhooks` entry describes.
+    const documented = (webhookOperations()['task.created'] as { post: { requestBody: { content: never } } }).post
+      .requestBody.content['application/json'] as { schema: Schema };
+    expect(checkResponse(documented.schema, body)).toBeUndefined();
     expect(d.headers['service-event-id']).toBe(body.id);
     expect(d.headers['service-event-type']).toBe('task.created');
     expect(d.headers['service-delivery-attempt']).toBe('1');
@@ -178,6 +189,32 @@ describe('delivery', () => {
     expect(() => stripe.webhooks.constructEvent(`${d.body} `, d.headers['service-signature']!, org.secret)).toThrow();
     const doc = await deliveryOf(body.id, 'delivered');
     expect(doc.attempts).toHaveLength(1);
+  });
+
+  it('an agent execution delivers chat.status_changed (working, done) and execution.completed', async () => {
+    const org = await configuredOrg();
+    const v1 = (p: string, body: object) =>
+      t.request.post(`/api/v1${p}`).set('Authorization', bearer(org.apiToken)).send(body);
+    const agent = await v1('/agents', { name: 'Hooked', systemPrompt: 'Be brief.' });
+    expect(agent.status).toBe(200);
+    const exec = await v1(`/agents/${agent.body.id}/execute`, { message: 'hello' });
+    expect(exec.status).toBe(200);
+    const mine = async (type: string): Promise<Array<{ data: Record<string, unknown> }>> => {
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const found = receiver.received
+          .map((r) => JSON.parse(r.body) as { type: string; organizationId: string; data: Record<string, unknown> })
+          .filter((b) => b.organizationId === org.organizationId && b.type === type);
+        if (found.length > 0 || Date.now() > deadline) return found;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    const [completed] = await mine('execution.completed');
+    expect(completed?.data).toMatchObject({ executionId: exec.body.executionId, status: 'completed' });
+    const statuses = async () => (await mine('chat.status_changed')).map((b) => b.data.status).sort();
+    const deadline = Date.now() + 30_000;
+    while ((await statuses()).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(await statuses()).toEqual(['done', 'working']);
   });
 
   it('retries transient failures after 0 s, 1 s, 2 s and 4 s, then marks the delivery failed', async () => {
@@ -288,15 +325,30 @@ describe('delivery', () => {
     expect(await WebhookOutbox.exists({ _id: eventIdFor(k1) })).toBeNull();
   });
 
-  it('an event recorded while its workflow could not be started is delivered by the outbox sweep', async () => {
+  it('an event recorded while Temporal does not answer is delivered later by the worker’s outbox sweep', async () => {
     const org = await configuredOrg();
     const key = `outbox-${randomBytes(4).toString('hex')}`;
-    setEventDispatcher(undefined); // as if Temporal were down (or the process died) right after the event was recorded
+    // This process's dispatcher talks to a Temporal that does not answer (nothing listens there): the start fails.
+    const down = createTemporal({
+      temporalAddress: '127.0.0.1:9',
+      temporalNamespace: 'default',
+      temporalTaskQueue: queue,
+      dependencyTimeoutMs: 500,
+    });
+    installWebhookDispatcher(down, testLogger());
     try {
-      await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key });
+      const { created } = await recordEvent({
+        type: 'task.updated',
+        organizationId: org.organizationId,
+        data: {},
+        key,
+      });
+      expect(created).toBe(true); // the state change is recorded all the same
     } finally {
       installWebhookDispatcher(t.temporal, testLogger());
+      await down.connection.close().catch(() => undefined);
     }
+    expect(receiver.of(eventIdFor(key))).toHaveLength(0);
     expect(await WebhookOutbox.exists({ _id: eventIdFor(key) })).not.toBeNull();
     const [d] = await receiver.waitFor(eventIdFor(key), 1);
     expectSigned(d!, org.secret);

@@ -1,5 +1,5 @@
 /**
- * A real HTTPS webhook receiver on loopback for the delivery tests: a self-signed certificate made with openssl
+ * A real HTTPS webhook receiver on loopback for the delivery tests and the webhook benchmark: a self-signed certificate made with openssl
  * (trusted by the worker under test through NODE_EXTRA_CA_CERTS), every request recorded with its raw body, and a
  * per-event plan of answers (e.g. 503, 503, 200) so tests drive retries.
  */
