@@ -10,6 +10,7 @@ import { currentAgentRoutes } from './agents';
 import { chatRoutes } from './chats';
 import { clientExecuteRoutes } from './clientExecute';
 import { contractRoutes, type Contract } from './contract';
+import { dataBlockRoutes } from './dataBlocks';
 import { workspaceFileRoutes } from './workspaceFiles';
 import { workspaceRoutes } from './workspaces';
 
@@ -27,6 +28,7 @@ export function currentRoutes(deps: AppDeps, contract: () => Contract): RouteSpe
     ...workspaceRoutes(),
     ...chatRoutes(deps),
     ...workspaceFileRoutes(deps.config),
+    ...dataBlockRoutes(deps.config),
     ...spaceClientRoutes(deps),
     ...clientExecuteRoutes(deps),
   ];

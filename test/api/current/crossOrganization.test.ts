@@ -40,6 +40,7 @@ const bodies: Record<string, object | undefined> = {
   'POST /workspaces/:id/files/share': { path: 'a.txt' },
   'DELETE /workspaces/:id/shares/:shareId': undefined,
   'POST /workspaces/:id/apps': { name: 'App', path: '' },
+  'POST /workspaces/:id/data-blocks/query': { sql: 'SELECT 1' },
 };
 
 /** A valid query per id route that needs one. */
