@@ -176,6 +176,19 @@ export const chatStreamEvents: Record<string, Schema> = {
     status: { type: 'string', enum: [...CHAT_STATUSES] },
     error: { oneOf: [{ type: 'null' }, record({ message: { type: 'string' } })] },
   }),
+  'tool.call': record({
+    ...ids,
+    tool_use_id: { type: 'string' },
+    name: { type: 'string', description: 'list_files, read_file or write_file' },
+    input: { type: 'object' },
+  }),
+  'tool.result': record({
+    ...ids,
+    tool_use_id: { type: 'string' },
+    name: { type: 'string' },
+    content: { type: 'string' },
+    is_error: { type: 'boolean' },
+  }),
   'artifact.updated': record({
     chat_id: { type: 'string' },
     job_id: { type: 'string' },

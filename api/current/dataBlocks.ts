@@ -3,11 +3,11 @@
  * JSON and Parquet files, answered with typed columns.
  */
 import { queryDataBlock } from '../../commands/dataBlocks';
+import { filesDeps } from '../../commands/workspaceFiles';
 import type { Config } from '../../lib/config';
 import type { Schema } from '../../lib/ajv';
 import { input, type RouteSpec } from '../route';
 import { idParams, record, requiredStr } from '../schemas';
-import { filesDeps } from './workspaceFiles';
 
 const tags = ['Data blocks'];
 
