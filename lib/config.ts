@@ -60,6 +60,12 @@ export interface Config {
    * @default 10000, 10000 ms, 256 MiB, 2
    */
   dataQuery: { maxRows: number; timeoutMs: number; memoryBytes: number; concurrency: number };
+  /**
+   * Repository clones [docs/decisions.md "Repositories"]: longest clone (git is killed after it), most bytes a
+   * clone may take (also bounded by the workspace's room), and an extra CA bundle git trusts (a private CA).
+   * @default 300 s, 512 MiB, none
+   */
+  repoClone: { timeoutSeconds: number; maxBytes: number; caInfo?: string };
   /** Check every response body against its route's schema (tests). @default false */
   validateResponses: boolean;
   /**
@@ -216,6 +222,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     workspacesDir: path.resolve(nonEmpty(env, 'WORKSPACES_DIR') ?? path.join(dataDir, 'workspaces')),
     workspaceFileMaxBytes: int('WORKSPACE_FILE_MAX_BYTES', 100 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
     workspaceMaxBytes: int('WORKSPACE_MAX_BYTES', 1024 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
+    repoClone: {
+      timeoutSeconds: int('REPO_CLONE_TIMEOUT_SECONDS', 300, 1, 3600),
+      maxBytes: int('REPO_CLONE_MAX_BYTES', 512 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
+      ...(nonEmpty(env, 'GIT_SSL_CA_INFO') ? { caInfo: path.resolve(nonEmpty(env, 'GIT_SSL_CA_INFO')!) } : {}),
+    },
     dataQuery: {
       maxRows: int('DATA_QUERY_MAX_ROWS', 10000, 1, 1000000),
       timeoutMs: int('DATA_QUERY_TIMEOUT_MS', 10000, 10, 600000),

@@ -15,3 +15,4 @@ export * from './RateWindow';
 export * from './IdempotencyRecord';
 export * from './WorkspaceLink';
 export * from './ServiceEvent';
+export * from './WorkspaceRepo';

@@ -10,3 +10,11 @@
 export function executionWorkflowId(executionId: string): string {
   return `execution-${executionId}`;
 }
+
+/**
+ * @param repoId the workspace repository.
+ * @returns `repo-clone-<repoId>`.
+ */
+export function repoCloneWorkflowId(repoId: string): string {
+  return `repo-clone-${repoId}`;
+}

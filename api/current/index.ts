@@ -12,6 +12,7 @@ import { clientExecuteRoutes } from './clientExecute';
 import { contractRoutes, type Contract } from './contract';
 import { dataBlockRoutes } from './dataBlocks';
 import { workspaceFileRoutes } from './workspaceFiles';
+import { workspaceRepoRoutes } from './workspaceRepos';
 import { workspaceRoutes } from './workspaces';
 
 export const CURRENT_PREFIX = '/api';
@@ -29,6 +30,7 @@ export function currentRoutes(deps: AppDeps, contract: () => Contract): RouteSpe
     ...chatRoutes(deps),
     ...workspaceFileRoutes(deps.config),
     ...dataBlockRoutes(deps.config),
+    ...workspaceRepoRoutes(deps),
     ...spaceClientRoutes(deps),
     ...clientExecuteRoutes(deps),
   ];

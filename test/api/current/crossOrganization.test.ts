@@ -41,6 +41,10 @@ const bodies: Record<string, object | undefined> = {
   'DELETE /workspaces/:id/shares/:shareId': undefined,
   'POST /workspaces/:id/apps': { name: 'App', path: '' },
   'POST /workspaces/:id/data-blocks/query': { sql: 'SELECT 1' },
+  'POST /workspaces/:id/repos': { url: 'https://example.com/x.git' },
+  'POST /workspaces/:id/repos/clone': { repo_id: 'repo_x' },
+  'GET /workspaces/:id/repos/:repoId': undefined,
+  'GET /workspaces/:id/repos/:repoId/events': undefined,
 };
 
 /** A valid query per id route that needs one. */
@@ -78,6 +82,9 @@ it('another organization’s ids are 404 on every id route', async () => {
     .send('a');
   const share = (await currentAs(t, owner.serviceToken).post(`/workspaces/${space}/files/share`, { path: 'a.txt' }))
     .body.share.id;
+  const repo = (
+    await currentAs(t, owner.serviceToken).post(`/workspaces/${space}/repos`, { url: 'https://example.com/x.git' })
+  ).body.repo.id;
   const ids: Record<string, string[]> = {
     id: [agent, publicAgent, library],
     spaceId: [space],
@@ -93,7 +100,7 @@ it('another organization’s ids are 404 on every id route', async () => {
         ? [chat]
         : ids[param];
     for (const value of values) {
-      const path = `/api${route.path.replace(`:${param}`, value).replace(':shareId', share)}${queries[key] ?? ''}`;
+      const path = `/api${route.path.replace(`:${param}`, value).replace(':shareId', share).replace(':repoId', repo)}${queries[key] ?? ''}`;
       const req = t.request[route.method](path).set('Authorization', `Bearer ${intruder.serviceToken}`);
       const res = await (bodies[key] ? req.send(bodies[key]) : req);
       seen.push(`${key} ${value}: ${res.status} ${res.body.error?.code}`);
