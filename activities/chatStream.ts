@@ -6,7 +6,8 @@
  * - An execution owns the chat seqs after `chatSeqBase` (the session's `chatStreamSeq` when it took the session):
  *   `base + 1` is `message.created` (the user message), and the execution's own event `s` is mirrored at
  *   `base + 1 + s` (`meta` → `chat.status` working, text deltas → `message.delta`, the assistant message →
- *   `message.completed`, `result` / `error` → `chat.status` done / error / standby). The range ends at
+ *   `message.completed`, `tool_use` / `tool_result` → `tool.call` / `tool.result`, `result` / `error` →
+ *   `chat.status` done / error / standby). The range ends at
  *   `base + 1 + <last execution seq>`, which the finishing activity stores on the session in the same write that
  *   frees it, so the next execution starts right after it.
  * - Seqs are deterministic, so a retried activity rewrites the same ids (appendEvents keeps the first copy): no
@@ -125,6 +126,18 @@ export function chatEventOf(
         event: 'message.delta',
         data: { ...base, message_id: `${exec._id}:assistant`, text: data.delta?.text ?? '' },
       };
+    case 'tool_use': {
+      const d = e.data as { toolUseId: string; name: string; input: Record<string, unknown> };
+      return { seq, event: 'tool.call', data: { ...base, tool_use_id: d.toolUseId, name: d.name, input: d.input } };
+    }
+    case 'tool_result': {
+      const d = e.data as { toolUseId: string; name: string; content: string; isError: boolean };
+      return {
+        seq,
+        event: 'tool.result',
+        data: { ...base, tool_use_id: d.toolUseId, name: d.name, content: d.content, is_error: d.isError },
+      };
+    }
     case 'result': {
       const after = chatStatusAfter(exec, 'completed', reply);
       return {

@@ -4,6 +4,7 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { AgentFileTools, FILE_TOOLS, type ToolOutcome } from '../commands/agentFileTools';
 import type { Config } from '../lib/config';
 import { appendEvents, CoalescingWriter, readEvents, type LoggedEvent } from '../lib/eventLog';
 import type { Logger } from '../lib/logger';
@@ -14,6 +15,7 @@ import {
   ProviderIdleError,
   ProviderNotConfiguredError,
   withIdleTimeout,
+  type ModelContentBlock,
   type ModelMessage,
 } from '../lib/providers';
 import { FAILURES, rejectedMessage, type FailureCode } from '../workflows/failures';
@@ -34,6 +36,11 @@ import {
 
 /** Largest reply requested from a model. */
 const MAX_OUTPUT_TOKENS = 4096;
+/**
+ * Rounds of tool calls one execution may make; calls past it are answered with an error result, and the reply
+ * ends after one more round.
+ */
+export const MAX_TOOL_ROUNDS = 16;
 /** How often the model activity heartbeats (cancellation and dead workers are noticed through heartbeats). */
 const HEARTBEAT_MS = 100;
 /**
@@ -119,6 +126,89 @@ function deliveredText(events: LoggedEvent[]): string {
     .join('');
 }
 
+/** A tool call as recorded in the execution's stream (`tool_use` event). */
+interface ToolCall {
+  id: string;
+  name: string;
+  input: Record<string, unknown>;
+}
+
+/** The stream's `tool_use` event of a call. */
+export function toolUseEvent(call: ToolCall): Omit<LoggedEvent, 'seq'> {
+  return { event: 'tool_use', data: { toolUseId: call.id, name: call.name, input: call.input } };
+}
+
+/** The stream's `tool_result` event of a call. */
+export function toolResultEvent(call: ToolCall, out: ToolOutcome): Omit<LoggedEvent, 'seq'> {
+  return {
+    event: 'tool_result',
+    data: { toolUseId: call.id, name: call.name, content: out.content, isError: out.isError },
+  };
+}
+
+/** An assistant turn that called tools, and the user turn with their results. */
+function toolTurns(text: string, calls: ToolCall[], results: Map<string, ToolOutcome>): ModelMessage[] {
+  const assistant: ModelContentBlock[] = [
+    ...(text.trim() !== '' ? [{ type: 'text' as const, text: text.trimEnd() }] : []),
+    ...calls.map((c) => ({ type: 'tool_use' as const, id: c.id, name: c.name, input: c.input })),
+  ];
+  const user: ModelContentBlock[] = calls.map((c) => {
+    const r = results.get(c.id)!;
+    return { type: 'tool_result' as const, toolUseId: c.id, content: r.content, isError: r.isError };
+  });
+  return [
+    { role: 'assistant', content: assistant },
+    { role: 'user', content: user },
+  ];
+}
+
+/**
+ * Rebuilds the tool rounds an earlier attempt recorded in the execution's stream [docs/decisions.md "Agent file
+ * tools"]: each round is the text streamed, the calls (`tool_use`), then their results (`tool_result`).
+ * @param events the execution's events so far.
+ * @returns the finished rounds as model turns, an open round (calls recorded, some results not), the text of the
+ * round still streaming (the prefill), and how many rounds there were.
+ */
+export function replayToolRounds(events: LoggedEvent[]): {
+  turns: ModelMessage[];
+  open: { text: string; calls: ToolCall[]; results: Map<string, ToolOutcome> } | null;
+  tail: string;
+  rounds: number;
+} {
+  const turns: ModelMessage[] = [];
+  let text = '';
+  let calls: ToolCall[] = [];
+  let results = new Map<string, ToolOutcome>();
+  let rounds = 0;
+  const resolved = (): boolean => calls.length > 0 && calls.every((c) => results.has(c.id));
+  const close = (): void => {
+    turns.push(...toolTurns(text, calls, results));
+    text = '';
+    calls = [];
+    results = new Map();
+  };
+  for (const e of events) {
+    if (isTextDelta(e)) {
+      if (resolved()) close();
+      text += (e.data as { delta: { text: string } }).delta.text;
+    } else if (e.event === 'tool_use') {
+      if (resolved()) close();
+      if (calls.length === 0) rounds += 1;
+      const d = e.data as { toolUseId: string; name: string; input: Record<string, unknown> };
+      calls.push({ id: d.toolUseId, name: d.name, input: d.input });
+    } else if (e.event === 'tool_result') {
+      const d = e.data as { toolUseId: string; content: string; isError: boolean };
+      results.set(d.toolUseId, { content: d.content, isError: d.isError });
+    }
+  }
+  if (calls.length === 0) return { turns, open: null, tail: text, rounds };
+  if (resolved()) {
+    close();
+    return { turns, open: null, tail: '', rounds };
+  }
+  return { turns, open: { text, calls, results }, tail: '', rounds };
+}
+
 function totalUsage(byAttempt: Record<string, { inputTokens?: number; outputTokens?: number }>): {
   inputTokens: number;
   outputTokens: number;
@@ -200,7 +290,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     ];
 
     const existing = await readEvents(executionId);
-    const prefill = deliveredText(existing);
+    const earlier = deliveredText(existing);
     // The chat stream gets the user message, the working status and whatever an earlier attempt delivered, then
     // each delta right after it is written to the execution's own stream.
     const mirror = mirrorsToChat(exec);
@@ -214,37 +304,92 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
       mirror ? (e) => mirrorEvent(exec, e) : undefined
     );
     const provider = createProvider({ provider: exec.provider as 'anthropic', model: exec.model }, deps.config);
+    // An agent running in a workspace may list, read and write its files (the built-in model calls no tools).
+    const tools =
+      provider.name !== 'builtin' && exec.spaceId
+        ? new AgentFileTools(deps.config, { organizationId: exec.organizationId, spaceId: exec.spaceId })
+        : null;
+    const replay = replayToolRounds(existing);
+    let toolEvents = existing.some((e) => e.event === 'tool_use');
     const attempt = ctx.info.attempt;
     const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
     const usage = trackUsage(executionId, attempt);
     // The request is aborted by a cancellation (heartbeat) or by the idle timeout.
     const idle = new AbortController();
     const signal = AbortSignal.any([ctx.cancellationSignal, idle.signal]);
-    if (attempt > 1) log.info({ executionId, attempt, resumedChars: prefill.length }, 'resuming reply');
+    if (attempt > 1)
+      log.info({ executionId, attempt, resumedChars: earlier.length, rounds: replay.rounds }, 'resuming reply');
+
+    /** Runs the calls whose result is not recorded yet, recording each result before the next call runs. */
+    const runCalls = async (calls: ToolCall[], results: Map<string, ToolOutcome>, round: number): Promise<void> => {
+      for (const call of calls) {
+        if (results.has(call.id)) continue;
+        const out =
+          round > MAX_TOOL_ROUNDS
+            ? { content: `Tool call limit reached (${MAX_TOOL_ROUNDS} rounds): answer without tools`, isError: true }
+            : tools
+              ? await tools.run(call.name, call.input)
+              : { content: 'No tools are available in this execution', isError: true };
+        await writer.append([toolResultEvent(call, out)]);
+        results.set(call.id, out);
+        log.info({ executionId, tool: call.name, isError: out.isError }, 'tool call');
+      }
+    };
+
     try {
-      const events = provider.stream({
-        model: exec.model,
-        // A job's iteration is also told how to ask for review or input (workflows/jobStates.ts).
-        system: exec.jobId ? `${agent.systemPrompt}\n\n${JOB_PROTOCOL_PROMPT}` : agent.systemPrompt,
-        messages,
-        prefill: prefill || undefined,
-        maxTokens: MAX_OUTPUT_TOKENS,
-        signal,
-        note: exec.modelNote ?? undefined,
-      });
-      for await (const ev of withIdleTimeout(events, deps.config.modelIdleTimeoutSeconds * 1000, () => idle.abort())) {
-        if (ev.type === 'text') {
-          if (ev.text) {
-            writer.text(ev.text);
-            usage.delta();
-          }
-        } else usage.report(ev.inputTokens, ev.outputTokens);
+      const conversation: ModelMessage[] = [...messages, ...replay.turns];
+      let rounds = replay.rounds;
+      let prefill = replay.tail;
+      if (replay.open) {
+        // A worker died between recording a round's calls and recording all their results: only the missing
+        // ones run (a repeated write writes the same content again).
+        await runCalls(replay.open.calls, replay.open.results, rounds);
+        conversation.push(...toolTurns(replay.open.text, replay.open.calls, replay.open.results));
+      }
+      for (;;) {
+        const writtenBefore = writer.written.length;
+        const calls: ToolCall[] = [];
+        const events = provider.stream({
+          model: exec.model,
+          // A job's iteration is also told how to ask for review or input (workflows/jobStates.ts).
+          system: exec.jobId ? `${agent.systemPrompt}\n\n${JOB_PROTOCOL_PROMPT}` : agent.systemPrompt,
+          messages: conversation,
+          prefill: prefill || undefined,
+          maxTokens: MAX_OUTPUT_TOKENS,
+          ...(tools ? { tools: FILE_TOOLS } : {}),
+          signal,
+          note: exec.modelNote ?? undefined,
+        });
+        for await (const ev of withIdleTimeout(events, deps.config.modelIdleTimeoutSeconds * 1000, () =>
+          idle.abort()
+        )) {
+          if (ev.type === 'text') {
+            if (ev.text) {
+              writer.text(ev.text);
+              usage.delta();
+            }
+          } else if (ev.type === 'tool_use') calls.push({ id: ev.id, name: ev.name, input: ev.input });
+          else usage.report(ev.inputTokens, ev.outputTokens);
+        }
+        await writer.flush();
+        usage.nextCall();
+        if (calls.length === 0) break;
+        rounds += 1;
+        // The calls are recorded (one insert) before any runs, and each result before the next model call: a
+        // retry after a crash replays them from the stream instead of running them again.
+        await writer.append(calls.map(toolUseEvent));
+        toolEvents = true;
+        const results = new Map<string, ToolOutcome>();
+        await runCalls(calls, results, rounds);
+        conversation.push(...toolTurns(prefill + writer.written.slice(writtenBefore), calls, results));
+        prefill = '';
+        if (rounds > MAX_TOOL_ROUNDS + 1) break;
       }
       await writer.flush();
-      return { text: prefill + writer.written };
+      return { text: earlier + writer.written };
     } catch (err) {
       await writer.flush().catch(() => undefined);
-      const delivered = prefill + writer.written !== '';
+      const delivered = earlier + writer.written !== '' || toolEvents;
       if (err instanceof ProviderIdleError) {
         log.warn({ executionId, attempt, idleMs: err.idleMs, delivered }, 'model provider went silent');
         throw providerFailure(err, delivered);
@@ -282,14 +427,20 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
    * @returns report/delta/close.
    */
   function trackUsage(executionId: string, attempt: number) {
-    const current: AttemptUsage = { inputTokens: 0, outputTokens: 0, final: false };
+    let current: AttemptUsage = { inputTokens: 0, outputTokens: 0, final: false };
+    // Counts of the attempt's earlier model calls (a tool loop makes several).
+    const before = { inputTokens: 0, outputTokens: 0 };
     let deltas = 0;
     let dirty = false;
     let chain: Promise<void> = Promise.resolve();
     const save = (): Promise<void> => {
       if (!dirty) return chain;
       dirty = false;
-      const snapshot = { ...current };
+      const snapshot = {
+        inputTokens: before.inputTokens + current.inputTokens,
+        outputTokens: before.outputTokens + current.outputTokens,
+        final: current.final,
+      };
       chain = chain
         .then(() => Execution.updateOne({ _id: executionId }, { $set: { [`usageByAttempt.${attempt}`]: snapshot } }))
         .then(() => undefined)
@@ -313,6 +464,14 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
           current.outputTokens = deltas;
           dirty = true;
         }
+      },
+      /** The model call ended: the next call's counts add to it. */
+      nextCall(): void {
+        before.inputTokens += current.inputTokens;
+        before.outputTokens += current.outputTokens;
+        current = { inputTokens: 0, outputTokens: 0, final: false };
+        deltas = 0;
+        dirty = true;
       },
       async close(): Promise<void> {
         clearInterval(timer);

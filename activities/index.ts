@@ -8,6 +8,7 @@ import { createExecutionActivities } from './executions';
 import { createJobActivities } from './jobs';
 import { createWebhookActivities } from './webhooks';
 import { createMissionActivities } from './missions';
+import { createRepoActivities } from './repos';
 
 export interface ActivityDeps {
   logger: Logger;
@@ -24,5 +25,6 @@ export function createActivities(deps: ActivityDeps) {
     ...createJobActivities(deps),
     ...createMissionActivities(deps),
     ...createWebhookActivities(deps),
+    ...createRepoActivities(deps),
   };
 }

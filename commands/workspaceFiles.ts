@@ -7,7 +7,14 @@ import type { Readable } from 'node:stream';
 import type { AuthContext } from './tokens';
 import { findVisibleSpace } from './spaces';
 import { NotFoundError, StorageLimitError, ValidationError } from '../lib/errors';
-import { WriteLimitExceeded, type FileEntry, type FileStorage, type WorkspaceRef } from '../lib/fileStorage';
+import type { Config } from '../lib/config';
+import {
+  LocalDiskStorage,
+  WriteLimitExceeded,
+  type FileEntry,
+  type FileStorage,
+  type WorkspaceRef,
+} from '../lib/fileStorage';
 import { parseWorkspacePath } from '../lib/workspace';
 import { Space, type SpaceDoc } from '../models';
 
@@ -16,6 +23,20 @@ export interface FilesDeps {
   storage: FileStorage;
   fileMaxBytes: number;
   workspaceMaxBytes: number;
+}
+
+/**
+ * @param config storage root and caps.
+ * @returns what the file commands need: the local-disk storage under WORKSPACES_DIR and the caps.
+ */
+export function filesDeps(
+  config: Pick<Config, 'workspacesDir' | 'workspaceFileMaxBytes' | 'workspaceMaxBytes'>
+): FilesDeps {
+  return {
+    storage: new LocalDiskStorage(config.workspacesDir),
+    fileMaxBytes: config.workspaceFileMaxBytes,
+    workspaceMaxBytes: config.workspaceMaxBytes,
+  };
 }
 
 const WORKSPACE_NOT_FOUND = 'Workspace not found';
@@ -142,6 +163,25 @@ export async function writeFile(
 ): Promise<{ created: boolean; entry: FileEntry }> {
   const rel = parseWorkspacePath(rawPath);
   const { ws } = await findWorkspace(auth, id);
+  return writeWorkspaceFile(deps, ws, rel, body, declaredLength);
+}
+
+/**
+ * {@link writeFile} for a workspace already found (agents' file tools write through it too).
+ * @param deps storage and caps.
+ * @param ws the workspace.
+ * @param rel a path parsed by parseWorkspacePath.
+ * @param body the bytes.
+ * @param declaredLength their length, when known.
+ * @returns whether the file was created, and its entry.
+ */
+export async function writeWorkspaceFile(
+  deps: FilesDeps,
+  ws: WorkspaceRef,
+  rel: string,
+  body: Readable,
+  declaredLength: number | undefined
+): Promise<{ created: boolean; entry: FileEntry }> {
   const fileCap = new StorageLimitError(`File exceeds the limit of ${deps.fileMaxBytes} bytes per file`);
   if (declaredLength !== undefined && declaredLength > deps.fileMaxBytes) throw fileCap;
   const [usage, existing] = await Promise.all([deps.storage.usage(ws), deps.storage.stat(ws, rel)]);

@@ -54,6 +54,18 @@ export interface Config {
   workspaceFileMaxBytes: number;
   /** Most bytes one workspace may hold (413 for a write that would go over). @default 1 GiB */
   workspaceMaxBytes: number;
+  /**
+   * Data-block queries (POST /api/workspaces/{id}/data-blocks/query) [docs/decisions.md "Data blocks"]: most rows
+   * answered, longest run (interrupted after), the engine's memory, and queries running at once per api process.
+   * @default 10000, 10000 ms, 256 MiB, 2
+   */
+  dataQuery: { maxRows: number; timeoutMs: number; memoryBytes: number; concurrency: number };
+  /**
+   * Repository clones [docs/decisions.md "Repositories"]: longest clone (git is killed after it), most bytes a
+   * clone may take (also bounded by the workspace's room), and an extra CA bundle git trusts (a private CA).
+   * @default 300 s, 512 MiB, none
+   */
+  repoClone: { timeoutSeconds: number; maxBytes: number; caInfo?: string };
   /** Check every response body against its route's schema (tests). @default false */
   validateResponses: boolean;
   /**
@@ -210,6 +222,17 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     workspacesDir: path.resolve(nonEmpty(env, 'WORKSPACES_DIR') ?? path.join(dataDir, 'workspaces')),
     workspaceFileMaxBytes: int('WORKSPACE_FILE_MAX_BYTES', 100 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
     workspaceMaxBytes: int('WORKSPACE_MAX_BYTES', 1024 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
+    repoClone: {
+      timeoutSeconds: int('REPO_CLONE_TIMEOUT_SECONDS', 300, 1, 3600),
+      maxBytes: int('REPO_CLONE_MAX_BYTES', 512 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
+      ...(nonEmpty(env, 'GIT_SSL_CA_INFO') ? { caInfo: path.resolve(nonEmpty(env, 'GIT_SSL_CA_INFO')!) } : {}),
+    },
+    dataQuery: {
+      maxRows: int('DATA_QUERY_MAX_ROWS', 10000, 1, 1000000),
+      timeoutMs: int('DATA_QUERY_TIMEOUT_MS', 10000, 10, 600000),
+      memoryBytes: int('DATA_QUERY_MEMORY_BYTES', 256 * 1024 * 1024, 16 * 1024 * 1024, Number.MAX_SAFE_INTEGER),
+      concurrency: int('DATA_QUERY_CONCURRENCY', 2, 1, 64),
+    },
     validateResponses: bool('VALIDATE_RESPONSES', false),
     eventPollMs: int('EVENT_POLL_MS', 1000, 10, 60_000),
     sseHeartbeatMs: int('SSE_HEARTBEAT_MS', 15_000, 50, 600_000),

@@ -123,6 +123,13 @@ export class UnsupportedContentEncodingError extends AppError {
   }
 }
 
+/** 422: a data-block query went over its time or memory limit. */
+export class QueryLimitError extends AppError {
+  constructor(message: string) {
+    super(422, 'query_limit_exceeded', message);
+  }
+}
+
 /** 429: the identity's request budget is spent. */
 export class RateLimitedError extends AppError {
   constructor(retryAfterSeconds: number) {

@@ -195,6 +195,28 @@ export class CoalescingWriter {
   }
 
   /**
+   * Writes the buffered text, then other events (a tool call and its result) at the next seqs, in one insert,
+   * and waits for every write.
+   * @param events the events, without seqs.
+   * @returns the events as written.
+   */
+  async append(events: Omit<LoggedEvent, 'seq'>[]): Promise<LoggedEvent[]> {
+    await this.flush();
+    const written = events.map((e) => ({ seq: this.nextSeq++, ...e }));
+    this.chain = this.chain
+      .then(async () => {
+        if (this.failure) return;
+        await appendEvents(this.streamId, written);
+        for (const e of written) await this.afterAppend(e);
+      })
+      .catch((err: unknown) => {
+        this.failure ??= err;
+      });
+    await this.flush();
+    return written;
+  }
+
+  /**
    * Writes whatever is buffered and waits for every write.
    * @returns the seq the next event should use.
    */

@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { lstat, mkdir, open, readdir, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, realpath, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -61,6 +61,13 @@ export interface FileStorage {
   makeDirectory(ws: WorkspaceRef, path: string): Promise<boolean>;
   /** Moves a file or directory (parents of the destination created); an existing destination only with `overwrite`. */
   move(ws: WorkspaceRef, from: string, to: string, overwrite: boolean): Promise<void>;
+  /**
+   * A local file that in-process engines (the data-block queries) may open: on local disk the file itself, with
+   * every symlink resolved (its real path, checked inside the workspace). A remote storage would copy it first.
+   * @returns the absolute path of a regular file.
+   * @throws NotFoundError when there is no file at `path`.
+   */
+  localPath(ws: WorkspaceRef, path: string): Promise<string>;
   /** @returns the workspace's regular files (outside `.git` directories) and bytes (all files). */
   usage(ws: WorkspaceRef): Promise<{ files: number; bytes: number }>;
 }
@@ -274,6 +281,10 @@ export class LocalDiskStorage implements FileStorage {
         throw new ConflictError('The destination directory is not empty');
       throw err;
     }
+  }
+
+  async localPath(ws: WorkspaceRef, rel: string): Promise<string> {
+    return realpath(await this.fileAt(ws, rel));
   }
 
   async usage(ws: WorkspaceRef): Promise<{ files: number; bytes: number }> {

@@ -20,3 +20,4 @@ export * from './WebhookIntegration';
 export * from './WebhookDelivery';
 export * from './WebhookOutbox';
 export * from './Mission';
+export * from './WorkspaceRepo';

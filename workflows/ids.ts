@@ -26,3 +26,11 @@ export function jobWorkflowId(jobId: string): string {
 export function missionScheduleId(missionId: string): string {
   return `mission-${missionId}`;
 }
+
+/**
+ * @param repoId the workspace repository.
+ * @returns `repo-clone-<repoId>`.
+ */
+export function repoCloneWorkflowId(repoId: string): string {
+  return `repo-clone-${repoId}`;
+}

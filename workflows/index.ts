@@ -7,3 +7,4 @@ export { job } from './job';
 export { webhookDelivery } from './webhookDelivery';
 export { webhookTest } from './webhookTest';
 export { missionRun } from './missionRun';
+export { repoClone } from './repoClone';

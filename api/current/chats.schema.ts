@@ -195,4 +195,17 @@ export const chatStreamEvents: Record<string, Schema> = {
     },
     ['review']
   ),
+  'tool.call': record({
+    ...ids,
+    tool_use_id: { type: 'string' },
+    name: { type: 'string', description: 'list_files, read_file or write_file' },
+    input: { type: 'object' },
+  }),
+  'tool.result': record({
+    ...ids,
+    tool_use_id: { type: 'string' },
+    name: { type: 'string' },
+    content: { type: 'string' },
+    is_error: { type: 'boolean' },
+  }),
 };

@@ -12,8 +12,10 @@ import { clientExecuteRoutes } from './clientExecute';
 import { jobRoutes } from './jobs';
 import { missionRoutes } from './missions';
 import { contractRoutes, type Contract } from './contract';
+import { dataBlockRoutes } from './dataBlocks';
 import { workspaceFileRoutes } from './workspaceFiles';
 import { webhookRoutes } from './webhooks';
+import { workspaceRepoRoutes } from './workspaceRepos';
 import { workspaceRoutes } from './workspaces';
 
 export const CURRENT_PREFIX = '/api';
@@ -32,6 +34,8 @@ export function currentRoutes(deps: AppDeps, contract: () => Contract): RouteSpe
     ...jobRoutes(deps),
     ...missionRoutes(deps),
     ...workspaceFileRoutes(deps.config),
+    ...dataBlockRoutes(deps.config),
+    ...workspaceRepoRoutes(deps),
     ...spaceClientRoutes(deps),
     ...clientExecuteRoutes(deps),
     ...webhookRoutes(deps),

@@ -7,6 +7,7 @@ import type { Readable } from 'node:stream';
 import { previewFile, PREVIEW_DEFAULT_BYTES, PREVIEW_MAX_BYTES, type Preview } from '../../commands/filePreview';
 import {
   deleteFile,
+  filesDeps,
   listFiles,
   makeDirectory,
   moveFile,
@@ -28,7 +29,7 @@ import type { Schema } from '../../lib/ajv';
 import type { Config } from '../../lib/config';
 import { contentTypeHeader, dispositionFor, mediaTypeOf } from '../../lib/contentTypes';
 import { UnsupportedContentEncodingError } from '../../lib/errors';
-import { LocalDiskStorage, type FileEntry } from '../../lib/fileStorage';
+import type { FileEntry } from '../../lib/fileStorage';
 import { MAX_PATH_LENGTH } from '../../lib/workspace';
 import type { AppContext } from '../context';
 import { input, type RouteSpec } from '../route';
@@ -178,18 +179,6 @@ function appCsp(appBase: string): string {
     "frame-ancestors 'none'",
     'sandbox allow-scripts allow-popups allow-downloads',
   ].join('; ');
-}
-
-/**
- * @param config storage root, caps and public address.
- * @returns what the file commands need.
- */
-export function filesDeps(config: Readonly<Config>): FilesDeps {
-  return {
-    storage: new LocalDiskStorage(config.workspacesDir),
-    fileMaxBytes: config.workspaceFileMaxBytes,
-    workspaceMaxBytes: config.workspaceMaxBytes,
-  };
 }
 
 /**

@@ -53,6 +53,17 @@ export const executionStreamEvents: Record<string, Schema> = {
       }),
     ],
   },
+  tool_use: record({
+    toolUseId: { type: 'string' },
+    name: { type: 'string', description: 'list_files, read_file or write_file (agent file tools)' },
+    input: { type: 'object' },
+  }),
+  tool_result: record({
+    toolUseId: { type: 'string' },
+    name: { type: 'string' },
+    content: { type: 'string' },
+    isError: { type: 'boolean' },
+  }),
   result: record({
     sessionId: { type: 'string' },
     usage: record({ input_tokens: { type: 'integer' }, output_tokens: { type: 'integer' } }),

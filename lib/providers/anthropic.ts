@@ -5,9 +5,18 @@
  * output has been delivered, which the SDK cannot know.
  */
 import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
-import type { MessageParam } from '@anthropic-ai/sdk/resources/messages';
+import type { ContentBlockParam, MessageParam } from '@anthropic-ai/sdk/resources/messages';
 import { ProviderAbortedError, ProviderError } from './types';
-import type { ModelEvent, ModelProvider, ModelRequest } from './types';
+import type { ModelContentBlock, ModelEvent, ModelProvider, ModelRequest } from './types';
+
+/** @returns the Messages API form of a structured message's blocks (empty text blocks left out: refused there). */
+function blocksParam(blocks: ModelContentBlock[]): ContentBlockParam[] {
+  return blocks.flatMap((b): ContentBlockParam[] => {
+    if (b.type === 'text') return b.text === '' ? [] : [{ type: 'text', text: b.text }];
+    if (b.type === 'tool_use') return [{ type: 'tool_use', id: b.id, name: b.name, input: b.input }];
+    return [{ type: 'tool_result', tool_use_id: b.toolUseId, content: b.content, is_error: b.isError ?? false }];
+  });
+}
 
 /** Options of {@link createAnthropicProvider}. */
 export interface AnthropicProviderOptions {
@@ -87,7 +96,10 @@ export function createAnthropicProvider(opts: AnthropicProviderOptions): ModelPr
     name: 'anthropic',
     async *stream(req: ModelRequest): AsyncGenerator<ModelEvent> {
       if (req.signal.aborted) throw new ProviderAbortedError();
-      const messages: MessageParam[] = req.messages.map((m) => ({ role: m.role, content: m.content }));
+      const messages: MessageParam[] = req.messages.map((m) => ({
+        role: m.role,
+        content: typeof m.content === 'string' ? m.content : blocksParam(m.content),
+      }));
       const prefill = req.prefill ?? '';
       const trimmedPrefill = prefill.trimEnd();
       // Anthropic rejects a final assistant turn ending in whitespace, and an empty one.
@@ -103,17 +115,52 @@ export function createAnthropicProvider(opts: AnthropicProviderOptions): ModelPr
             max_tokens: req.maxTokens,
             ...(req.system !== '' ? { system: req.system } : {}),
             messages,
+            ...(req.tools?.length
+              ? {
+                  tools: req.tools.map((t) => ({
+                    name: t.name,
+                    description: t.description,
+                    input_schema: t.inputSchema as { type: 'object' },
+                  })),
+                }
+              : {}),
             stream: true,
           },
           { signal: req.signal }
         );
+        // Tool calls arrive as a content block whose input streams as JSON fragments; yielded once it is complete.
+        const toolBlocks = new Map<number, { id: string; name: string; json: string }>();
         for await (const event of events) {
           switch (event.type) {
+            case 'content_block_start':
+              if (event.content_block.type === 'tool_use')
+                toolBlocks.set(event.index, { id: event.content_block.id, name: event.content_block.name, json: '' });
+              break;
+            case 'content_block_stop': {
+              const tool = toolBlocks.get(event.index);
+              if (tool) {
+                toolBlocks.delete(event.index);
+                let input: Record<string, unknown>;
+                try {
+                  input = (tool.json.trim() === '' ? {} : JSON.parse(tool.json)) as Record<string, unknown>;
+                } catch {
+                  throw new ProviderError(
+                    `Anthropic sent tool input that is not JSON: ${tool.json.slice(0, 200)}`,
+                    true
+                  );
+                }
+                yield { type: 'tool_use', id: tool.id, name: tool.name, input };
+              }
+              break;
+            }
             case 'message_start':
               yield { type: 'usage', inputTokens: event.message.usage.input_tokens };
               break;
             case 'content_block_delta':
-              if (event.delta.type === 'text_delta') {
+              if (event.delta.type === 'input_json_delta') {
+                const tool = toolBlocks.get(event.index);
+                if (tool) tool.json += event.delta.partial_json;
+              } else if (event.delta.type === 'text_delta') {
                 let text = event.delta.text;
                 if (stripLeading) {
                   text = text.trimStart();

@@ -2,7 +2,7 @@
  * The built-in offline provider (ARCHITECTURE.md §7): a deterministic echo so the service runs end to end with no
  * model key, and so tests and demos have a reply that depends only on the request.
  */
-import { ProviderAbortedError } from './types';
+import { ProviderAbortedError, textOfContent } from './types';
 import type { ModelEvent, ModelProvider, ModelRequest } from './types';
 
 /** Options of {@link createBuiltinProvider}. */
@@ -19,7 +19,7 @@ const MAX_QUOTE_CHARS = 500;
  * @returns the complete reply the built-in model gives to it.
  */
 function replyFor(req: ModelRequest): string {
-  const lastUser = [...req.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+  const lastUser = textOfContent([...req.messages].reverse().find((m) => m.role === 'user')?.content ?? '');
   const why = req.note ?? 'this agent asks for it by name';
   return `I am the built-in offline model (${why}). You said: "${lastUser.slice(0, MAX_QUOTE_CHARS)}".`;
 }
@@ -62,7 +62,7 @@ export function createBuiltinProvider(opts: BuiltinProviderOptions = {}): ModelP
       const reply = replyFor(req);
       // Each chunk is a word with the whitespace after it, so the chunks concatenate to the exact reply.
       const chunks = reply.match(/\S+\s*/g) ?? [];
-      const inputChars = req.system.length + req.messages.reduce((n, m) => n + m.content.length, 0);
+      const inputChars = req.system.length + req.messages.reduce((n, m) => n + textOfContent(m.content).length, 0);
       yield { type: 'usage', inputTokens: Math.ceil(inputChars / 4) };
 
       // A prefill is text an earlier attempt delivered: skip that many characters (it is the reply's beginning,

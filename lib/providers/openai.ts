@@ -7,8 +7,29 @@
  */
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import { ProviderAbortedError, ProviderError } from './types';
-import type { ModelEvent, ModelProvider, ModelRequest } from './types';
+import { ProviderAbortedError, ProviderError, textOfContent } from './types';
+import type { ModelEvent, ModelMessage, ModelProvider, ModelRequest } from './types';
+
+/**
+ * @returns the chat-completions form of one message: an assistant turn's tool calls become `tool_calls`, a user
+ * turn's tool results one `tool` message each (their text, if any, a user message after them).
+ */
+function messageParams(m: ModelMessage): ChatCompletionMessageParam[] {
+  if (typeof m.content === 'string') return [{ role: m.role, content: m.content }];
+  const text = textOfContent(m.content);
+  if (m.role === 'assistant') {
+    const calls = m.content.flatMap((b) =>
+      b.type === 'tool_use'
+        ? [{ id: b.id, type: 'function' as const, function: { name: b.name, arguments: JSON.stringify(b.input) } }]
+        : []
+    );
+    return [{ role: 'assistant', content: text || null, ...(calls.length ? { tool_calls: calls } : {}) }];
+  }
+  const results = m.content.flatMap((b): ChatCompletionMessageParam[] =>
+    b.type === 'tool_result' ? [{ role: 'tool', tool_call_id: b.toolUseId, content: b.content }] : []
+  );
+  return [...results, ...(text ? [{ role: 'user' as const, content: text }] : [])];
+}
 
 /** Options of {@link createOpenAIProvider}. */
 export interface OpenAIProviderOptions {
@@ -85,7 +106,7 @@ export function createOpenAIProvider(opts: OpenAIProviderOptions): ModelProvider
       if (req.signal.aborted) throw new ProviderAbortedError();
       const messages: ChatCompletionMessageParam[] = [
         { role: 'system', content: req.system },
-        ...req.messages.map((m): ChatCompletionMessageParam => ({ role: m.role, content: m.content })),
+        ...req.messages.flatMap(messageParams),
       ];
       // Prefill as a final assistant message: vLLM, llama.cpp and Ollama continue it. OpenAI proper may instead
       // start a new reply (and repeat text already delivered); it offers no way to continue a partial answer.
@@ -101,13 +122,30 @@ export function createOpenAIProvider(opts: OpenAIProviderOptions): ModelProvider
             stream_options: { include_usage: true },
             // max_tokens rather than max_completion_tokens: it is the one the compatible servers understand.
             max_tokens: req.maxTokens,
+            ...(req.tools?.length
+              ? {
+                  tools: req.tools.map((t) => ({
+                    type: 'function' as const,
+                    function: { name: t.name, description: t.description, parameters: t.inputSchema },
+                  })),
+                }
+              : {}),
           },
           { signal: req.signal }
         );
+        // Tool calls stream as fragments per index (id and name first, then pieces of the arguments' JSON).
+        const calls = new Map<number, { id: string; name: string; args: string }>();
         for await (const chunk of chunks) {
           const choice = chunk.choices[0];
           const text = choice?.delta?.content;
           if (text) yield { type: 'text', text };
+          for (const call of choice?.delta?.tool_calls ?? []) {
+            const seen = calls.get(call.index) ?? { id: '', name: '', args: '' };
+            if (call.id) seen.id = call.id;
+            if (call.function?.name) seen.name += call.function.name;
+            if (call.function?.arguments) seen.args += call.function.arguments;
+            calls.set(call.index, seen);
+          }
           if (choice?.finish_reason) finished = true;
           // With include_usage the usage arrives on a last chunk without choices (some servers attach it earlier).
           if (chunk.usage) {
@@ -117,6 +155,15 @@ export function createOpenAIProvider(opts: OpenAIProviderOptions): ModelProvider
               outputTokens: chunk.usage.completion_tokens,
             };
           }
+        }
+        for (const [, call] of [...calls].sort(([a], [b]) => a - b)) {
+          let input: Record<string, unknown>;
+          try {
+            input = (call.args.trim() === '' ? {} : JSON.parse(call.args)) as Record<string, unknown>;
+          } catch {
+            throw new ProviderError(`OpenAI sent tool arguments that are not JSON: ${call.args.slice(0, 200)}`, true);
+          }
+          yield { type: 'tool_use', id: call.id, name: call.name, input };
         }
       } catch (err) {
         throw toProviderError(err, req.signal);

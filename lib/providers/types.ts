@@ -4,10 +4,32 @@
  * offline built-in provider.
  */
 
-/** One turn of conversation history sent to the model. */
+/** A block of a structured message: text, a tool call the model made, or the result of one. */
+export type ModelContentBlock =
+  | { type: 'text'; text: string }
+  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
+  | { type: 'tool_result'; toolUseId: string; content: string; isError?: boolean };
+
+/**
+ * One turn of conversation history sent to the model: plain text, or blocks (an assistant turn that called tools,
+ * then a user turn carrying their results).
+ */
 export interface ModelMessage {
   role: 'user' | 'assistant';
-  content: string;
+  content: string | ModelContentBlock[];
+}
+
+/** A tool the model may call (its input described by a JSON Schema). */
+export interface ModelTool {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+}
+
+/** @returns the text of a message's content (text blocks joined; tool blocks left out). */
+export function textOfContent(content: ModelMessage['content']): string {
+  if (typeof content === 'string') return content;
+  return content.map((b) => (b.type === 'text' ? b.text : '')).join('');
 }
 
 export interface ModelRequest {
@@ -22,6 +44,8 @@ export interface ModelRequest {
    */
   prefill?: string;
   maxTokens: number;
+  /** Tools the model may call; a call ends the reply with `tool_use` events (the caller runs them and asks again). */
+  tools?: ModelTool[];
   signal: AbortSignal;
   /** Why the built-in model answers when it is a fallback (ResolvedModel.note); the built-in model says it. */
   note?: string;
@@ -29,7 +53,9 @@ export interface ModelRequest {
 
 /** What a streaming call yields. */
 export type ModelEvent =
-  { type: 'text'; text: string } | { type: 'usage'; inputTokens?: number; outputTokens?: number };
+  | { type: 'text'; text: string }
+  | { type: 'usage'; inputTokens?: number; outputTokens?: number }
+  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> };
 
 export interface ModelProvider {
   /** `anthropic`, `openai` or `builtin`. */

@@ -14,6 +14,11 @@
  * - `[fail-after:K]`  stream K deltas, then an `event: error` (`overloaded_error`) and end the response.
  * - `[hang]`          send `message_start`, then nothing more until the client disconnects (a silent model).
  * - `[hang-after:K]`  stream K deltas, then nothing more until the client disconnects (silent mid-reply).
+ * - `[tool:NAME {JSON}]` answer with a `tool_use` block calling tool NAME with that input (a JSON object on one
+ *                     line, without `]`), after the text `Using tools.`; several directives make several calls in
+ *                     one reply (`stop_reason: tool_use`). The next request, whose last user message carries the
+ *                     `tool_result` blocks, is answered `Tool results: <content> | <content> …` (the directives of
+ *                     the first user message, `[slow:MS]` and the failures, still apply to it).
  *
  * Prefill: when the request's last message is an assistant message P, the reply R is still computed from the last
  * user message; if R starts with P with its trailing whitespace trimmed, only the rest of R is streamed, like a
@@ -54,12 +59,21 @@ export interface FakeUsage {
   outputTokens: number;
 }
 
+/** A content block of a request message the fake reads (text, tool_use, tool_result). */
+export interface FakeBlock {
+  type: string;
+  text?: string;
+  content?: string | { type: string; text?: string }[];
+  tool_use_id?: string;
+  [key: string]: unknown;
+}
+
 /** The part of a Messages request body the fake reads. */
 export interface FakeMessagesRequest {
   model?: string;
   max_tokens?: number;
   system?: string | { type: string; text?: string }[];
-  messages?: { role: string; content: string | { type: string; text?: string }[] }[];
+  messages?: { role: string; content: string | FakeBlock[] }[];
   stream?: boolean;
   [key: string]: unknown;
 }
@@ -71,7 +85,7 @@ const ECHO_CHUNK_CHARS = 4;
  * @param content a message's or the system prompt's content.
  * @returns its text (text blocks joined).
  */
-function textOf(content: string | { type: string; text?: string }[] | undefined): string {
+function textOf(content: string | FakeBlock[] | undefined): string {
   if (content === undefined) return '';
   if (typeof content === 'string') return content;
   return content.map((b) => (b.type === 'text' ? (b.text ?? '') : '')).join('');
@@ -89,12 +103,37 @@ function numberDirective(text: string, name: string): number | undefined {
 
 /**
  * @param text the last user message.
+ * @returns the `[tool:NAME {JSON}]` calls it asks for.
+ */
+function toolDirectives(text: string): { name: string; input: Record<string, unknown> }[] {
+  return [...text.matchAll(/\[tool:([A-Za-z0-9_-]+) (\{[^\]]*\})\]/g)].map((m) => ({
+    name: m[1],
+    input: JSON.parse(m[2]) as Record<string, unknown>,
+  }));
+}
+
+/** @returns the text of tool_result blocks, when the message carries any. */
+function toolResultsOf(content: string | FakeBlock[] | undefined): string[] | undefined {
+  if (!Array.isArray(content)) return undefined;
+  const results = content.filter((b) => b.type === 'tool_result');
+  if (results.length === 0) return undefined;
+  return results.map((b) => (typeof b.content === 'string' ? b.content : textOf(b.content as FakeBlock[])));
+}
+
+/**
+ * @param text the last user message.
+ * @param toolResults the tool results the last user message carries, if any.
  * @returns the full reply's chunks.
  */
-function replyChunks(text: string): string[] {
+function replyChunks(text: string, toolResults?: string[]): string[] {
   const n = numberDirective(text, 'chunks');
-  if (n !== undefined) return Array.from({ length: n }, (_, i) => `tok${i + 1} `);
-  const reply = `Echo: ${text}`;
+  if (toolResults === undefined && n !== undefined) return Array.from({ length: n }, (_, i) => `tok${i + 1} `);
+  const reply =
+    toolResults !== undefined
+      ? `Tool results: ${toolResults.join(' | ')}`
+      : toolDirectives(text).length > 0
+        ? 'Using tools.'
+        : `Echo: ${text}`;
   const chunks: string[] = [];
   for (let i = 0; i < reply.length; i += ECHO_CHUNK_CHARS) chunks.push(reply.slice(i, i + ECHO_CHUNK_CHARS));
   return chunks;
@@ -174,7 +213,14 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
     usage.push(billed);
 
     const messages = body.messages ?? [];
-    const lastUser = textOf([...messages].reverse().find((m) => m.role === 'user')?.content);
+    // Directives come from the last user message with text; a last user message of tool results is answered
+    // with them (see the header).
+    const lastUserMessage = [...messages].reverse().find((m) => m.role === 'user');
+    const toolResults = toolResultsOf(lastUserMessage?.content);
+    const lastUser = textOf(
+      [...messages].reverse().find((m) => m.role === 'user' && textOf(m.content) !== '')?.content
+    );
+    const toolCalls = toolResults === undefined ? toolDirectives(lastUser) : [];
     const last = messages[messages.length - 1];
     const prefill = last?.role === 'assistant' ? textOf(last.content).trimEnd() : '';
 
@@ -189,7 +235,7 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
       }
     }
 
-    const full = replyChunks(lastUser);
+    const full = replyChunks(lastUser, toolResults);
     const fullText = full.join('');
     const toStream = prefill !== '' && fullText.startsWith(prefill) ? dropPrefix(full, prefill.length) : full;
     const allText = textOf(body.system) + messages.map((m) => textOf(m.content)).join('');
@@ -207,8 +253,16 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
           type: 'message',
           role: 'assistant',
           model,
-          content: [{ type: 'text', text: toStream.join('') }],
-          stop_reason: 'end_turn',
+          content: [
+            { type: 'text', text: toStream.join('') },
+            ...toolCalls.map((c, i) => ({
+              type: 'tool_use',
+              id: `toolu_fake_${id}_${i}`,
+              name: c.name,
+              input: c.input,
+            })),
+          ],
+          stop_reason: toolCalls.length > 0 ? 'tool_use' : 'end_turn',
           stop_sequence: null,
           usage: { input_tokens: inputTokens, output_tokens: toStream.length },
         })
@@ -265,8 +319,21 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
       return;
     }
     send('content_block_stop', { index: 0 });
+    toolCalls.forEach((c, i) => {
+      const index = i + 1;
+      send('content_block_start', {
+        index,
+        content_block: { type: 'tool_use', id: `toolu_fake_${id}_${i}`, name: c.name, input: {} },
+      });
+      // The input as the real API streams it: JSON in pieces.
+      const json = JSON.stringify(c.input);
+      const half = Math.ceil(json.length / 2);
+      for (const part of [json.slice(0, half), json.slice(half)])
+        send('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: part } });
+      send('content_block_stop', { index });
+    });
     send('message_delta', {
-      delta: { stop_reason: 'end_turn', stop_sequence: null },
+      delta: { stop_reason: toolCalls.length > 0 ? 'tool_use' : 'end_turn', stop_sequence: null },
       usage: { output_tokens: toStream.length },
     });
     send('message_stop', {});

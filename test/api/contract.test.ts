@@ -83,6 +83,8 @@ describe('GET /api/openapi.json', () => {
     expect(Object.keys(stream.content['text/event-stream']['x-events'])).toEqual([
       'meta',
       'message',
+      'tool_use',
+      'tool_result',
       'result',
       'error',
     ]);
@@ -164,7 +166,7 @@ describe('public manifests', () => {
     expect(res.body.streams).toContainEqual({
       method: 'GET',
       path: '/api/v1/executions/{id}/stream',
-      events: ['meta', 'message', 'result', 'error'],
+      events: ['meta', 'message', 'tool_use', 'tool_result', 'result', 'error'],
     });
   });
 

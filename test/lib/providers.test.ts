@@ -44,7 +44,7 @@ async function collect(
       if (e.type === 'text') {
         c.texts.push(e.text);
         c.text += e.text;
-      } else {
+      } else if (e.type === 'usage') {
         if (e.inputTokens !== undefined) c.inputTokens = e.inputTokens;
         if (e.outputTokens !== undefined) c.outputTokens = e.outputTokens;
       }

@@ -55,6 +55,11 @@ const bodies: Record<string, object | undefined> = {
   'DELETE /workspaces/:id/shares/:shareId': undefined,
   'POST /workspaces/:id/apps': { name: 'App', path: '' },
   'POST /messaging-integration/deliveries/:eventId/redeliver': undefined,
+  'POST /workspaces/:id/data-blocks/query': { sql: 'SELECT 1' },
+  'POST /workspaces/:id/repos': { url: 'https://example.com/x.git' },
+  'POST /workspaces/:id/repos/clone': { repo_id: 'repo_x' },
+  'GET /workspaces/:id/repos/:repoId': undefined,
+  'GET /workspaces/:id/repos/:repoId/events': undefined,
 };
 
 /** A valid query per id route that needs one. */
@@ -107,6 +112,9 @@ it('another organization’s ids are 404 on every id route', async () => {
     .put('/api/messaging-integration')
     .set('Authorization', `Bearer ${intruder.serviceToken}`)
     .send({ url: 'https://hooks.example.com/x' });
+  const repo = (
+    await currentAs(t, owner.serviceToken).post(`/workspaces/${space}/repos`, { url: 'https://example.com/x.git' })
+  ).body.repo.id;
   const ids: Record<string, string[]> = {
     id: [agent, publicAgent, library],
     eventId: [event],
@@ -127,7 +135,7 @@ it('another organization’s ids are 404 on every id route', async () => {
             ? [mission]
             : ids[param];
     for (const value of values) {
-      const path = `/api${route.path.replace(`:${param}`, value).replace(':shareId', share).replace(':taskId', task)}${queries[key] ?? ''}`;
+      const path = `/api${route.path.replace(`:${param}`, value).replace(':shareId', share).replace(':taskId', task).replace(':repoId', repo)}${queries[key] ?? ''}`;
       const req = t.request[route.method](path).set('Authorization', `Bearer ${intruder.serviceToken}`);
       const res = await (bodies[key] ? req.send(bodies[key]) : req);
       seen.push(`${key} ${value}: ${res.status} ${res.body.error?.code}`);

@@ -1,0 +1,183 @@
+/**
+ * Workspace repositories on the current surface [docs/decisions.md "Repositories"]: record a mount, clone it
+ * durably, read its state, and follow the clone's progress as a stream.
+ */
+import { createRepo, findRepo, startClone } from '../../commands/workspaceRepos';
+import type { Schema } from '../../lib/ajv';
+import { MAX_PATH_LENGTH } from '../../lib/workspace';
+import { REPO_STATUSES, repoStreamId, type WorkspaceRepoDoc } from '../../models';
+import type { AppDeps } from '../app';
+import { input, type RouteSpec } from '../route';
+import { httpUrl, nullableStr, nullableTimestamp, record, requiredStr, str, timestamp } from '../schemas';
+import { requestedLastEventId, streamEvents, streamQuery } from '../sse';
+
+const tags = ['Workspace repositories'];
+
+const repoSchema: Schema = record({
+  id: { type: 'string' },
+  workspace_id: { type: 'string' },
+  url: { type: 'string' },
+  branch: nullableStr,
+  path: { type: 'string' },
+  depth: { type: 'integer' },
+  credentials_env: nullableStr,
+  status: { type: 'string', enum: [...REPO_STATUSES] },
+  commit: nullableStr,
+  error: nullableStr,
+  cloned_at: nullableTimestamp,
+  created_at: timestamp,
+});
+
+function presentRepo(r: WorkspaceRepoDoc): Record<string, unknown> {
+  return {
+    id: r._id,
+    workspace_id: r.spaceId,
+    url: r.url,
+    branch: r.branch ?? null,
+    path: r.path,
+    depth: r.depth ?? 1,
+    credentials_env: r.credentialsEnv ?? null,
+    status: r.status,
+    commit: r.commit ?? null,
+    error: r.error ?? null,
+    cloned_at: r.clonedAt ? r.clonedAt.toISOString() : null,
+    created_at: r.createdAt.toISOString(),
+  };
+}
+
+const workspaceParams: Schema = {
+  type: 'object',
+  required: ['id'],
+  properties: { id: { type: 'string', minLength: 1, maxLength: 100 } },
+};
+const repoParams: Schema = {
+  type: 'object',
+  required: ['id', 'repoId'],
+  properties: {
+    id: { type: 'string', minLength: 1, maxLength: 100 },
+    repoId: { type: 'string', minLength: 1, maxLength: 100 },
+  },
+};
+
+const repoEvents: Record<string, Schema> = {
+  'clone.started': record({
+    repo_id: { type: 'string' },
+    attempt: { type: 'integer' },
+    url: { type: 'string' },
+    path: { type: 'string' },
+  }),
+  'clone.progress': record({
+    repo_id: { type: 'string' },
+    phase: { type: 'string', description: 'git’s phase, e.g. Receiving objects' },
+    percent: { type: 'integer' },
+  }),
+  'clone.completed': record({ repo_id: { type: 'string' }, commit: { type: 'string' } }),
+  'clone.failed': record({ repo_id: { type: 'string' }, message: { type: 'string' } }),
+};
+
+/**
+ * @param deps configuration, Temporal, the event tailer.
+ * @returns the route declarations.
+ */
+export function workspaceRepoRoutes(deps: AppDeps): RouteSpec[] {
+  return [
+    {
+      method: 'post',
+      path: '/workspaces/:id/repos',
+      summary: 'Add a repository mount: an https git URL, a branch and the folder it is cloned into',
+      tags,
+      auth: 'service',
+      scope: 'workspaces:write',
+      params: workspaceParams,
+      body: record(
+        {
+          url: httpUrl(),
+          branch: str(200, { description: 'Default: the remote’s default branch' }),
+          path: str(MAX_PATH_LENGTH, { description: 'The folder (default: the URL’s last segment without .git)' }),
+          depth: { type: 'integer', minimum: 1, maximum: 1000, description: 'History depth (default 1)' },
+          credentials_env: str(200, {
+            description: 'A space environment variable holding an access token (sent as HTTP basic auth)',
+          }),
+        },
+        ['branch', 'path', 'depth', 'credentials_env']
+      ),
+      responses: { 201: record({ repo: repoSchema }) },
+      handler: async (ctx) => {
+        const { params, body } = input<
+          { url: string; branch?: string; path?: string; depth?: number; credentials_env?: string },
+          unknown,
+          { id: string }
+        >(ctx);
+        const repo = await createRepo(deps.config, ctx.state.auth, params.id, {
+          url: body.url,
+          branch: body.branch,
+          path: body.path,
+          depth: body.depth,
+          credentialsEnv: body.credentials_env,
+        });
+        ctx.status = 201;
+        ctx.body = { repo: presentRepo(repo) };
+      },
+    },
+    {
+      method: 'post',
+      path: '/workspaces/:id/repos/clone',
+      summary: 'Clone a repository mount durably (progress on …/repos/{repoId}/events; 409 once cloned)',
+      tags,
+      auth: 'service',
+      scope: 'workspaces:write',
+      params: workspaceParams,
+      body: record({ repo_id: requiredStr(100) }),
+      responses: { 202: record({ repo: repoSchema, events_url: { type: 'string' } }) },
+      errors: [409],
+      handler: async (ctx) => {
+        const { params, body } = input<{ repo_id: string }, unknown, { id: string }>(ctx);
+        const repo = await startClone(deps, ctx.state.auth, params.id, body.repo_id);
+        ctx.status = 202;
+        ctx.body = {
+          repo: presentRepo(repo),
+          events_url: `/api/workspaces/${repo.spaceId}/repos/${repo._id}/events`,
+        };
+      },
+    },
+    {
+      method: 'get',
+      path: '/workspaces/:id/repos/:repoId',
+      summary: 'A repository mount and the state of its clone',
+      tags,
+      auth: 'service',
+      scope: 'workspaces:read',
+      params: repoParams,
+      responses: { 200: record({ repo: repoSchema }) },
+      handler: async (ctx) => {
+        const { params } = input<unknown, unknown, { id: string; repoId: string }>(ctx);
+        ctx.body = { repo: presentRepo(await findRepo(ctx.state.auth, params.id, params.repoId)) };
+      },
+    },
+    {
+      method: 'get',
+      path: '/workspaces/:id/repos/:repoId/events',
+      summary: 'The clone’s progress stream: replay after Last-Event-ID, then live, until completed or failed',
+      tags,
+      auth: 'service',
+      scope: 'workspaces:read',
+      params: repoParams,
+      query: streamQuery,
+      responses: { 200: { sse: true, description: 'text/event-stream: the clone’s events' } },
+      events: repoEvents,
+      handler: async (ctx) => {
+        const { params } = input<unknown, unknown, { id: string; repoId: string }>(ctx);
+        const repo = await findRepo(ctx.state.auth, params.id, params.repoId);
+        const streamId = repoStreamId(repo._id);
+        await streamEvents(ctx, {
+          streamId,
+          afterSeq: requestedLastEventId(ctx) ?? 0,
+          tailer: deps.events,
+          shutdown: deps.shutdown,
+          isTerminal: (e) => e.event === 'clone.completed' || e.event === 'clone.failed',
+          heartbeatMs: deps.config.sseHeartbeatMs,
+        });
+      },
+    },
+  ];
+}

@@ -1,0 +1,216 @@
+/**
+ * Agent file tools through the real tool loop: the fake Anthropic server answers `tool_use` blocks through the
+ * official SDK, the activity runs the tools on the workspace's real files (same path rules and caps as the file
+ * routes), and every call and result is an event on the execution's and the chat's streams. Then a worker process
+ * killed right after a tool call ran: the new worker continues from the recorded result and never runs the call
+ * again.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { readEvents } from '../../lib/eventLog';
+import { Execution } from '../../models';
+import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
+import { createTestApp, type TestApp } from '../helpers/app';
+import { currentAs } from '../helpers/current';
+import { childTestEnv } from '../helpers/env';
+import { bearer, buildOrg } from '../helpers/factories';
+import { useTestDatabase } from '../helpers/mongo';
+import { spawnScript, type Spawned } from '../helpers/processes';
+import { openSse, type LiveStream } from '../helpers/sse';
+import { startTestWorker, type TestWorker } from '../helpers/worker';
+
+const db = useTestDatabase();
+let fake: FakeAnthropic;
+let t: TestApp;
+let base: string;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  fake = await startFakeAnthropic();
+  env = {
+    ANTHROPIC_API_KEY: 'test-key',
+    ANTHROPIC_BASE_URL: fake.url,
+    DEFAULT_MODEL: 'claude-test',
+    TEMPORAL_TASK_QUEUE: `tools-${randomBytes(4).toString('hex')}`,
+  };
+  t = createTestApp(env);
+  base = await t.listen();
+});
+afterAll(async () => {
+  await t?.close();
+  await fake?.close();
+});
+
+async function chatInWorkspace() {
+  const org = await buildOrg();
+  const api = currentAs(t, org.serviceToken);
+  const agent = await api.post('/agents', { name: 'Writer', system_prompt: 'Write reports.' });
+  const ws = await api.post('/workspaces', { name: 'Jobs' });
+  const workspaceId: string = ws.body.workspace.id;
+  const chat = await api.post('/chats', { agent_id: agent.body.agent.id, workspace_id: workspaceId });
+  const chatId: string = chat.body.chat.id;
+  const stream = await openSse(`${base}/api/chats/${chatId}/events`, {
+    headers: { authorization: bearer(org.serviceToken) },
+  });
+  return {
+    org,
+    api,
+    workspaceId,
+    chatId,
+    stream,
+    dir: path.join(t.config.workspacesDir, org.organizationId, workspaceId),
+    send: async (message: string): Promise<string> => {
+      const sent = await api.post(`/chats/${chatId}/messages`, { message });
+      expect(sent.status).toBe(201);
+      return sent.body.execution.id as string;
+    },
+  };
+}
+
+async function waitForEvent(stream: LiveStream, pred: (e: { event?: string; data: string }) => boolean): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (!stream.events.some(pred)) {
+    if (Date.now() > deadline) throw new Error(`event not seen; got:\n${stream.raw}`);
+    await stream.waitFor(stream.events.length + 1, 60_000);
+  }
+}
+
+const doneStatus = (e: { event?: string; data: string }): boolean =>
+  e.event === 'chat.status' && ['done', 'error'].includes((JSON.parse(e.data) as { status: string }).status);
+
+describe('with a worker in the test process', () => {
+  let worker: TestWorker;
+  beforeAll(async () => {
+    worker = await startTestWorker(t.config);
+  });
+  afterAll(async () => worker?.stop());
+
+  it('writes, lists and reads workspace files through tool calls; each call and result is a stream event', async () => {
+    const c = await chatInWorkspace();
+    await c.api.post(`/workspaces/${c.workspaceId}/files/directory`, { path: 'in' });
+    const write = '[tool:write_file {"path":"out/report.md","content":"# Report\\nAll good."}]';
+    const execId = await c.send(`${write} [tool:list_files {"path":""}] [tool:read_file {"path":"../../escape.txt"}]`);
+    await waitForEvent(c.stream, doneStatus);
+
+    // The artifact is a workspace file, readable through the file routes.
+    expect(readFileSync(path.join(c.dir, 'out/report.md'), 'utf8')).toBe('# Report\nAll good.');
+    const read = await t.request
+      .get(`/api/workspaces/${c.workspaceId}/files/content`)
+      .query({ path: 'out/report.md' })
+      .set('Authorization', bearer(c.org.serviceToken));
+    expect(read.text).toBe('# Report\nAll good.');
+
+    // The model was offered the tools, and got the results back in a tool_result turn.
+    const first = fake.requests.find((r) => JSON.stringify(r.messages).includes('out/report.md'))!;
+    expect((first.tools as { name: string }[]).map((x) => x.name)).toEqual(['list_files', 'read_file', 'write_file']);
+
+    // The execution's stream: text, the three calls, their results in order, then the final reply.
+    const events = await readEvents(execId);
+    const tools = events.filter((e) => e.event === 'tool_use' || e.event === 'tool_result');
+    expect(tools.map((e) => `${e.event} ${String(e.data.name)}`)).toEqual([
+      'tool_use write_file',
+      'tool_use list_files',
+      'tool_use read_file',
+      'tool_result write_file',
+      'tool_result list_files',
+      'tool_result read_file',
+    ]);
+    expect(tools[0].data.input).toEqual({ path: 'out/report.md', content: '# Report\nAll good.' });
+    const results = tools.slice(3).map((e) => e.data as { content: string; isError: boolean });
+    expect(results[0]).toEqual({
+      toolUseId: tools[0].data.toolUseId,
+      name: 'write_file',
+      content: 'Created out/report.md (18 bytes)',
+      isError: false,
+    });
+    expect(JSON.parse(results[1].content)).toMatchObject({
+      path: '',
+      entries: [
+        { path: 'in', type: 'directory' },
+        { path: 'out', type: 'directory' },
+      ],
+    });
+    // A path outside the workspace is refused to the model, as to any client.
+    expect(results[2]).toMatchObject({
+      isError: true,
+      content: expect.stringMatching(/^Invalid path: must stay inside/),
+    });
+
+    const exec = await Execution.findById(execId).lean();
+    expect(exec).toMatchObject({ status: 'completed' });
+    expect(exec!.result).toBe(`Using tools.Tool results: ${results.map((r) => r.content).join(' | ')}`);
+
+    // The chat's stream mirrors every call and result.
+    const chatTools = c.stream.events.filter((e) => e.event === 'tool.call' || e.event === 'tool.result');
+    expect(chatTools.map((e) => e.event)).toEqual([
+      'tool.call',
+      'tool.call',
+      'tool.call',
+      'tool.result',
+      'tool.result',
+      'tool.result',
+    ]);
+    expect(JSON.parse(chatTools[3].data)).toMatchObject({
+      chat_id: c.chatId,
+      execution_id: execId,
+      name: 'write_file',
+      is_error: false,
+    });
+    expect(c.stream.events.map((e) => Number(e.id))).toEqual(c.stream.events.map((_, i) => i + 1));
+    c.stream.close();
+  }, 90_000);
+});
+
+describe('a worker killed after a tool call ran', () => {
+  const workers: Spawned[] = [];
+  afterAll(() => workers.forEach((w) => w.crash()));
+
+  it('the next worker continues from the recorded result: the call never runs twice', async () => {
+    const startWorker = async (): Promise<Spawned> => {
+      const w = spawnScript(
+        'worker/index.ts',
+        childTestEnv({ ...env, MONGODB_URI: db.uri, WORKSPACES_DIR: t.config.workspacesDir })
+      );
+      workers.push(w);
+      await w.waitFor(/worker started/, 90_000);
+      return w;
+    };
+    const first = await startWorker();
+    const c = await chatInWorkspace();
+    const prompt = '[tool:write_file {"path":"artifact.txt","content":"once"}][slow:300]';
+    const execId = await c.send(prompt);
+    await waitForEvent(c.stream, (e) => e.event === 'tool.result');
+    const file = path.join(c.dir, 'artifact.txt');
+    const written = statSync(file);
+    // Killed while the model writes its answer to the tool result (slowly).
+    first.crash();
+    await first.exited();
+    await startWorker();
+    await waitForEvent(c.stream, doneStatus);
+
+    const events = await readEvents(execId);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    expect(events.filter((e) => e.event === 'tool_use')).toHaveLength(1);
+    expect(events.filter((e) => e.event === 'tool_result')).toHaveLength(1);
+    // The file was written once: the same inode and modification time as right after the call.
+    const after = statSync(file);
+    expect([after.ino, after.mtimeMs]).toEqual([written.ino, written.mtimeMs]);
+    expect(readFileSync(file, 'utf8')).toBe('once');
+    // The model was asked for the first round once; the retry sent the recorded call and result back.
+    const mine = fake.requests.filter((r) => JSON.stringify(r.messages).includes('artifact.txt'));
+    expect(mine.filter((r) => typeof r.messages!.at(-1)!.content === 'string')).toHaveLength(1);
+    expect(mine.length).toBeGreaterThanOrEqual(3);
+    const exec = await Execution.findById(execId).lean();
+    expect(exec).toMatchObject({
+      status: 'completed',
+      result: 'Using tools.Tool results: Created artifact.txt (4 bytes)',
+    });
+    const text = c.stream.events
+      .filter((e) => e.event === 'message.delta')
+      .map((e) => (JSON.parse(e.data) as { text: string }).text)
+      .join('');
+    expect(text).toBe(exec!.result);
+    c.stream.close();
+  }, 180_000);
+});
