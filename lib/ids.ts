@@ -24,7 +24,22 @@ export function randomBase62(length: number): string {
 
 /** Prefixes of resource ids. */
 export type IdPrefix =
-  'org' | 'usr' | 'mbr' | 'tok' | 'agt' | 'spc' | 'chat' | 'ses' | 'job' | 'msn' | 'evt' | 'key' | 'shr' | 'app';
+  | 'org'
+  | 'usr'
+  | 'mbr'
+  | 'tok'
+  | 'agt'
+  | 'spc'
+  | 'chat'
+  | 'ses'
+  | 'job'
+  | 'msn'
+  | 'evt'
+  | 'key'
+  | 'shr'
+  | 'app'
+  | 'oac'
+  | 'mcps';
 
 /**
  * A new resource id such as `agt_3fK9...`.

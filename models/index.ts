@@ -15,3 +15,6 @@ export * from './RateWindow';
 export * from './IdempotencyRecord';
 export * from './WorkspaceLink';
 export * from './ServiceEvent';
+export * from './OAuthClient';
+export * from './OAuthGrant';
+export * from './McpSession';
