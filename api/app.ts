@@ -16,6 +16,7 @@ import { CURRENT_PREFIX, currentRoutes } from './current';
 import { wellKnownRoutes, type Contract } from './current/contract';
 import { healthRoutes } from './health';
 import { mcpRoutes } from './mcp';
+import { appStreamRoutes } from './mcp/appStreams';
 import { mcpAuthenticate } from './mcp/auth';
 import { jsonBody } from './middlewares/body';
 import { errorHandler } from './middlewares/errors';
@@ -55,7 +56,7 @@ export function routeGroups(deps: AppDeps, contract: () => Contract): RouteGroup
     { prefix: '', routes: [...healthRoutes(deps), ...wellKnownRoutes(deps.config, contract)] },
     {
       prefix: '',
-      routes: [...oauthRoutes(deps.config), ...mcpRoutes(deps)],
+      routes: [...oauthRoutes(deps.config), ...mcpRoutes(deps), ...appStreamRoutes(deps)],
       options: {
         rateLimit: { limit: deps.config.rateLimitRequests, windowSeconds: deps.config.rateLimitWindowSeconds },
         mcpAuth: mcpAuthenticate(deps.config),
