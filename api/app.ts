@@ -15,14 +15,12 @@ import type { AppContext, AppState } from './context';
 import { CURRENT_PREFIX, currentRoutes } from './current';
 import { wellKnownRoutes, type Contract } from './current/contract';
 import { healthRoutes } from './health';
-import { mcpRoutes } from './mcp';
-import { appStreamRoutes } from './mcp/appStreams';
+import { mcpSurfaceRoutes } from './mcp';
 import { mcpAuthenticate } from './mcp/auth';
 import { jsonBody } from './middlewares/body';
 import { errorHandler } from './middlewares/errors';
 import { requestId } from './middlewares/requestId';
 import { buildOpenApi, contractHash, type RouteGroup } from './openapi';
-import { oauthRoutes } from './oauth';
 import { mountRoutes } from './route';
 import { V1_PREFIX, v1Routes } from './v1';
 
@@ -56,7 +54,7 @@ export function routeGroups(deps: AppDeps, contract: () => Contract): RouteGroup
     { prefix: '', routes: [...healthRoutes(deps), ...wellKnownRoutes(deps.config, contract)] },
     {
       prefix: '',
-      routes: [...oauthRoutes(deps.config), ...mcpRoutes(deps), ...appStreamRoutes(deps)],
+      routes: mcpSurfaceRoutes(deps),
       options: {
         rateLimit: { limit: deps.config.rateLimitRequests, windowSeconds: deps.config.rateLimitWindowSeconds },
         mcpAuth: mcpAuthenticate(deps.config),

@@ -221,9 +221,7 @@ export function oauthRoutes(config: Readonly<Config>): RouteSpec[] {
     {
       method: 'post',
       path: OAUTH_PATHS.register,
-      summary:
-        'Dynamic client registration (RFC 7591); with a service token (scope mcp) the client is a machine client ' +
-        'of its organization (client credentials)',
+      summary: 'Dynamic client registration (RFC 7591); with a service token: a machine client (client credentials)',
       tags,
       auth: 'public',
       body: registrationBody,

@@ -31,6 +31,8 @@ import type { AppContext } from '../context';
 import type { RouteSpec } from '../route';
 import { streamEvents } from '../sse';
 import type { ExecutionRouteDeps } from '../v1/executions';
+import { oauthRoutes } from '../oauth';
+import { appStreamRoutes } from './appStreams';
 import { isJsonRpcResponse, McpEventStore, mcpEventId, parseMcpEventId } from './eventStore';
 import { callTool, mcpTools, type ToolContext } from './tools';
 
@@ -241,4 +243,14 @@ export function mcpRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       handler: del,
     },
   ];
+}
+
+/**
+ * The routes mounted at the root beside the contract's well-known documents: the authorization server, the MCP
+ * endpoint and the signed app streams (the README's MCP table is generated from them).
+ * @param deps app dependencies.
+ * @returns the route declarations.
+ */
+export function mcpSurfaceRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
+  return [...oauthRoutes(deps.config), ...mcpRoutes(deps), ...appStreamRoutes(deps)];
 }
