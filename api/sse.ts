@@ -32,9 +32,14 @@ export interface SseOptions {
   heartbeatMs?: number;
   /**
    * How an event is written (default: `id: <seq>`, `event: <name>`, `data: <JSON>`); null skips the event (its
-   * position still counts). The MCP endpoint writes its own event ids (api/mcp/transport.ts).
+   * position still counts). The MCP endpoint writes its own event ids (api/mcp/index.ts).
    */
   format?: (event: LoggedEvent) => string | null;
+  /**
+   * Asked at every heartbeat: true when the stream's subject is gone (a deleted chat), and the response ends. A
+   * reconnecting client then gets the route's 404, which stops an EventSource.
+   */
+  isGone?: () => Promise<boolean>;
 }
 
 /** The default formatting of an event. */
@@ -110,7 +115,13 @@ export async function streamEvents(ctx: AppContext, opts: SseOptions): Promise<v
   let last = opts.afterSeq;
   let closed = false;
   let unsubscribe: (() => void) | undefined;
-  const heartbeat = setInterval(() => body.write(': heartbeat\n\n'), opts.heartbeatMs ?? SSE_HEARTBEAT_MS);
+  const heartbeat = setInterval(() => {
+    body.write(': heartbeat\n\n');
+    opts.isGone?.().then(
+      (gone) => gone && close(),
+      () => undefined // the database is unreachable: keep the stream; the next heartbeat asks again
+    );
+  }, opts.heartbeatMs ?? SSE_HEARTBEAT_MS);
   const close = (): void => {
     if (closed) return;
     closed = true;

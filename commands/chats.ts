@@ -90,6 +90,15 @@ export async function findChat(auth: AuthContext, id: string): Promise<ChatDoc> 
 }
 
 /**
+ * @param chatId a chat's id (already checked to be the caller's).
+ * @returns whether it was closed (DELETE) or is gone.
+ */
+export async function isChatClosed(chatId: string): Promise<boolean> {
+  const chat = await Chat.findById(chatId, { closed: 1 }).lean<Pick<ChatDoc, 'closed'>>();
+  return !chat || chat.closed === true;
+}
+
+/**
  * @param auth the caller.
  * @param filters status, agent and workspace (each an equality with its index).
  * @param page limit and cursor.

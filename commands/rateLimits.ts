@@ -19,16 +19,21 @@ interface Waiter {
   reject: (err: unknown) => void;
 }
 
+/** What this process counted and the upserts it took (the benchmark reports round trips per request). */
+export const limiterStats = { requests: 0, upserts: 0 };
+
 /** Per window document: requests waiting to be counted while an upsert for that document is in flight. */
 const queues = new Map<string, Waiter[]>();
 
 async function incrementWindow(id: string, by: number, expiresAt: Date): Promise<number> {
-  const upsert = (): Promise<RateWindowDoc | null> =>
-    RateWindow.findOneAndUpdate(
+  const upsert = (): Promise<RateWindowDoc | null> => {
+    limiterStats.upserts++;
+    return RateWindow.findOneAndUpdate(
       { _id: id },
       { $inc: { count: by }, $setOnInsert: expiryFields(expiresAt) },
       { upsert: true, new: true }
     ).lean<RateWindowDoc>();
+  };
   try {
     return (await upsert())?.count ?? by;
   } catch (err) {
@@ -71,6 +76,7 @@ export async function countRequest(identity: string, windowSeconds: number, now 
   const start = Math.floor(now / windowMs) * windowMs;
   const resetAt = start + windowMs;
   const id = `${identity}:${start}`;
+  limiterStats.requests++;
   const count = await new Promise<number>((resolve, reject) => {
     const waiting = queues.get(id);
     if (waiting) {

@@ -5,6 +5,7 @@
 import {
   chatMessages,
   closeChat,
+  isChatClosed,
   createChat,
   findChat,
   listChats,
@@ -161,6 +162,7 @@ export function chatRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           shutdown: deps.shutdown,
           isTerminal: () => false,
           heartbeatMs: deps.config.sseHeartbeatMs,
+          isGone: () => isChatClosed(chat._id),
         });
       },
     },

@@ -179,6 +179,10 @@ async function get(deps: ExecutionRouteDeps, ctx: AppContext): Promise<void> {
     shutdown: deps.shutdown,
     isTerminal: position.streamId === STANDALONE_STREAM ? () => false : isJsonRpcResponse,
     heartbeatMs: deps.config.sseHeartbeatMs,
+    // A session closed (DELETE, on any instance) ends its open streams at the next heartbeat.
+    isGone: async () =>
+      (await McpSession.findOne({ _id: session._id, organizationId: session.organizationId }).lean<McpSessionDoc>())
+        ?.closedAt != null,
     // Priming events (empty) only mark a position.
     format: (e) =>
       Object.keys(e.data).length === 0

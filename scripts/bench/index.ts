@@ -18,6 +18,7 @@ import { ProvisionError } from '../servers';
 import { projectRoot } from '../servers/paths';
 import { ApiClient } from './client';
 import { renderMarkdown, renderSummary, type BenchResults } from './report';
+import { limiterPhase } from './limiter';
 import { scalePhase } from './scale';
 import { cancellation, executeJson, platformTtfd, providerTtfd, throughput } from './scenarios';
 import { BENCH_DB, memoryOf, startStack, type Stack } from './stack';
@@ -98,6 +99,8 @@ async function measure(stack: Stack): Promise<BenchResults> {
     const database = await databaseSize(stack);
 
     const scale = await scalePhase(client, org, agentId, say);
+    say('rate limiter: database round trips per counted request');
+    const limiter = await limiterPhase();
 
     for (const f of tp.failures) say(`failed execution #${f.index}: ${f.reason}`);
     for (const svc of [stack.api, stack.worker]) {
@@ -112,6 +115,7 @@ async function measure(stack: Stack): Promise<BenchResults> {
       memory,
       database,
       scale,
+      limiter,
       elapsedS: (performance.now() - started) / 1000,
     };
   } finally {

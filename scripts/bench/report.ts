@@ -4,6 +4,7 @@
 import os from 'node:os';
 import type { MemoryUse } from './stack';
 import type { CancelSamples, ThroughputResult } from './scenarios';
+import type { LimiterRun } from './limiter';
 import { SCALE_SIZES, type ScaleOperation } from './scale';
 import { fmtKib, fmtMs, max, percentile } from './stats';
 
@@ -18,6 +19,8 @@ export interface BenchResults {
   database: { server: string; executions: number; streamEvents: number };
   /** Per-operation latencies with SCALE_SIZES documents stored. */
   scale: ScaleOperation[];
+  /** The rate limiter's database round trips per request. */
+  limiter: LimiterRun[];
   /** Seconds from the start of the run (after provisioning) to the end of the measurements. */
   elapsedS: number;
 }
@@ -57,6 +60,11 @@ function rows(r: BenchResults): Row[] {
       `${fmtKib(r.memory.worker.rssKib)} / ${fmtKib(r.memory.worker.peakKib)}`,
       'after the throughput run',
     ],
+    ...r.limiter.map((run): Row => [
+      `Rate limiter, ${run.concurrency} in flight`,
+      `${(run.upserts / run.requests).toFixed(2)} round trips/request, p50 ${fmtMs(percentile(run.latencies, 50))}`,
+      `${run.requests} requests of one identity counted with ${run.upserts} upserts`,
+    ]),
   ];
 }
 

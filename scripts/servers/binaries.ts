@@ -90,6 +90,8 @@ function link(target: string, name: string): string {
  */
 async function goBuild(opts: {
   go: string;
+  /** The program to run (default: go itself), given the go binary as $GO. */
+  program?: string;
   args: string[];
   cwd: string;
   label: string;
@@ -110,11 +112,17 @@ async function goBuild(opts: {
   try {
     const code = await new Promise<number>((resolve, reject) => {
       const child = spawn(
-        opts.go,
+        opts.program ?? opts.go,
         opts.args.map((a) => a.replace('$OUT', tmp)),
         {
           cwd: opts.cwd,
-          env: { ...process.env, ...(opts.gobin ? { GOBIN: tmp } : {}), CGO_ENABLED: '0', GOFLAGS: '-buildvcs=false' },
+          env: {
+            ...process.env,
+            ...(opts.gobin ? { GOBIN: tmp } : {}),
+            GO: opts.go,
+            CGO_ENABLED: '0',
+            GOFLAGS: '-buildvcs=false',
+          },
           stdio: ['ignore', 'pipe', 'pipe'],
         }
       );
@@ -145,6 +153,7 @@ async function buildCached(opts: {
   name: string;
   key: string;
   label: string;
+  program?: string;
   args: string[];
   cwd: string;
   gobin?: boolean;
@@ -162,6 +171,7 @@ async function buildCached(opts: {
   mkdirSync(binDir, { recursive: true });
   const tmp = await goBuild({
     go,
+    program: opts.program,
     args: opts.args,
     cwd: opts.cwd,
     label: opts.label,
@@ -205,11 +215,12 @@ export async function ensureTemporalCli(tools: ToolConfig, say: Say): Promise<st
   });
 }
 
-/** Hash of the FerretDB wrapper module, so that a change to it rebuilds. */
+/** Hash of the FerretDB wrapper module, its build script and its patch, so that a change to any rebuilds. */
 function ferretSourceKey(): string {
   const dir = path.join(projectRoot(), 'tools', 'ferretdb');
   const h = createHash('sha256');
-  for (const f of ['go.mod', 'go.sum', 'main.go']) h.update(readFileSync(path.join(dir, f)));
+  for (const f of ['go.mod', 'go.sum', 'main.go', 'build.sh', 'pushdown.patch'])
+    h.update(readFileSync(path.join(dir, f)));
   return h.digest('hex').slice(0, 12);
 }
 
@@ -235,7 +246,8 @@ export async function ensureMongoServer(tools: ToolConfig, say: Say): Promise<Mo
     name: 'ferretdb',
     key,
     label: `FerretDB ${FERRETDB_VERSION}`,
-    args: ['build', '-o', '$OUT/ferretdb', '.'],
+    program: 'bash',
+    args: ['build.sh', '$OUT'],
     cwd: path.join(projectRoot(), 'tools', 'ferretdb'),
     say,
   });

@@ -1,7 +1,8 @@
 /**
  * Durability: a worker process killed (SIGKILL) in the middle of a streamed reply. A new worker process picks the
  * execution up after the heartbeat timeout and continues the reply where it stopped (assistant prefill), so the
- * client connected to the api sees every character exactly once.
+ * client connected to the api sees every character exactly once: on the execution's own stream (v1 execute) and
+ * on a durable chat's event stream (/api/chats), which the execution's activities mirror.
  */
 import { randomBytes } from 'node:crypto';
 import { Execution } from '../../models';
@@ -11,6 +12,7 @@ import { bearer, buildOrg } from '../helpers/factories';
 import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
 import { useTestDatabase } from '../helpers/mongo';
 import { spawnScript, type Spawned } from '../helpers/processes';
+import { currentAs } from '../helpers/current';
 import { openSse } from '../helpers/sse';
 
 const db = useTestDatabase();
@@ -27,21 +29,24 @@ afterAll(async () => {
   await fake?.close();
 });
 
+const env = {
+  ANTHROPIC_API_KEY: 'test-key',
+  DEFAULT_MODEL: 'claude-test',
+  TEMPORAL_TASK_QUEUE: `crash-${randomBytes(4).toString('hex')}`,
+};
+const chunks = (n: number): string => Array.from({ length: n }, (_, i) => `tok${i + 1} `).join('');
+
+/** @returns a new worker process on the test's task queue, once it polls. */
+async function startWorker(): Promise<Spawned> {
+  const w = spawnScript('worker/index.ts', childTestEnv({ ...env, ANTHROPIC_BASE_URL: fake.url, MONGODB_URI: db.uri }));
+  workers.push(w);
+  await w.waitFor(/worker started/, 90_000);
+  return w;
+}
+
 it('a worker killed mid-stream: a new worker finishes the reply with no duplicated or missing text', async () => {
-  const env = {
-    ANTHROPIC_API_KEY: 'test-key',
-    ANTHROPIC_BASE_URL: fake.url,
-    DEFAULT_MODEL: 'claude-test',
-    TEMPORAL_TASK_QUEUE: `crash-${randomBytes(4).toString('hex')}`,
-  };
-  t = createTestApp(env);
+  t = createTestApp({ ...env, ANTHROPIC_BASE_URL: fake.url });
   const base = await t.listen();
-  const startWorker = async (): Promise<Spawned> => {
-    const w = spawnScript('worker/index.ts', childTestEnv({ ...env, MONGODB_URI: db.uri }));
-    workers.push(w);
-    await w.waitFor(/worker started/, 90_000);
-    return w;
-  };
   const first = await startWorker();
 
   const org = await buildOrg();
@@ -62,7 +67,7 @@ it('a worker killed mid-stream: a new worker finishes the reply with no duplicat
   await startWorker();
   await stream.ended;
 
-  const expected = Array.from({ length: 40 }, (_, i) => `tok${i + 1} `).join('');
+  const expected = chunks(40);
   const events = stream.events;
   expect(events.map((e) => Number(e.id))).toEqual(events.map((_, i) => i + 1));
   const text = events
@@ -92,4 +97,45 @@ it('a worker killed mid-stream: a new worker finishes the reply with no duplicat
   expect(exec!.usage!.outputTokens).toBeLessThanOrEqual(billed.reduce((n, u) => n + u.outputTokens, 0));
   const result = JSON.parse(events.at(-1)!.data);
   expect(result.usage).toEqual({ input_tokens: exec!.usage!.inputTokens, output_tokens: exec!.usage!.outputTokens });
+}, 120_000);
+
+it('a worker killed mid-reply in a chat: the chat stream carries every character once, in order, then done', async () => {
+  const base = await t.listen();
+  const first = await startWorker();
+  const org = await buildOrg();
+  const api = currentAs(t, org.serviceToken);
+  const agent = await api.post('/agents', { name: 'Chatty', system_prompt: 'p' });
+  const ws = await api.post('/workspaces', { name: 'W' });
+  const chat = await api.post('/chats', { agent_id: agent.body.agent.id, workspace_id: ws.body.workspace.id });
+  expect(chat.status).toBe(201);
+  const chatId = chat.body.chat.id as string;
+  const stream = await openSse(`${base}/api/chats/${chatId}/events`, {
+    headers: { authorization: bearer(org.serviceToken) },
+  });
+  const sent = await api.post(`/chats/${chatId}/messages`, { message: '[chunks:40][slow:100]' });
+  expect(sent.status).toBe(201);
+  const deltas = (): number => stream.events.filter((e) => e.event === 'message.delta').length;
+  while (deltas() < 5) await stream.waitFor(stream.events.length + 1, 30_000);
+  first.crash();
+  await first.exited();
+  await startWorker();
+  const isDone = (): boolean =>
+    stream.events.some((e) => e.event === 'chat.status' && JSON.parse(e.data).status === 'done');
+  while (!isDone()) await stream.waitFor(stream.events.length + 1, 60_000);
+  stream.close();
+
+  const events = stream.events;
+  const firstId = Number(events[0].id);
+  expect(events.map((e) => Number(e.id))).toEqual(events.map((_, i) => firstId + i));
+  const text = events
+    .filter((e) => e.event === 'message.delta')
+    .map((e) => JSON.parse(e.data).text)
+    .join('');
+  expect(text).toBe(chunks(40));
+  expect(events.filter((e) => e.event === 'message.completed')).toHaveLength(1);
+  const messages = await api.get(`/chats/${chatId}/messages`);
+  expect(messages.body.messages.map((m: { role: string; content: string }) => [m.role, m.content])).toEqual([
+    ['user', '[chunks:40][slow:100]'],
+    ['assistant', chunks(40)],
+  ]);
 }, 120_000);

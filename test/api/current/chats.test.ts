@@ -461,6 +461,23 @@ describe('GET /api/chats/{id}/events', () => {
     expect(stream.events).toEqual([]);
   });
 
+  it('an open stream of a deleted chat ends, and reconnecting gets 404', async () => {
+    const s = await setup();
+    const chatId = await newChat(s);
+    const stream = await events(s, chatId);
+    const deleted = await s.api.del(`/chats/${chatId}`);
+    expect(deleted.status).toBe(200);
+    let ended = false;
+    void stream.ended.then(() => (ended = true));
+    const deadline = Date.now() + 10_000;
+    while (!ended && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    stream.close();
+    expect(ended).toBe(true);
+    const again = await events(s, chatId);
+    again.close();
+    expect(again.status).toBe(404);
+  });
+
   it('a message posted through one api instance streams live through another', async () => {
     const s = await setup();
     const chatId = await newChat(s);
