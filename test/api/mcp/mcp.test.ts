@@ -44,6 +44,7 @@ beforeAll(async () => {
     ANTHROPIC_BASE_URL: fake.url,
     DEFAULT_MODEL: 'claude-test',
     TEMPORAL_TASK_QUEUE: `mcp-${randomBytes(4).toString('hex')}`,
+    SSE_HEARTBEAT_MS: '300',
   };
   t = createTestApp(env);
   // A second api instance behind the same APP_URL (as behind a load balancer), on the same database.
@@ -304,8 +305,12 @@ describe('scopes, organizations and sessions', () => {
     const listed = await post(base, list, { ...headers, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION });
     expect(listed.status).toBe(200);
     expect(await listed.text()).toContain('"list_agents"');
+    const standalone = await openSse(`${otherBase}/mcp`, { headers });
+    expect(standalone.status).toBe(200);
     const closed = await fetch(`${base}/mcp`, { method: 'DELETE', headers });
     expect(closed.status).toBe(204);
+    // The session's open stream, on the other instance, ends at its next heartbeat.
+    await standalone.ended;
     expect((await post(base, list, headers)).status).toBe(404);
   });
 
