@@ -18,6 +18,7 @@ import type { Config } from '../lib/config';
 import { randomBase62 } from '../lib/ids';
 import { safeEqual, sha256Hex } from '../lib/crypto';
 import { EncryptionUnavailableError, OAuthError } from '../lib/errors';
+import { expiryFields } from '../lib/expiry';
 import {
   OAuthClient,
   OAuthGrant,
@@ -201,7 +202,7 @@ export async function issueAuthorizationCode(approved: ApprovedAuthorization, pe
     resource: approved.resource,
     redirectUri: approved.redirectUri,
     codeChallenge: approved.codeChallenge,
-    expiresAt: new Date(Date.now() + OAUTH_LIFETIMES.codeSeconds * 1000),
+    ...expiryFields(new Date(Date.now() + OAUTH_LIFETIMES.codeSeconds * 1000)),
   });
   return code;
 }
@@ -299,7 +300,7 @@ async function issueTokens(
       userId: grant.userId,
       scope: grant.scope,
       resource: grant.resource,
-      expiresAt: new Date(Date.now() + OAUTH_LIFETIMES.refreshTokenSeconds * 1000),
+      ...expiryFields(new Date(Date.now() + OAUTH_LIFETIMES.refreshTokenSeconds * 1000)),
     });
     out.refresh_token = refresh;
   }
@@ -320,7 +321,7 @@ async function redeem(value: string, kind: 'code' | 'refresh', client: OAuthClie
   if (grant.revokedAt) throw invalid(`The ${label} was revoked`);
   if (grant.expiresAt.getTime() <= Date.now()) throw invalid(`The ${label} expired`);
   try {
-    await OAuthGrantUse.create({ _id: id });
+    await OAuthGrantUse.create({ _id: id, ...expiryFields(grant.expiresAt) });
   } catch (err) {
     if ((err as { code?: number }).code !== 11000) throw err;
     throw invalid(`The ${label} was already used`);
@@ -414,7 +415,7 @@ export async function revokeOAuthToken(config: Readonly<Config>, client: OAuthCl
   if (claims && claims.client_id === client._id && typeof claims.jti === 'string' && typeof claims.exp === 'number') {
     await OAuthRevocation.updateOne(
       { _id: claims.jti },
-      { $setOnInsert: { expiresAt: new Date(claims.exp * 1000) } },
+      { $setOnInsert: expiryFields(new Date(claims.exp * 1000)) },
       { upsert: true }
     );
   }

@@ -4,9 +4,11 @@
  * usable credential. A grant is used once: redeeming it INSERTS its `_id` into `oauth_grant_uses` (the one
  * exclusive write on MongoDB and on FerretDB, where conditional updates are not atomic: docs/query-shapes.md), so of
  * two concurrent redemptions exactly one succeeds. Revoked access tokens (JWTs) are remembered by their `jti` in
- * `oauth_revocations` until they would have expired anyway.
+ * `oauth_revocations` until they would have expired anyway. All three expire with the grant or token they are
+ * about (lib/expiry.ts: TTL on MongoDB, the api's sweep on FerretDB).
  */
 import mongoose, { type InferSchemaType } from 'mongoose';
+import { expiringSchema, expiryPaths, registerExpiring } from '../lib/expiry';
 
 const grantSchema = new mongoose.Schema(
   {
@@ -22,30 +24,38 @@ const grantSchema = new mongoose.Schema(
     /** Codes: the redirect URI the token request must repeat, and the PKCE S256 challenge. */
     redirectUri: { type: String, default: null },
     codeChallenge: { type: String, default: null },
-    expiresAt: { type: Date, required: true },
     revokedAt: { type: Date, default: null },
+    ...expiryPaths,
   },
   { timestamps: { createdAt: true, updatedAt: false }, versionKey: false }
 );
+expiringSchema(grantSchema);
 
 export type OAuthGrantDoc = InferSchemaType<typeof grantSchema> & { _id: string; createdAt: Date };
-export const OAuthGrant = mongoose.model('OAuthGrant', grantSchema, 'oauth_grants');
+export const OAuthGrant = registerExpiring(mongoose.model('OAuthGrant', grantSchema, 'oauth_grants'));
 
 const useSchema = new mongoose.Schema(
   {
     /** The grant's `_id`. */
     _id: { type: String, required: true },
+    /** The grant's expiry: the claim is kept as long as the grant could be presented. */
+    ...expiryPaths,
   },
   { timestamps: { createdAt: true, updatedAt: false }, versionKey: false }
 );
-export const OAuthGrantUse = mongoose.model('OAuthGrantUse', useSchema, 'oauth_grant_uses');
+expiringSchema(useSchema);
+export const OAuthGrantUse = registerExpiring(mongoose.model('OAuthGrantUse', useSchema, 'oauth_grant_uses'));
 
 const revocationSchema = new mongoose.Schema(
   {
     /** The access token's `jti`. */
     _id: { type: String, required: true },
-    expiresAt: { type: Date, required: true },
+    /** The token's own expiry. */
+    ...expiryPaths,
   },
   { timestamps: { createdAt: true, updatedAt: false }, versionKey: false }
 );
-export const OAuthRevocation = mongoose.model('OAuthRevocation', revocationSchema, 'oauth_revocations');
+expiringSchema(revocationSchema);
+export const OAuthRevocation = registerExpiring(
+  mongoose.model('OAuthRevocation', revocationSchema, 'oauth_revocations')
+);
