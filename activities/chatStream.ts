@@ -29,7 +29,8 @@ export type MirroredExecution = Pick<
 >;
 
 /**
- * Whether an execution writes its chat's stream: the messages sent through /api/chats do. Executions started by
+ * Whether an execution writes its chat's stream: the messages sent through /api/chats do, and the iterations of a
+ * job (in the job's own chat). Executions started by
  * the v1 or client-library execute in the same chat appear in its messages and work summary, not in its stream
  * (they have their own stream), so those endpoints pay nothing for chat streams; they own no chat seqs. An
  * execution the api gave up starting (`start_failed`) never held its session and owns none either.
@@ -37,7 +38,7 @@ export type MirroredExecution = Pick<
  * @returns whether it owns a range of the chat stream.
  */
 export const mirrorsToChat = (exec: MirroredExecution): boolean =>
-  exec.source === 'chat' && exec.error?.code !== 'start_failed';
+  (exec.source === 'chat' || exec.source === 'job') && exec.error?.code !== 'start_failed';
 
 /** @returns the chat seq of an execution's event `seq`. */
 export const chatSeqOf = (exec: MirroredExecution, seq: number): number => (exec.chatSeqBase ?? 0) + 1 + seq;

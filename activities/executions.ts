@@ -17,6 +17,7 @@ import {
   type ModelMessage,
 } from '../lib/providers';
 import { FAILURES, rejectedMessage, type FailureCode } from '../workflows/failures';
+import { JOB_PROTOCOL_PROMPT } from '../workflows/jobStates';
 import { chatRangeEnd, mirrorEvent, mirrorsToChat, mirrorToChat } from './chatStream';
 import {
   Agent,
@@ -216,7 +217,8 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     try {
       const events = provider.stream({
         model: exec.model,
-        system: agent.systemPrompt,
+        // A job's iteration is also told how to ask for review or input (workflows/jobStates.ts).
+        system: exec.jobId ? `${agent.systemPrompt}\n\n${JOB_PROTOCOL_PROMPT}` : agent.systemPrompt,
         messages,
         prefill: prefill || undefined,
         maxTokens: MAX_OUTPUT_TOKENS,

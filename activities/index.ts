@@ -5,6 +5,7 @@
 import type { Config } from '../lib/config';
 import type { Logger } from '../lib/logger';
 import { createExecutionActivities } from './executions';
+import { createJobActivities } from './jobs';
 
 export interface ActivityDeps {
   logger: Logger;
@@ -16,5 +17,5 @@ export interface ActivityDeps {
  * @returns the activity functions registered on the worker.
  */
 export function createActivities(deps: ActivityDeps) {
-  return { ...createExecutionActivities(deps) };
+  return { ...createExecutionActivities(deps), ...createJobActivities(deps) };
 }

@@ -51,7 +51,14 @@ const currentError: Schema = {
     error: {
       type: 'object',
       required: ['code', 'message'],
-      properties: { code: { type: 'string' }, message: { type: 'string' } },
+      properties: {
+        code: { type: 'string' },
+        message: { type: 'string' },
+        current_state: {
+          type: 'string',
+          description: 'With 409 `conflict` for an action that does not fit a job’s state: the job’s state',
+        },
+      },
     },
   },
 };

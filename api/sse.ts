@@ -156,3 +156,28 @@ export async function streamEvents(ctx: AppContext, opts: SseOptions): Promise<v
   }
   if (!closed) unsubscribe = opts.tailer.subscribe(opts.streamId, read, send);
 }
+
+/**
+ * Answers a stream that replays its recent events to a client naming no position (chats, jobs): every event after
+ * `Last-Event-ID` (or `?lastEventId=`), else the last `replay` events, then live ones.
+ * @param ctx the context.
+ * @param deps the process's tailer, shutdown signal and configuration.
+ * @param opts the stream, how many events a client naming no position gets, and the terminal test.
+ */
+export async function streamRecentEvents(
+  ctx: AppContext,
+  deps: { events: EventTailer; shutdown: AbortSignal; config: { sseHeartbeatMs: number } },
+  opts: Pick<SseOptions, 'streamId' | 'isTerminal' | 'isGone'> & { replay: number }
+): Promise<void> {
+  const requested = requestedLastEventId(ctx);
+  const afterSeq = requested ?? Math.max(0, (await lastSeq(opts.streamId)) - opts.replay);
+  await streamEvents(ctx, {
+    streamId: opts.streamId,
+    afterSeq,
+    tailer: deps.events,
+    shutdown: deps.shutdown,
+    isTerminal: opts.isTerminal,
+    heartbeatMs: deps.config.sseHeartbeatMs,
+    isGone: opts.isGone,
+  });
+}

@@ -142,6 +142,64 @@ async function claimTurn(organizationId: string, session: SessionDoc, executionI
   return null;
 }
 
+/** The fields of a pending execution (its session already taken for it). */
+export interface PendingExecution {
+  _id: string;
+  organizationId: string;
+  agentId: string;
+  userId: string;
+  chatId: string;
+  sessionId: string;
+  spaceId: string;
+  turn: number;
+  message: string;
+  provider: string;
+  model: string;
+  modelNote: string | null;
+  parentExecutionId: string | null;
+  rootExecutionId: string;
+  taskId: string | null;
+  source: ExecuteInput['source'] | 'job';
+  jobId?: string | null;
+  chatSeqBase: number;
+}
+
+const ignoreDuplicate = (err: unknown): void => {
+  if ((err as { code?: number }).code !== 11000) throw err;
+};
+
+/**
+ * Writes a pending execution, its user message and its `meta` event (each by a deterministic id: a repeat, such as
+ * a retried job activity, writes nothing twice). Its workflow is started by the caller.
+ * @param p the execution's fields.
+ * @returns the execution as stored.
+ */
+export async function recordPendingExecution(p: PendingExecution): Promise<ExecutionDoc> {
+  const { message, ...fields } = p;
+  const stored = await Execution.create({ ...fields, input: { message } }).then(
+    (doc) => doc.toObject() as ExecutionDoc,
+    async (err: unknown) => {
+      ignoreDuplicate(err);
+      return Execution.findById(p._id).lean<ExecutionDoc>();
+    }
+  );
+  if (!stored) throw new NotFoundError(NOT_FOUND);
+  await ChatMessage.create({
+    _id: `${p._id}:user`,
+    organizationId: p.organizationId,
+    chatId: p.chatId,
+    sessionId: p.sessionId,
+    executionId: p._id,
+    role: 'user',
+    content: message,
+    position: p.turn * 2,
+  }).catch(ignoreDuplicate);
+  await appendEvents(p._id, [
+    { seq: 1, event: 'meta', data: { executionId: p._id, chatId: p.chatId, sessionId: p.sessionId } },
+  ]);
+  return stored;
+}
+
 /**
  * Starts an execution of an agent.
  * @param deps configuration and Temporal.
@@ -197,7 +255,7 @@ export async function startExecution(
       if (!parent) throw new ValidationError('Invalid parentExecutionId');
       root = parent.rootExecutionId;
     }
-    const execution = await Execution.create({
+    const execution = await recordPendingExecution({
       _id: executionId,
       organizationId: auth.organizationId,
       agentId: agent._id,
@@ -206,7 +264,7 @@ export async function startExecution(
       sessionId: session._id,
       spaceId: chat.spaceId,
       turn: locked.turns,
-      input: { message: input.message },
+      message: input.message,
       provider: resolved.provider,
       model: resolved.model,
       modelNote: resolved.note ?? null,
@@ -216,19 +274,6 @@ export async function startExecution(
       source: input.source,
       chatSeqBase: locked.chatStreamSeq ?? 0,
     });
-    await ChatMessage.create({
-      _id: `${executionId}:user`,
-      organizationId: auth.organizationId,
-      chatId: chat._id,
-      sessionId: session._id,
-      executionId,
-      role: 'user',
-      content: input.message,
-      position: locked.turns * 2,
-    });
-    await appendEvents(executionId, [
-      { seq: 1, event: 'meta', data: { executionId, chatId: chat._id, sessionId: session._id } },
-    ]);
     try {
       await deps.temporal.client.workflow.start<typeof agentExecution>('agentExecution', {
         workflowId: executionWorkflowId(executionId),
@@ -261,7 +306,7 @@ export async function startExecution(
       await appendEvents(executionId, [{ seq: 2, event: 'error', data: { message: 'Chat execution failed' } }]);
       throw err instanceof AppError ? err : new ServiceUnavailableError();
     }
-    return execution.toObject() as ExecutionDoc;
+    return execution;
   } catch (err) {
     await release();
     throw err;

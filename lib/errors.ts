@@ -68,6 +68,19 @@ export class ConflictError extends AppError {
   }
 }
 
+/**
+ * 409: an action that does not fit the resource's current state (a job's approve while it runs): the current
+ * surface's body also carries `current_state` [docs/decisions.md "Jobs"].
+ */
+export class StateConflictError extends ConflictError {
+  constructor(
+    message: string,
+    readonly currentState: string
+  ) {
+    super(message);
+  }
+}
+
 /** 413: the body is larger than the configured limit. */
 export class PayloadTooLargeError extends AppError {
   constructor(limitBytes: number) {

@@ -39,7 +39,9 @@ const schema = new mongoose.Schema(
     rootExecutionId: { type: String, required: true },
     taskId: { type: String, default: null },
     /** Which endpoint started it. */
-    source: { type: String, enum: ['v1', 'client', 'chat', 'mcp'], default: 'v1' },
+    source: { type: String, enum: ['v1', 'client', 'chat', 'job', 'mcp'], default: 'v1' },
+    /** The job whose iteration this execution is (source `job`). */
+    jobId: { type: String, default: null },
     /**
      * Seq of the chat stream (`chat:<chatId>`) after which this execution's chat events go: the session's
      * `chatStreamSeq` when it took the session (activities/chatStream.ts).

@@ -15,6 +15,7 @@ export * from './RateWindow';
 export * from './IdempotencyRecord';
 export * from './WorkspaceLink';
 export * from './ServiceEvent';
+export * from './Job';
 export * from './OAuthClient';
 export * from './OAuthGrant';
 export * from './McpSession';

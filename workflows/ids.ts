@@ -10,3 +10,19 @@
 export function executionWorkflowId(executionId: string): string {
   return `execution-${executionId}`;
 }
+
+/**
+ * @param jobId the job.
+ * @returns `job-<jobId>`.
+ */
+export function jobWorkflowId(jobId: string): string {
+  return `job-${jobId}`;
+}
+
+/**
+ * @param missionId the mission.
+ * @returns `mission-<missionId>`: the id of the mission's Temporal Schedule.
+ */
+export function missionScheduleId(missionId: string): string {
+  return `mission-${missionId}`;
+}

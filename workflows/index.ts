@@ -3,3 +3,4 @@
  * One workflow per file.
  */
 export { agentExecution } from './agentExecution';
+export { job } from './job';

@@ -12,12 +12,11 @@ import {
   sendChatMessage,
   updateChatOptions,
 } from '../../commands/chats';
-import { lastSeq } from '../../lib/eventLog';
 import { chatStreamId, type ChatStatus } from '../../models';
 import { presentChat, presentChatMessage, presentChatWork } from '../../presenters/chat';
 import { input, type RouteSpec } from '../route';
 import { idParams } from '../schemas';
-import { requestedLastEventId, streamEvents, streamQuery } from '../sse';
+import { streamQuery, streamRecentEvents } from '../sse';
 import type { ExecutionRouteDeps } from '../v1/executions';
 import {
   CHAT_REPLAY_EVENTS,
@@ -151,17 +150,12 @@ export function chatRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       responses: { 200: chatEventsResponse },
       events: chatStreamEvents,
       handler: async (ctx) => {
-        const requested = requestedLastEventId(ctx);
+        // The chat is read before the stream starts: an unknown chat is a 404, not an empty stream.
         const chat = await findChat(ctx.state.auth, input(ctx).params.id);
-        const streamId = chatStreamId(chat._id);
-        const afterSeq = requested ?? Math.max(0, (await lastSeq(streamId)) - CHAT_REPLAY_EVENTS);
-        await streamEvents(ctx, {
-          streamId,
-          afterSeq,
-          tailer: deps.events,
-          shutdown: deps.shutdown,
+        await streamRecentEvents(ctx, deps, {
+          streamId: chatStreamId(chat._id),
+          replay: CHAT_REPLAY_EVENTS,
           isTerminal: () => false,
-          heartbeatMs: deps.config.sseHeartbeatMs,
           isGone: () => isChatClosed(chat._id),
         });
       },

@@ -9,6 +9,7 @@ import { spaceClientRoutes } from '../v1/spaces';
 import { currentAgentRoutes } from './agents';
 import { chatRoutes } from './chats';
 import { clientExecuteRoutes } from './clientExecute';
+import { jobRoutes } from './jobs';
 import { contractRoutes, type Contract } from './contract';
 import { workspaceFileRoutes } from './workspaceFiles';
 import { workspaceRoutes } from './workspaces';
@@ -26,6 +27,7 @@ export function currentRoutes(deps: AppDeps, contract: () => Contract): RouteSpe
     ...currentAgentRoutes(),
     ...workspaceRoutes(),
     ...chatRoutes(deps),
+    ...jobRoutes(deps),
     ...workspaceFileRoutes(deps.config),
     ...spaceClientRoutes(deps),
     ...clientExecuteRoutes(deps),

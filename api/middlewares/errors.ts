@@ -22,6 +22,7 @@ import {
   OAuthError,
   PayloadTooLargeError,
   ServiceUnavailableError,
+  StateConflictError,
   UnsupportedMediaTypeError,
   ValidationError,
 } from '../../lib/errors';
@@ -145,7 +146,14 @@ export function renderError(ctx: AppContext, error: AppError): void {
       statusMessage: STATUS_CODES[error.status] ?? 'Error',
       message: error.message,
     };
-  } else ctx.body = { error: { code: error.code, message: error.message } };
+  } else
+    ctx.body = {
+      error: {
+        code: error.code,
+        message: error.message,
+        ...(error instanceof StateConflictError ? { current_state: error.currentState } : {}),
+      },
+    };
 }
 
 /**

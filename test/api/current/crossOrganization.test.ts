@@ -26,6 +26,14 @@ const bodies: Record<string, object | undefined> = {
   'GET /chats/:id/events': undefined,
   'PATCH /chats/:id/options': { title: 'Taken over' },
   'DELETE /chats/:id': undefined,
+  'GET /jobs/:id': undefined,
+  'GET /jobs/:id/events': undefined,
+  'GET /jobs/:id/lineage': undefined,
+  'GET /jobs/:id/transcript-events': undefined,
+  'POST /jobs/:id/approve': {},
+  'POST /jobs/:id/cancel': {},
+  'POST /jobs/:id/resume': { input: 'x' },
+  'POST /jobs/:id/iterate': { feedback: 'x' },
   'POST /spaces/:spaceId/init': { type: 'empty' },
   'POST /spaces/:spaceId/environment': { environmentVariables: { A: 'b' } },
   'GET /spaces/:spaceId/environment': undefined,
@@ -70,6 +78,10 @@ it('another organization’s ids are 404 on every id route', async () => {
   const space = (await v1As(t, owner.apiToken).post('/spaces', { name: 'S' })).body.space.id;
   const chat = (await currentAs(t, owner.serviceToken).post('/chats', { agent_id: agent, workspace_id: space })).body
     .chat.id;
+  // A job (queued: no worker serves this file's task queue, which is all the routes need).
+  const job = (
+    await currentAs(t, owner.serviceToken).post('/jobs', { agent_id: agent, workspace_id: space, goal: 'g' })
+  ).body.job.id;
   // The owner's workspace holds the file and the share the requests name, so only the tenancy check refuses them.
   await t.request
     .put(`/api/workspaces/${space}/files/content?path=a.txt`)
@@ -90,7 +102,9 @@ it('another organization’s ids are 404 on every id route', async () => {
       ? [space]
       : route.path.startsWith('/chats')
         ? [chat]
-        : ids[param];
+        : route.path.startsWith('/jobs')
+          ? [job]
+          : ids[param];
     for (const value of values) {
       const path = `/api${route.path.replace(`:${param}`, value).replace(':shareId', share)}${queries[key] ?? ''}`;
       const req = t.request[route.method](path).set('Authorization', `Bearer ${intruder.serviceToken}`);
@@ -103,4 +117,5 @@ it('another organization’s ids are 404 on every id route', async () => {
   // The intruder's DELETE and PATCH changed nothing.
   const still = await currentAs(t, owner.serviceToken).get(`/chats/${chat}/messages`);
   expect([still.status, still.body.chat?.title]).toEqual([200, 'A']);
+  expect((await currentAs(t, owner.serviceToken).get(`/jobs/${job}`)).body.job.status).toBe('queued');
 });

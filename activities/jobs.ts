@@ -1,0 +1,239 @@
+/**
+ * Activities of the job workflow (workflows/job.ts). Both are idempotent under Temporal's at-least-once execution:
+ * the iteration's records have deterministic ids, and a transition's stream events, record update and service
+ * events are keyed by the transition's number, so a retried activity writes nothing twice.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { recordPendingExecution } from '../commands/executions';
+import { recordEvent, type ServiceEventType } from '../commands/serviceEvents';
+import type { Config } from '../lib/config';
+import { appendEvents, type LoggedEvent } from '../lib/eventLog';
+import type { Logger } from '../lib/logger';
+import { resolveModel } from '../lib/providers';
+import {
+  Agent,
+  Chat,
+  Job,
+  jobStreamId,
+  Session,
+  TERMINAL_JOB_STATUSES,
+  type JobDoc,
+  type JobIteration,
+  type JobStatus,
+} from '../models';
+import { iterationMessage, type IterationReason } from '../workflows/jobStates';
+
+export interface JobActivityDeps {
+  logger: Logger;
+  config: Readonly<Config>;
+}
+
+/** Characters of an iteration's reply kept in the job's artifact (the full reply stays on its execution). */
+const ARTIFACT_CHARS = 100_000;
+
+export interface IterationStart {
+  n: number;
+  executionId: string;
+  reason: IterationReason;
+  input: string;
+}
+
+export interface IterationDone {
+  n: number;
+  executionId: string;
+  status: 'completed' | 'failed' | 'cancelled';
+  text: string;
+}
+
+export interface MirrorInput {
+  jobId: string;
+  /** The transition's number (1 = created). */
+  transition: number;
+  /** Seq of the job stream after which this transition's events go. */
+  streamBase: number;
+  from: JobStatus | null;
+  to: JobStatus;
+  /** The iteration this transition starts. */
+  iteration?: IterationStart;
+  /** The iteration that ended just before this transition. */
+  iterationDone?: IterationDone;
+  /** The agent's question (→ blocked). */
+  question?: string;
+  /** The review's outcome (approve). */
+  review?: 'approved';
+  error?: { message: string; code: string };
+}
+
+/**
+ * @param job the job.
+ * @returns the job's summary in service events and stream events.
+ */
+function jobRef(job: JobDoc): Record<string, unknown> {
+  return {
+    job_id: job._id,
+    title: job.title,
+    agent_id: job.agentId,
+    mission_id: job.missionId ?? null,
+    task_id: job.taskId ?? null,
+  };
+}
+
+/**
+ * @param deps logger and configuration.
+ * @returns the job activities.
+ */
+export function createJobActivities(deps: JobActivityDeps) {
+  const log = deps.logger.child({ component: 'jobs' });
+
+  /**
+   * Writes iteration `n`'s execution (pending, in the job's session, linked to the job and to the previous
+   * iteration in the execution tree) and takes the job's session for it. The job's session is used by its
+   * iterations only, one after the other, so taking it is a plain write.
+   */
+  async function prepareIteration(input: IterationStart & { jobId: string }): Promise<void> {
+    const job = await Job.findById(input.jobId).lean<JobDoc>();
+    if (!job) throw ApplicationFailure.nonRetryable(`Job ${input.jobId} not found`, 'JobMissing');
+    const [agent, chat, session] = await Promise.all([
+      Agent.findById(job.agentId).select({ model: 1 }).lean(),
+      Chat.findById(job.chatId).select({ model: 1 }).lean(),
+      Session.findById(job.sessionId).lean(),
+    ]);
+    if (!session) throw ApplicationFailure.nonRetryable(`Session ${job.sessionId} not found`, 'SessionMissing');
+    const previous = job.iterations.find((i) => i.n === input.n - 1)?.executionId ?? null;
+    const first = job.iterations.find((i) => i.n === 1)?.executionId ?? input.executionId;
+    const resolved = resolveModel(chat?.model ?? agent?.model, deps.config);
+    if (session.activeExecutionId !== input.executionId)
+      await Session.updateOne({ _id: session._id }, { $set: { activeExecutionId: input.executionId, turns: input.n } });
+    await recordPendingExecution({
+      _id: input.executionId,
+      organizationId: job.organizationId,
+      agentId: job.agentId,
+      userId: job.userId,
+      chatId: job.chatId,
+      sessionId: job.sessionId,
+      spaceId: job.spaceId,
+      turn: input.n,
+      message: iterationMessage(input.reason, job.goal, input.input),
+      provider: resolved.provider,
+      model: resolved.model,
+      modelNote: resolved.note ?? null,
+      parentExecutionId: previous,
+      rootExecutionId: first,
+      taskId: job.taskId ?? null,
+      source: 'job',
+      jobId: job._id,
+      chatSeqBase: session.chatStreamSeq ?? 0,
+    });
+  }
+
+  /**
+   * Mirrors one transition of the workflow: the job stream's events, the record, and the service events.
+   * @returns how many stream events the transition wrote (the workflow's next stream base).
+   */
+  async function mirrorJobTransition(input: MirrorInput): Promise<{ events: number }> {
+    const job = await Job.findById(input.jobId).lean<JobDoc>();
+    if (!job) throw ApplicationFailure.nonRetryable(`Job ${input.jobId} not found`, 'JobMissing');
+    const now = new Date();
+    const ref = jobRef(job);
+    const events: Omit<LoggedEvent, 'seq'>[] = [];
+    const set: Record<string, unknown> = { status: input.to, transitionSeq: input.transition, question: null };
+    const done = input.iterationDone;
+    const artifact = done?.text
+      ? {
+          id: `reply-${done.n}`,
+          name: `Iteration ${done.n} reply`,
+          kind: 'reply',
+          executionId: done.executionId,
+          content: done.text.slice(0, ARTIFACT_CHARS),
+          updatedAt: now,
+        }
+      : null;
+    if (done) {
+      events.push({
+        event: 'transcript.output',
+        data: {
+          job_id: job._id,
+          iteration: done.n,
+          execution_id: done.executionId,
+          status: done.status,
+          text: done.text,
+        },
+      });
+      if (artifact)
+        events.push({
+          event: 'artifact.updated',
+          data: {
+            job_id: job._id,
+            artifact: { id: artifact.id, name: artifact.name, kind: artifact.kind, execution_id: artifact.executionId },
+          },
+        });
+    }
+    let review = job.review?.state ?? 'none';
+    if (input.to === 'awaiting_review') {
+      review = 'pending';
+      set.review = { state: review, requestedAt: now, feedback: null };
+    } else if (input.iteration?.reason === 'feedback') {
+      review = 'changes_requested';
+      set.review = { state: review, requestedAt: job.review?.requestedAt ?? null, feedback: input.iteration.input };
+    } else if (input.review === 'approved' || input.iteration?.reason === 'next_step') {
+      review = 'approved';
+      set.review = { state: review, requestedAt: job.review?.requestedAt ?? null, feedback: null };
+    }
+    if (set.review) events.push({ event: 'review.updated', data: { job_id: job._id, review_state: review } });
+    if (input.question !== undefined) set.question = input.question;
+    if (input.error) set.error = input.error;
+    if (input.to === 'running' && !job.startedAt) set.startedAt = now;
+    if (TERMINAL_JOB_STATUSES.includes(input.to)) set.completedAt = now;
+    events.push({
+      event: 'job.status',
+      data: {
+        ...ref,
+        status: input.to,
+        previous_status: input.from,
+        iteration: input.iteration?.n ?? done?.n ?? job.iterations.length,
+        execution_id: input.iteration?.executionId ?? done?.executionId ?? null,
+        review_state: review,
+        question: input.question ?? null,
+        error: input.error ?? null,
+      },
+    });
+    await appendEvents(
+      jobStreamId(job._id),
+      events.map((e, i) => ({ ...e, seq: input.streamBase + i + 1 }))
+    );
+    set.streamSeq = input.streamBase + events.length;
+
+    // The record: one write per transition, skipped when a retried attempt already made it.
+    if ((job.transitionSeq ?? 0) < input.transition) {
+      const update: Record<string, unknown> = { $set: set };
+      const iterations: JobIteration[] = job.iterations.map((i) =>
+        done && i.n === done.n ? { ...i, status: done.status, completedAt: now } : i
+      );
+      if (input.iteration)
+        iterations.push({ ...input.iteration, status: 'running', startedAt: now, completedAt: null });
+      set.iterations = iterations;
+      if (artifact) set.artifacts = [...job.artifacts.filter((a) => a.id !== artifact.id), artifact];
+      await Job.updateOne({ _id: job._id }, update);
+    }
+
+    // Service events for webhooks, each once per transition.
+    const record = (type: ServiceEventType, data: Record<string, unknown>): Promise<unknown> =>
+      recordEvent({
+        type,
+        organizationId: job.organizationId,
+        data,
+        key: `job-${job._id}:${input.transition}:${type}`,
+      });
+    if (input.from === null) await record('job.created', { ...ref, status: input.to, goal: job.goal });
+    else await record('job.status_changed', { ...ref, from: input.from, to: input.to });
+    if (input.to === 'awaiting_review') await record('job.review_requested', { ...ref, iteration: done?.n ?? null });
+    if (TERMINAL_JOB_STATUSES.includes(input.to))
+      await record('job.done', { ...ref, status: input.to, error: input.error ?? null });
+    log.info({ jobId: job._id, from: input.from, to: input.to, transition: input.transition }, 'job transition');
+    return { events: events.length };
+  }
+
+  return { prepareIteration, mirrorJobTransition };
+}
+
+export type JobActivities = ReturnType<typeof createJobActivities>;

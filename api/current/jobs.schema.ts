@@ -1,0 +1,224 @@
+/** JSON Schemas of the current surface's /api/jobs (requests, responses, and the job stream's events). */
+import type { Schema } from '../../lib/ajv';
+import { ITERATION_REASONS, JOB_STATUSES, REVIEW_STATES } from '../../models/Job';
+import { nextCursor, nullableStr, nullableTimestamp, pageQuery, record, requiredStr, str } from '../schemas';
+import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
+
+/** Events replayed to a client that names no position (`Last-Event-ID`): the stream's last ones. */
+export const JOB_REPLAY_EVENTS = 100;
+
+const jobStatus: Schema = {
+  type: 'string',
+  enum: [...JOB_STATUSES],
+  'x-message': `Invalid status. Must be: ${JOB_STATUSES.join(', ')}`,
+};
+
+export const jobCreateBody: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['agent_id', 'goal'],
+  properties: {
+    agent_id: requiredStr(100, { description: 'An agent of the organization' }),
+    workspace_id: requiredStr(100, {
+      description: 'A workspace of the organization; default: the caller’s active workspace (else 400)',
+    }),
+    goal: requiredStr(MAX_MESSAGE_CHARS, { description: 'What the agent works toward (its first iteration’s input)' }),
+    title: requiredStr(200, { description: 'Default: the start of the goal' }),
+    parent_job_id: requiredStr(100, { description: 'A job of the organization this job belongs under' }),
+    metadata: {
+      type: 'object',
+      maxProperties: 50,
+      additionalProperties: { type: 'string', maxLength: 1000 },
+      description: 'Free key → string values, returned as given',
+    },
+  },
+};
+
+export interface JobCreateBody {
+  agent_id: string;
+  workspace_id?: string;
+  goal: string;
+  title?: string;
+  parent_job_id?: string;
+  metadata?: Record<string, string>;
+}
+
+export const jobListQuery: Schema = pageQuery({
+  status: jobStatus,
+  mission_id: str(100),
+  agent_id: str(100),
+  chat_id: str(100),
+});
+
+const actionBody = (field: string | null, description: string, required: boolean): Schema => ({
+  type: 'object',
+  additionalProperties: false,
+  required: field && required ? [field] : [],
+  properties: field ? { [field]: requiredStr(MAX_MESSAGE_CHARS, { description }) } : {},
+});
+export const approveBody = actionBody(
+  'next_step',
+  'Optional: the next step; the job runs another iteration with it instead of completing',
+  false
+);
+export const iterateBody = actionBody('feedback', 'The reviewer’s feedback: the next iteration’s input', true);
+export const resumeBody = actionBody('input', 'The input the agent asked for: the next iteration’s input', true);
+export const cancelBody = actionBody(null, '', false);
+
+const iso = nullableTimestamp;
+export const jobSchema: Schema = record({
+  id: { type: 'string' },
+  organization_id: { type: 'string' },
+  title: { type: 'string' },
+  goal: { type: 'string' },
+  status: { type: 'string', enum: [...JOB_STATUSES] },
+  agent_id: { type: 'string' },
+  workspace_id: { type: 'string' },
+  created_by: { type: 'string' },
+  review: record({
+    state: { type: 'string', enum: [...REVIEW_STATES] },
+    requested_at: iso,
+    feedback: nullableStr,
+  }),
+  question: { ...nullableStr, description: 'What the agent asked while `blocked`' },
+  iterations: {
+    type: 'array',
+    items: record({
+      n: { type: 'integer' },
+      execution_id: { type: 'string' },
+      reason: { type: 'string', enum: [...ITERATION_REASONS] },
+      input: { type: 'string' },
+      status: { type: 'string' },
+      started_at: iso,
+      completed_at: iso,
+    }),
+  },
+  artifacts: {
+    type: 'array',
+    items: record({
+      id: { type: 'string' },
+      name: { type: 'string' },
+      kind: { type: 'string' },
+      execution_id: nullableStr,
+      content: { type: 'string' },
+      updated_at: iso,
+    }),
+  },
+  error: { oneOf: [{ type: 'null' }, record({ message: { type: 'string' }, code: { type: 'string' } })] },
+  metadata: { type: 'object' },
+  links: record({
+    chat_id: { type: 'string' },
+    mission_id: nullableStr,
+    mission_run_id: nullableStr,
+    task_id: nullableStr,
+    parent_job_id: nullableStr,
+    execution_ids: { type: 'array', items: { type: 'string' } },
+  }),
+  created_at: iso,
+  updated_at: iso,
+  started_at: iso,
+  completed_at: iso,
+});
+
+const jobRef: Schema = record({
+  id: { type: 'string' },
+  title: { type: 'string' },
+  status: { type: 'string', enum: [...JOB_STATUSES] },
+  created_at: iso,
+});
+
+export const jobResponse: Schema = record({ job: jobSchema });
+export const jobListResponse: Schema = record({ jobs: { type: 'array', items: jobSchema }, next_cursor: nextCursor });
+export const jobLineageResponse: Schema = record({
+  job: jobRef,
+  parent: { oneOf: [{ type: 'null' }, jobRef] },
+  children: { type: 'array', items: jobRef },
+  iterations: {
+    type: 'array',
+    items: record({
+      n: { type: 'integer' },
+      execution_id: { type: 'string' },
+      parent_execution_id: nullableStr,
+      reason: { type: 'string', enum: [...ITERATION_REASONS] },
+      status: { type: 'string' },
+    }),
+  },
+  mission_run: {
+    oneOf: [{ type: 'null' }, record({ mission_id: { type: 'string' }, run_id: nullableStr })],
+  },
+  task_id: nullableStr,
+});
+
+export const transcriptQuery: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100, description: 'Events per page' },
+    cursor: {
+      type: 'string',
+      pattern: '^[0-9]{1,6}:[0-9]{1,9}$',
+      'x-message': 'Invalid cursor',
+      description: 'next_cursor of the previous page (`<iteration>:<seq>`)',
+    },
+  },
+};
+export const transcriptResponse: Schema = record({
+  job_id: { type: 'string' },
+  events: {
+    type: 'array',
+    items: record({
+      iteration: { type: 'integer' },
+      execution_id: { type: 'string' },
+      seq: { type: 'integer' },
+      event: { type: 'string' },
+      data: { type: 'object' },
+    }),
+    description: 'Each iteration’s execution stream (meta, message, result | error), iterations in order',
+  },
+  next_cursor: nextCursor,
+});
+
+/** The text/event-stream answer of GET /api/jobs/{id}/events. */
+export const jobEventsResponse: Schema = {
+  sse: true,
+  description:
+    'text/event-stream: the job’s events after Last-Event-ID (else its last ' +
+    `${JOB_REPLAY_EVENTS}), then live; ends after the job.status event of a finished job`,
+};
+
+const jobId = { job_id: { type: 'string' } };
+
+/** The job stream's events (written by activities/jobs.ts). */
+export const jobStreamEvents: Record<string, Schema> = {
+  'job.status': record({
+    ...jobId,
+    title: { type: 'string' },
+    agent_id: { type: 'string' },
+    mission_id: nullableStr,
+    task_id: nullableStr,
+    status: { type: 'string', enum: [...JOB_STATUSES] },
+    previous_status: { oneOf: [{ type: 'null' }, { type: 'string', enum: [...JOB_STATUSES] }] },
+    iteration: { type: 'integer' },
+    execution_id: nullableStr,
+    review_state: { type: 'string', enum: [...REVIEW_STATES] },
+    question: nullableStr,
+    error: { oneOf: [{ type: 'null' }, record({ message: { type: 'string' }, code: { type: 'string' } })] },
+  }),
+  'transcript.output': record({
+    ...jobId,
+    iteration: { type: 'integer' },
+    execution_id: { type: 'string' },
+    status: { type: 'string' },
+    text: { type: 'string' },
+  }),
+  'artifact.updated': record({
+    ...jobId,
+    artifact: record({
+      id: { type: 'string' },
+      name: { type: 'string' },
+      kind: { type: 'string' },
+      execution_id: nullableStr,
+    }),
+  }),
+  'review.updated': record({ ...jobId, review_state: { type: 'string', enum: [...REVIEW_STATES] } }),
+};

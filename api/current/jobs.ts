@@ -1,0 +1,210 @@
+/**
+ * /api/jobs: long-running work by an agent with a human review loop (commands/jobs.ts, workflows/job.ts), and the
+ * job's event stream (`job:<jobId>` in the durable event log, written by the job workflow's activities).
+ */
+import { actOnJob, createJob, findJob, jobLineage, jobTranscript, listJobs } from '../../commands/jobs';
+import { jobStreamId, TERMINAL_JOB_STATUSES, type JobStatus } from '../../models';
+import { presentJob, presentJobRef } from '../../presenters/job';
+import type { JobAction } from '../../workflows/jobStates';
+import { input, type RouteSpec } from '../route';
+import { idParams } from '../schemas';
+import { streamQuery, streamRecentEvents } from '../sse';
+import type { ExecutionRouteDeps } from '../v1/executions';
+import {
+  approveBody,
+  cancelBody,
+  iterateBody,
+  JOB_REPLAY_EVENTS,
+  jobCreateBody,
+  jobEventsResponse,
+  jobLineageResponse,
+  jobListQuery,
+  jobListResponse,
+  jobResponse,
+  jobStreamEvents,
+  resumeBody,
+  transcriptQuery,
+  transcriptResponse,
+  type JobCreateBody,
+} from './jobs.schema';
+
+const tags = ['Jobs'];
+
+/**
+ * @param deps app dependencies.
+ * @returns the route declarations.
+ */
+export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
+  const action = (name: JobAction, body: RouteSpec['body'], field: string | null, summary: string): RouteSpec => ({
+    method: 'post',
+    path: `/jobs/:id/${name}`,
+    summary,
+    tags,
+    auth: 'service',
+    scope: 'jobs:write',
+    params: idParams,
+    body,
+    responses: { 200: jobResponse },
+    errors: [409],
+    handler: async (ctx) => {
+      const text = field ? input<Record<string, string | undefined>>(ctx).body[field] : undefined;
+      ctx.body = { job: presentJob(await actOnJob(deps, ctx.state.auth, input(ctx).params.id, name, text)) };
+    },
+  });
+  return [
+    {
+      method: 'get',
+      path: '/jobs',
+      summary: 'List the organization’s jobs, newest first (filters: status, mission_id, agent_id, chat_id)',
+      tags,
+      auth: 'service',
+      scope: 'jobs:read',
+      query: jobListQuery,
+      responses: { 200: jobListResponse },
+      handler: async (ctx) => {
+        const q = input<
+          unknown,
+          {
+            limit: number;
+            cursor?: string;
+            status?: JobStatus;
+            mission_id?: string;
+            agent_id?: string;
+            chat_id?: string;
+          }
+        >(ctx).query;
+        const { items, nextCursor } = await listJobs(
+          ctx.state.auth,
+          { status: q.status, missionId: q.mission_id, agentId: q.agent_id, chatId: q.chat_id },
+          { limit: q.limit, cursor: q.cursor }
+        );
+        ctx.body = { jobs: items.map(presentJob), next_cursor: nextCursor };
+      },
+    },
+    {
+      method: 'post',
+      path: '/jobs',
+      summary: 'Start a job: an agent works toward a goal in a workspace, in iterations a human reviews',
+      tags,
+      auth: 'service',
+      scope: 'jobs:write',
+      body: jobCreateBody,
+      responses: { 201: jobResponse },
+      handler: async (ctx) => {
+        const body = input<JobCreateBody>(ctx).body;
+        const job = await createJob(deps, ctx.state.auth, {
+          agentId: body.agent_id,
+          workspaceId: body.workspace_id,
+          goal: body.goal,
+          title: body.title,
+          parentJobId: body.parent_job_id,
+          metadata: body.metadata,
+        });
+        ctx.status = 201;
+        ctx.body = { job: presentJob(job) };
+      },
+    },
+    {
+      method: 'get',
+      path: '/jobs/:id',
+      summary: 'A job: status, metadata, artifacts, review state, links (chat, mission, task, parent, executions)',
+      tags,
+      auth: 'service',
+      scope: 'jobs:read',
+      params: idParams,
+      responses: { 200: jobResponse },
+      handler: async (ctx) => {
+        ctx.body = { job: presentJob(await findJob(ctx.state.auth, input(ctx).params.id)) };
+      },
+    },
+    {
+      method: 'get',
+      path: '/jobs/:id/events',
+      summary: 'The job’s event stream: replay after Last-Event-ID (else the last 100 events), then live',
+      tags,
+      auth: 'service',
+      scope: 'jobs:read',
+      params: idParams,
+      query: streamQuery,
+      responses: { 200: jobEventsResponse },
+      events: jobStreamEvents,
+      handler: async (ctx) => {
+        const job = await findJob(ctx.state.auth, input(ctx).params.id);
+        await streamRecentEvents(ctx, deps, {
+          streamId: jobStreamId(job._id),
+          replay: JOB_REPLAY_EVENTS,
+          isTerminal: (e) =>
+            e.event === 'job.status' && TERMINAL_JOB_STATUSES.includes((e.data as { status: JobStatus }).status),
+        });
+      },
+    },
+    {
+      method: 'get',
+      path: '/jobs/:id/lineage',
+      summary: 'Related work: the parent job, child jobs, iterations (executions) and the mission run that created it',
+      tags,
+      auth: 'service',
+      scope: 'jobs:read',
+      params: idParams,
+      responses: { 200: jobLineageResponse },
+      handler: async (ctx) => {
+        const { job, parent, children } = await jobLineage(ctx.state.auth, input(ctx).params.id);
+        const iterations = [...job.iterations].sort((a, b) => a.n - b.n);
+        ctx.body = {
+          job: presentJobRef(job),
+          parent: parent ? presentJobRef(parent) : null,
+          children: children.map(presentJobRef),
+          iterations: iterations.map((i, k) => ({
+            n: i.n,
+            execution_id: i.executionId,
+            parent_execution_id: k > 0 ? iterations[k - 1].executionId : null,
+            reason: i.reason,
+            status: i.status,
+          })),
+          mission_run: job.missionId ? { mission_id: job.missionId, run_id: job.missionRunId ?? null } : null,
+          task_id: job.taskId ?? null,
+        };
+      },
+    },
+    {
+      method: 'get',
+      path: '/jobs/:id/transcript-events',
+      summary: 'The transcript of every iteration (each execution’s events), in order, one page at a time',
+      tags,
+      auth: 'service',
+      scope: 'jobs:read',
+      params: idParams,
+      query: transcriptQuery,
+      responses: { 200: transcriptResponse },
+      handler: async (ctx) => {
+        const { limit, cursor } = input<unknown, { limit: number; cursor?: string }>(ctx).query;
+        const page = await jobTranscript(ctx.state.auth, input(ctx).params.id, { limit, cursor });
+        ctx.body = {
+          job_id: page.job._id,
+          events: page.events.map((e) => ({
+            iteration: e.iteration,
+            execution_id: e.executionId,
+            seq: e.seq,
+            event: e.event,
+            data: e.data,
+          })),
+          next_cursor: page.next,
+        };
+      },
+    },
+    action(
+      'approve',
+      approveBody,
+      'next_step',
+      'Approve the work under review: completed, or on to another iteration with `next_step` (409 in other states)'
+    ),
+    action('cancel', cancelBody, null, 'Cancel the job in any unfinished state, aborting its running iteration'),
+    action('resume', resumeBody, 'input', 'Resume a blocked job with the input its agent asked for (409 otherwise)'),
+    action(
+      'iterate',
+      iterateBody,
+      'feedback',
+      'Request another iteration with the reviewer’s feedback (409 otherwise)'
+    ),
+  ];
+}

@@ -1,0 +1,66 @@
+/** Job → the current surface's JSON (snake_case), and its lineage. */
+import type { JobDoc } from '../models';
+
+const iso = (d: Date | null | undefined): string | null => (d ? new Date(d).toISOString() : null);
+
+/**
+ * @param job the stored job.
+ * @returns its short form (lineage, lists of related jobs).
+ */
+export function presentJobRef(job: JobDoc): Record<string, unknown> {
+  return { id: job._id, title: job.title, status: job.status, created_at: iso(job.createdAt) };
+}
+
+/**
+ * @param job the stored job.
+ * @returns the public record.
+ */
+export function presentJob(job: JobDoc): Record<string, unknown> {
+  return {
+    id: job._id,
+    organization_id: job.organizationId,
+    title: job.title,
+    goal: job.goal,
+    status: job.status,
+    agent_id: job.agentId,
+    workspace_id: job.spaceId,
+    created_by: job.userId,
+    review: {
+      state: job.review?.state ?? 'none',
+      requested_at: iso(job.review?.requestedAt),
+      feedback: job.review?.feedback ?? null,
+    },
+    question: job.question ?? null,
+    iterations: job.iterations.map((i) => ({
+      n: i.n,
+      execution_id: i.executionId,
+      reason: i.reason,
+      input: i.input,
+      status: i.status,
+      started_at: iso(i.startedAt),
+      completed_at: iso(i.completedAt),
+    })),
+    artifacts: job.artifacts.map((a) => ({
+      id: a.id,
+      name: a.name,
+      kind: a.kind,
+      execution_id: a.executionId ?? null,
+      content: a.content,
+      updated_at: iso(a.updatedAt),
+    })),
+    error: job.error?.message ? { message: job.error.message, code: job.error.code ?? 'failed' } : null,
+    metadata: job.metadata ?? {},
+    links: {
+      chat_id: job.chatId,
+      mission_id: job.missionId ?? null,
+      mission_run_id: job.missionRunId ?? null,
+      task_id: job.taskId ?? null,
+      parent_job_id: job.parentJobId ?? null,
+      execution_ids: job.iterations.map((i) => i.executionId),
+    },
+    created_at: iso(job.createdAt),
+    updated_at: iso(job.updatedAt),
+    started_at: iso(job.startedAt),
+    completed_at: iso(job.completedAt),
+  };
+}

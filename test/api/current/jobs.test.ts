@@ -1,0 +1,336 @@
+/**
+ * Jobs end to end: real api over HTTP, real Temporal dev server and worker, the embedded database, and the
+ * official Anthropic SDK against the fake Anthropic server (which echoes the iteration's input, so the protocol
+ * markers in a goal or in feedback come back in the reply). Covers the review loop, block / resume, cancel in each
+ * state (queued, running, awaiting_review, blocked), 409 with the current state on wrong-state actions, the
+ * workflow and the record agreeing after every action, lineage and the execution tree after iterations, the
+ * transcript pages, the job stream (gap-free, ends at the terminal status) and the service events.
+ */
+import { randomBytes } from 'node:crypto';
+import { Execution, Job, ServiceEvent } from '../../../models';
+import { jobWorkflowId } from '../../../workflows/ids';
+import { jobStatusQuery } from '../../../workflows/definitions';
+import { startFakeAnthropic, type FakeAnthropic } from '../../../scripts/fakes/anthropic';
+import { createTestApp, type TestApp } from '../../helpers/app';
+import { currentAs } from '../../helpers/current';
+import { bearer, buildOrg } from '../../helpers/factories';
+import { useTestDatabase } from '../../helpers/mongo';
+import { openSse } from '../../helpers/sse';
+import { startTestWorker, type TestWorker } from '../../helpers/worker';
+
+useTestDatabase();
+let t: TestApp;
+let fake: FakeAnthropic;
+let worker: TestWorker;
+let base: string;
+
+beforeAll(async () => {
+  fake = await startFakeAnthropic();
+  t = createTestApp({
+    ANTHROPIC_API_KEY: 'test-key',
+    ANTHROPIC_BASE_URL: fake.url,
+    DEFAULT_MODEL: 'claude-test',
+    TEMPORAL_TASK_QUEUE: `jobs-${randomBytes(4).toString('hex')}`,
+  });
+  worker = await startTestWorker(t.config);
+  base = await t.listen();
+});
+afterAll(async () => {
+  await worker?.stop();
+  await t?.close();
+  await fake?.close();
+});
+
+interface Setup {
+  token: string;
+  organizationId: string;
+  api: ReturnType<typeof currentAs>;
+  agentId: string;
+  workspaceId: string;
+}
+
+async function setup(): Promise<Setup> {
+  const org = await buildOrg();
+  const api = currentAs(t, org.serviceToken);
+  const agent = await api.post('/agents', { name: 'Worker', system_prompt: 'Do the work.' });
+  const ws = await api.post('/workspaces', { name: 'Jobs' });
+  return {
+    token: org.serviceToken,
+    organizationId: org.organizationId,
+    api,
+    agentId: agent.body.agent.id,
+    workspaceId: ws.body.workspace.id,
+  };
+}
+
+async function newJob(s: Setup, goal: string, extra: object = {}): Promise<string> {
+  const res = await s.api.post('/jobs', { agent_id: s.agentId, workspace_id: s.workspaceId, goal, ...extra });
+  expect(res.status).toBe(201);
+  return res.body.job.id;
+}
+
+/** The parts of a job's JSON the tests read. */
+interface JobJson {
+  status: string;
+  question: string | null;
+  review: { state: string };
+  iterations: { reason: string; input: string; execution_id: string }[];
+  artifacts: { id: string; content: string }[];
+  links: { chat_id: string };
+}
+
+async function waitForStatus(s: Setup, id: string, status: string, timeoutMs = 20_000): Promise<JobJson> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await s.api.get(`/jobs/${id}`);
+    if (res.body.job?.status === status) return res.body.job;
+    if (Date.now() > deadline) throw new Error(`job ${id} is ${res.body.job?.status}, not ${status}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The workflow's own view, which the record must agree with. */
+async function workflowStatus(id: string): Promise<string> {
+  return (await t.temporal.client.workflow.getHandle(jobWorkflowId(id)).query(jobStatusQuery)).status;
+}
+
+async function agreed(s: Setup, id: string): Promise<string> {
+  const record = (await s.api.get(`/jobs/${id}`)).body.job.status;
+  expect(await workflowStatus(id)).toBe(record);
+  return record;
+}
+
+it('the review loop: run → awaiting_review → iterate → awaiting_review → approve → completed', async () => {
+  const s = await setup();
+  const id = await newJob(s, 'Write the report [[request_review]]', { title: 'Report' });
+  const stream = await openSse(`${base}/api/jobs/${id}/events`, { headers: { authorization: bearer(s.token) } });
+  let job = await waitForStatus(s, id, 'awaiting_review');
+  expect(await agreed(s, id)).toBe('awaiting_review');
+  expect(job.review.state).toBe('pending');
+  expect(job.artifacts[0]).toMatchObject({ id: 'reply-1', content: 'Echo: Write the report [[request_review]]' });
+
+  const iterated = await s.api.post(`/jobs/${id}/iterate`, { feedback: 'Shorter please [[request_review]]' });
+  expect(iterated.status).toBe(200);
+  expect(iterated.body.job).toMatchObject({ status: 'running', review: { state: 'changes_requested' } });
+  expect(await workflowStatus(id)).toBe('running');
+  job = await waitForStatus(s, id, 'awaiting_review');
+  expect(await agreed(s, id)).toBe('awaiting_review');
+  expect(job.iterations.map((i: { reason: string }) => i.reason)).toEqual(['goal', 'feedback']);
+  expect(job.artifacts[1].content).toBe('Echo: Reviewer feedback:\nShorter please [[request_review]]');
+
+  const approved = await s.api.post(`/jobs/${id}/approve`, {});
+  expect(approved.status).toBe(200);
+  expect(approved.body.job).toMatchObject({ status: 'completed', review: { state: 'approved' } });
+  expect(await t.temporal.client.workflow.getHandle(jobWorkflowId(id)).result()).toMatchObject({
+    status: 'completed',
+  });
+
+  // The second iteration saw the first in its history (same session), and was told the protocol.
+  const second = fake.requests.find((r) => JSON.stringify(r.messages).includes('Shorter please'))!;
+  expect(second.messages!.length).toBe(3);
+  expect(JSON.stringify(second.system)).toContain('[[request_review]]');
+
+  // The job stream: every transition in order, ids without gaps, ended by the terminal status.
+  await stream.ended;
+  expect(stream.events.map((e) => Number(e.id))).toEqual(stream.events.map((_, i) => i + 1));
+  const statuses = stream.events.filter((e) => e.event === 'job.status').map((e) => JSON.parse(e.data).status);
+  expect(statuses).toEqual(['queued', 'running', 'awaiting_review', 'running', 'awaiting_review', 'completed']);
+  const outputs = stream.events.filter((e) => e.event === 'transcript.output').map((e) => JSON.parse(e.data).text);
+  expect(outputs).toEqual([job.artifacts[0].content, job.artifacts[1].content]);
+
+  // Lineage and the execution tree: two iterations, the second under the first.
+  const lineage = await s.api.get(`/jobs/${id}/lineage`);
+  expect(lineage.status).toBe(200);
+  const [first, next] = lineage.body.iterations;
+  expect(lineage.body.iterations).toHaveLength(2);
+  expect(next.parent_execution_id).toBe(first.execution_id);
+  const execs = await Execution.find({ jobId: id }).sort({ turn: 1 }).lean();
+  expect(execs.map((e) => [e._id, e.status, e.parentExecutionId, e.rootExecutionId, e.source])).toEqual([
+    [first.execution_id, 'completed', null, first.execution_id, 'job'],
+    [next.execution_id, 'completed', first.execution_id, first.execution_id, 'job'],
+  ]);
+
+  // Transcript events, one page at a time, covering both iterations' streams.
+  const all: { iteration: number; event: string }[] = [];
+  let cursor: string | null = null;
+  do {
+    const page: { body: { events: { iteration: number; event: string }[]; next_cursor: string | null } } =
+      await s.api.get(`/jobs/${id}/transcript-events?limit=3${cursor ? `&cursor=${cursor}` : ''}`);
+    all.push(...page.body.events);
+    cursor = page.body.next_cursor;
+  } while (cursor);
+  expect(all.filter((e) => e.event === 'result').map((e) => e.iteration)).toEqual([1, 2]);
+  expect(all.filter((e) => e.event === 'meta')).toHaveLength(2);
+
+  // Service events: one per change, keyed, none twice.
+  const types = (await ServiceEvent.find({ organizationId: s.organizationId }).lean())
+    .filter((e) => e.type.startsWith('job.'))
+    .map((e) => e.type)
+    .sort();
+  expect(types).toEqual(
+    [
+      'job.created',
+      'job.status_changed',
+      'job.status_changed',
+      'job.review_requested',
+      'job.status_changed',
+      'job.status_changed',
+      'job.review_requested',
+      'job.status_changed',
+      'job.done',
+    ].sort()
+  );
+}, 60_000);
+
+it('block / resume: the agent asks for input; the answer runs the next iteration', async () => {
+  const s = await setup();
+  const id = await newJob(s, 'Plan the trip [[request_input: Which city?]]');
+  const job = await waitForStatus(s, id, 'blocked');
+  expect(job.question).toBe('Which city?');
+  expect(await agreed(s, id)).toBe('blocked');
+  const resumed = await s.api.post(`/jobs/${id}/resume`, { input: 'Paris' });
+  expect(resumed.status).toBe(200);
+  expect(resumed.body.job.status).toBe('running');
+  const done = await waitForStatus(s, id, 'completed');
+  expect(done.iterations.map((i: { reason: string; input: string }) => [i.reason, i.input])).toEqual([
+    ['goal', ''],
+    ['input', 'Paris'],
+  ]);
+  expect(done.question).toBeNull();
+  expect(await Job.findById(id).lean()).toMatchObject({ status: 'completed' });
+}, 30_000);
+
+it('approve with a next step runs another iteration', async () => {
+  const s = await setup();
+  const id = await newJob(s, 'Step one [[request_review]]');
+  await waitForStatus(s, id, 'awaiting_review');
+  const res = await s.api.post(`/jobs/${id}/approve`, { next_step: 'Step two' });
+  expect(res.body.job).toMatchObject({ status: 'running', review: { state: 'approved' } });
+  const done = await waitForStatus(s, id, 'completed');
+  expect(done.iterations.map((i: { reason: string }) => i.reason)).toEqual(['goal', 'next_step']);
+}, 30_000);
+
+it('409 with the current state for every action that does not fit, never a 5xx', async () => {
+  const s = await setup();
+  const id = await newJob(s, 'Wait [[request_input: What now?]]');
+  await waitForStatus(s, id, 'blocked');
+  for (const [action, body] of [
+    ['approve', {}],
+    ['iterate', { feedback: 'x' }],
+  ] as const) {
+    const res = await s.api.post(`/jobs/${id}/${action}`, body);
+    expect([res.status, res.body.error]).toEqual([
+      409,
+      { code: 'conflict', message: `Cannot ${action} a job that is blocked`, current_state: 'blocked' },
+    ]);
+  }
+  expect(await agreed(s, id)).toBe('blocked');
+  const review = await newJob(s, 'Look [[request_review]]');
+  await waitForStatus(s, review, 'awaiting_review');
+  const wrong = await s.api.post(`/jobs/${review}/resume`, { input: 'x' });
+  expect([wrong.status, wrong.body.error.current_state]).toEqual([409, 'awaiting_review']);
+  // Finished jobs: every action is 409 with the final state.
+  const cancelled = await s.api.post(`/jobs/${id}/cancel`, {});
+  expect(cancelled.body.job.status).toBe('cancelled');
+  for (const action of ['approve', 'iterate', 'resume', 'cancel']) {
+    const res = await s.api.post(
+      `/jobs/${id}/${action}`,
+      action === 'iterate' ? { feedback: 'x' } : action === 'resume' ? { input: 'x' } : {}
+    );
+    expect([res.status, res.body.error.code, res.body.error.current_state]).toEqual([409, 'conflict', 'cancelled']);
+  }
+  // Two actions at once: one wins, the other is 409 (never both applied).
+  const race = await newJob(s, 'Race [[request_review]]');
+  await waitForStatus(s, race, 'awaiting_review');
+  const [a, b] = await Promise.all([s.api.post(`/jobs/${race}/approve`, {}), s.api.post(`/jobs/${race}/cancel`, {})]);
+  expect([a.status, b.status].sort()).toEqual([200, 409]);
+  const final = (await s.api.get(`/jobs/${race}`)).body.job.status;
+  expect(['completed', 'cancelled']).toContain(final);
+  expect(await Job.findById(race).lean()).toMatchObject({ status: final });
+}, 60_000);
+
+it('cancel while running aborts the iteration before it answers', async () => {
+  const s = await setup();
+  const id = await newJob(s, `[slow:100]${'long reply '.repeat(40)}`);
+  await waitForStatus(s, id, 'running');
+  // Wait until the model is streaming.
+  const first = (await s.api.get(`/jobs/${id}`)).body.job.iterations[0].execution_id;
+  for (let i = 0; i < 100 && (await Execution.findById(first).lean())?.status !== 'running'; i++)
+    await new Promise((r) => setTimeout(r, 50));
+  const abortedBefore = fake.aborted;
+  const res = await s.api.post(`/jobs/${id}/cancel`, {});
+  expect(res.status).toBe(200);
+  expect(res.body.job.status).toBe('cancelled');
+  // By the time the action answers, the iteration was stopped and the model request aborted.
+  expect(await Execution.findById(first).lean()).toMatchObject({ status: 'cancelled' });
+  expect(fake.aborted).toBeGreaterThan(abortedBefore);
+  expect(await workflowStatus(id)).toBe('cancelled');
+}, 30_000);
+
+it('cancel while awaiting review and while blocked', async () => {
+  const s = await setup();
+  for (const [goal, state] of [
+    ['A [[request_review]]', 'awaiting_review'],
+    ['B [[request_input: ?]]', 'blocked'],
+  ]) {
+    const id = await newJob(s, goal);
+    await waitForStatus(s, id, state);
+    const res = await s.api.post(`/jobs/${id}/cancel`, {});
+    expect([res.status, res.body.job.status]).toEqual([200, 'cancelled']);
+    expect(await workflowStatus(id)).toBe('cancelled');
+  }
+}, 30_000);
+
+it('cancel while queued: no worker has picked the job up yet; no iteration runs', async () => {
+  const s = await setup();
+  await worker.stop();
+  let restarted = false;
+  try {
+    const id = await newJob(s, 'Never runs [[request_review]]');
+    expect((await s.api.get(`/jobs/${id}`)).body.job.status).toBe('queued');
+    const cancelling = s.api.post(`/jobs/${id}/cancel`, {}).then((r) => r);
+    await new Promise((r) => setTimeout(r, 500));
+    worker = await startTestWorker(t.config);
+    restarted = true;
+    const res = await cancelling;
+    expect([res.status, res.body.job.status]).toEqual([200, 'cancelled']);
+    expect(res.body.job.iterations).toEqual([]);
+    expect(await Execution.countDocuments({ jobId: id })).toBe(0);
+  } finally {
+    if (!restarted) worker = await startTestWorker(t.config);
+  }
+}, 60_000);
+
+it('validation: a missing goal, an unknown agent, an unknown parent', async () => {
+  const s = await setup();
+  const noGoal = await s.api.post('/jobs', { agent_id: s.agentId, workspace_id: s.workspaceId });
+  expect([noGoal.status, noGoal.body.error.message]).toEqual([400, 'Missing required field: goal']);
+  const noAgent = await s.api.post('/jobs', { agent_id: 'agt_nope', workspace_id: s.workspaceId, goal: 'g' });
+  expect([noAgent.status, noAgent.body.error.message]).toEqual([400, 'Invalid agent_id: agent not found']);
+  const noParent = await s.api.post('/jobs', {
+    agent_id: s.agentId,
+    workspace_id: s.workspaceId,
+    goal: 'g',
+    parent_job_id: 'job_nope',
+  });
+  expect([noParent.status, noParent.body.error.message]).toEqual([400, 'Invalid parent_job_id: job not found']);
+  const badStatus = await s.api.get('/jobs?status=done');
+  expect(badStatus.status).toBe(400);
+});
+
+it('lists jobs with filters, and a child job shows in its parent’s lineage', async () => {
+  const s = await setup();
+  const parent = await newJob(s, 'Parent');
+  const child = await newJob(s, 'Child', { parent_job_id: parent });
+  await waitForStatus(s, child, 'completed');
+  const lineage = await s.api.get(`/jobs/${parent}/lineage`);
+  expect(lineage.body.children.map((c: { id: string }) => c.id)).toEqual([child]);
+  expect((await s.api.get(`/jobs/${child}/lineage`)).body.parent.id).toBe(parent);
+  const completed = await s.api.get('/jobs?status=completed&limit=1');
+  expect(completed.body.jobs).toHaveLength(1);
+  expect(completed.body.next_cursor).not.toBeNull();
+  const byAgent = await s.api.get(`/jobs?agent_id=${s.agentId}`);
+  expect(byAgent.body.jobs.map((j: { id: string }) => j.id)).toEqual([child, parent]);
+  const chat = (await s.api.get(`/jobs/${child}`)).body.job.links.chat_id;
+  expect((await s.api.get(`/jobs?chat_id=${chat}`)).body.jobs.map((j: { id: string }) => j.id)).toEqual([child]);
+}, 30_000);
