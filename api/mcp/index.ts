@@ -19,12 +19,16 @@ import {
   ErrorCode,
   isInitializeRequest,
   LATEST_PROTOCOL_VERSION,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
+  ReadResourceRequestSchema,
   McpError,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
 import { MCP_PATH } from '../../commands/oauth';
 import type { Schema } from '../../lib/ajv';
+import { NotFoundError } from '../../lib/errors';
 import { buildInfo } from '../../lib/version';
 import { McpSession, mcpStreamId, type McpSessionDoc } from '../../models';
 import type { AppContext } from '../context';
@@ -34,6 +38,7 @@ import type { ExecutionRouteDeps } from '../v1/executions';
 import { oauthRoutes } from '../oauth';
 import { appStreamRoutes } from './appStreams';
 import { isJsonRpcResponse, McpEventStore, mcpEventId, parseMcpEventId } from './eventStore';
+import { JOB_TRANSCRIPT_TEMPLATE, listTranscriptResources, readTranscriptResource } from './jobTools';
 import { callTool, mcpTools, type ToolContext } from './tools';
 
 const tags = ['MCP'];
@@ -87,9 +92,9 @@ function requestServer(deps: ExecutionRouteDeps, ctx: AppContext, sessionId: str
   const server = new Server(
     { name: buildInfo(deps.config.gitCommit).name, version: buildInfo(deps.config.gitCommit).version },
     {
-      capabilities: { tools: {} },
+      capabilities: { tools: {}, resources: {} },
       instructions:
-        'Agents, chats and tasks of your organization. Tools answer the same JSON as the /api routes of the same ' +
+        'Agents, chats, jobs and tasks of your organization; job transcripts are resources (job://{job_id}/transcript). Tools answer the same JSON as the /api routes of the same ' +
         'names (see the OpenAPI document at /api/openapi.json).',
     }
   );
@@ -104,6 +109,30 @@ function requestServer(deps: ExecutionRouteDeps, ctx: AppContext, sessionId: str
       ...(t.annotations ? { annotations: t.annotations } : {}),
     })),
   }));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
+    resourceTemplates: [
+      {
+        uriTemplate: JOB_TRANSCRIPT_TEMPLATE,
+        name: 'Job transcript',
+        description:
+          'The transcript events of every iteration of a job, in order (as GET /api/jobs/{id}/transcript-events)',
+        mimeType: 'application/json',
+      },
+    ],
+  }));
+  server.setRequestHandler(ListResourcesRequestSchema, async () => ({
+    resources: await listTranscriptResources(auth),
+  }));
+  server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+    try {
+      const contents = await readTranscriptResource(auth, request.params.uri);
+      log.info({ resource: request.params.uri }, 'mcp resource read');
+      return { contents };
+    } catch (err) {
+      if (err instanceof NotFoundError) throw new McpError(-32002, `Resource not found: ${request.params.uri}`);
+      throw err;
+    }
+  });
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const tool = TOOLS_BY_NAME.get(request.params.name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);

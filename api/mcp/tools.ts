@@ -13,7 +13,7 @@ import { awaitExecution, startExecution } from '../../commands/executions';
 import { listTasks } from '../../commands/tasks';
 import type { AuthContext } from '../../commands/tokens';
 import { check, type Schema } from '../../lib/ajv';
-import type { AppError } from '../../lib/errors';
+import { StateConflictError, type AppError } from '../../lib/errors';
 import { followEvents } from '../../lib/eventLog';
 import type { Logger } from '../../lib/logger';
 import { pageQueryProperties } from '../../lib/pagination';
@@ -25,6 +25,7 @@ import { translateError } from '../middlewares/errors';
 import { requiredStr } from '../schemas';
 import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
 import { isExecutionTerminal, type ExecutionRouteDeps } from '../v1/executions';
+import { jobTools } from './jobTools';
 
 /** What a tool call runs with. */
 export interface ToolContext {
@@ -87,8 +88,12 @@ async function runToCompletion(
   return { status: done.status, result: done.result, error: null };
 }
 
-/** @returns every tool (jobs and missions come with their commands). */
+/** @returns every tool (missions come with their commands). */
 export function mcpTools(): McpTool[] {
+  return [...baseTools(), ...jobTools()];
+}
+
+function baseTools(): McpTool[] {
   return [
     {
       name: 'list_agents',
@@ -276,7 +281,11 @@ export async function callTool(tool: McpTool, rawArgs: unknown, ctx: ToolContext
     const known: AppError | undefined = translateError(err, 0);
     if (known && known.status < 500) {
       ctx.log.info({ tool: tool.name, ms: Date.now() - started, refused: known.code }, 'mcp tool call refused');
-      const error = { code: known.code, message: known.message };
+      const error = {
+        code: known.code,
+        message: known.message,
+        ...(known instanceof StateConflictError ? { current_state: known.currentState } : {}),
+      };
       return {
         content: [{ type: 'text', text: `${known.code}: ${known.message}` }],
         structuredContent: { error },

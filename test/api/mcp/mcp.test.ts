@@ -155,6 +155,13 @@ describe('discovery and tokens', () => {
         'send_message',
         'read_messages',
         'list_tasks',
+        'list_jobs',
+        'get_job',
+        'approve_job',
+        'iterate_job',
+        'resume_job',
+        'cancel_job',
+        'job_events_url',
       ])
     );
     for (const tool of tools) expect(tool.inputSchema.type).toBe('object');
@@ -227,6 +234,61 @@ describe('discovery and tokens', () => {
     await expect(connectPerson(base, weak)).rejects.toThrow(/authorize: 401.*lacks the scope mcp/s);
     const unknown = new PkceProvider('svc_unknown');
     await expect(connectPerson(base, unknown)).rejects.toThrow(/authorize: 401.*unknown, revoked or expired/s);
+  });
+});
+
+describe('jobs', () => {
+  it('lists, reads and approves a job through MCP; its transcript is a resource; a signed URL streams its events', async () => {
+    const org = await setupOrg();
+    const client = keep(await connectMachine(base, await registerMachineClient(base, org.mcpToken)));
+    const created = await currentAs(t, org.serviceToken).post('/jobs', {
+      agent_id: org.agentId,
+      workspace_id: org.workspaceId,
+      goal: 'Write the report [[request_review]]',
+    });
+    expect(created.status).toBe(201);
+    const jobId: string = created.body.job.id;
+
+    const deadline = Date.now() + 20_000;
+    let job = ok(await client.callTool({ name: 'get_job', arguments: { job_id: jobId } })).job;
+    while (job.status !== 'awaiting_review') {
+      if (Date.now() > deadline) throw new Error(`job is ${job.status}`);
+      await new Promise((r) => setTimeout(r, 100));
+      job = ok(await client.callTool({ name: 'get_job', arguments: { job_id: jobId } })).job;
+    }
+    const listed = ok(await client.callTool({ name: 'list_jobs', arguments: { status: 'awaiting_review' } }));
+    expect(listed.jobs.map((j: { id: string }) => j.id)).toEqual([jobId]);
+
+    // The signed URL, issued through MCP, streams the job's events without a bearer token until it ends.
+    const { url } = ok(await client.callTool({ name: 'job_events_url', arguments: { job_id: jobId } }));
+    const events = await openSse(url);
+    expect(events.status).toBe(200);
+
+    // Another organization's client cannot act on it.
+    const other = await setupOrg();
+    const stranger = keep(await connectWithToken(base, other.mcpToken));
+    const refused = await stranger.callTool({ name: 'approve_job', arguments: { job_id: jobId } });
+    expect(refused.isError).toBe(true);
+    expect((refused.structuredContent as Json).error.code).toBe('not_found');
+
+    const approved = ok(await client.callTool({ name: 'approve_job', arguments: { job_id: jobId } }));
+    expect(approved.job).toMatchObject({ status: 'completed', review: { state: 'approved' } });
+    // An action that does not fit the state: a tool error naming the current state.
+    const again = await client.callTool({ name: 'cancel_job', arguments: { job_id: jobId } });
+    expect(again.isError).toBe(true);
+    expect((again.structuredContent as Json).error).toMatchObject({ current_state: 'completed' });
+
+    await events.ended;
+    const statuses = events.events.filter((e) => e.event === 'job.status').map((e) => JSON.parse(e.data).status);
+    expect(statuses.at(-1)).toBe('completed');
+
+    const { resources } = await client.listResources();
+    expect(resources.map((r) => r.uri)).toContain(`job://${jobId}/transcript`);
+    const read = await client.readResource({ uri: `job://${jobId}/transcript` });
+    const transcript = JSON.parse((read.contents[0] as { text: string }).text) as Json;
+    expect(transcript.job_id).toBe(jobId);
+    expect(transcript.events.length).toBeGreaterThan(0);
+    await expect(stranger.readResource({ uri: `job://${jobId}/transcript` })).rejects.toThrow(/not found/i);
   });
 });
 
