@@ -16,7 +16,8 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { appendEvents, lastSeq, type LoggedEvent } from '../lib/eventLog';
-import { chatStatusOf, chatStreamId, type ExecutionDoc, type ExecutionStatus } from '../models';
+import { chatStatusOf, chatStreamId, type ChatStatus, type ExecutionDoc, type ExecutionStatus } from '../models';
+import { parseReplyRequest } from '../workflows/jobStates';
 
 /** How long an activity waits for the previous execution's chat events before its attempt fails (and is retried). */
 const PREVIOUS_RANGE_WAIT_MS = 3000;
@@ -25,8 +26,44 @@ const PREVIOUS_RANGE_POLL_MS = 50;
 /** The chat-stream fields of an execution the mirror needs. */
 export type MirroredExecution = Pick<
   ExecutionDoc,
-  '_id' | 'chatId' | 'chatSeqBase' | 'input' | 'turn' | 'organizationId' | 'source' | 'error'
+  '_id' | 'chatId' | 'chatSeqBase' | 'input' | 'turn' | 'organizationId' | 'source' | 'error' | 'jobId'
 >;
+
+/** What a job iteration's reply asks of a human, as the chat shows it (`review` of a `chat.status` event). */
+export interface ChatReview {
+  job_id: string;
+  /** The job's state while it waits: a review of the work, or the input its agent asked for. */
+  state: 'awaiting_review' | 'blocked';
+  question: string | null;
+}
+
+/**
+ * The status an execution leaves its chat in [docs/decisions.md "Chat event stream"]: a job iteration whose reply
+ * asks for a review or for input leaves it `needs_attention` (its job waits for a human: workflows/jobStates.ts
+ * `parseReplyRequest`, the same rule the job follows); any other outcome is {@link chatStatusOf}.
+ * @param exec the execution.
+ * @param status its final status.
+ * @param reply its reply (completed executions).
+ * @returns the chat's status and, for a job waiting for a human, what it waits for.
+ */
+export function chatStatusAfter(
+  exec: Pick<MirroredExecution, 'source' | 'jobId'>,
+  status: ExecutionStatus,
+  reply: string
+): { status: ChatStatus; review: ChatReview | null } {
+  if (status !== 'completed' || exec.source !== 'job' || !exec.jobId)
+    return { status: chatStatusOf(status), review: null };
+  const asked = parseReplyRequest(reply);
+  if (asked.kind === 'none') return { status: chatStatusOf(status), review: null };
+  return {
+    status: 'needs_attention',
+    review: {
+      job_id: exec.jobId,
+      state: asked.kind === 'review' ? 'awaiting_review' : 'blocked',
+      question: asked.kind === 'input' ? asked.question : null,
+    },
+  };
+}
 
 /**
  * Whether an execution writes its chat's stream: the messages sent through /api/chats do, and the iterations of a
@@ -48,9 +85,15 @@ export const chatSeqOf = (exec: MirroredExecution, seq: number): number => (exec
  * @param exec the execution.
  * @param e its event.
  * @param outcome the execution's final status (for its terminal `error` event: failed or cancelled).
+ * @param reply the completed execution's reply (for its `result` event: a job waiting for a human).
  * @returns the chat event, at its chat seq.
  */
-export function chatEventOf(exec: MirroredExecution, e: LoggedEvent, outcome?: ExecutionStatus): LoggedEvent {
+export function chatEventOf(
+  exec: MirroredExecution,
+  e: LoggedEvent,
+  outcome?: ExecutionStatus,
+  reply = ''
+): LoggedEvent {
   const seq = chatSeqOf(exec, e.seq);
   const base = { chat_id: exec.chatId, execution_id: exec._id };
   const data = e.data as {
@@ -82,8 +125,14 @@ export function chatEventOf(exec: MirroredExecution, e: LoggedEvent, outcome?: E
         event: 'message.delta',
         data: { ...base, message_id: `${exec._id}:assistant`, text: data.delta?.text ?? '' },
       };
-    case 'result':
-      return { seq, event: 'chat.status', data: { ...base, status: chatStatusOf('completed'), error: null } };
+    case 'result': {
+      const after = chatStatusAfter(exec, 'completed', reply);
+      return {
+        seq,
+        event: 'chat.status',
+        data: { ...base, status: after.status, error: null, ...(after.review ? { review: after.review } : {}) },
+      };
+    }
     default: {
       const status = outcome === 'cancelled' ? 'cancelled' : 'failed';
       return {
@@ -137,10 +186,11 @@ async function awaitPreviousRange(exec: MirroredExecution): Promise<number> {
 export async function mirrorToChat(
   exec: MirroredExecution,
   events: LoggedEvent[],
-  outcome?: ExecutionStatus
+  outcome?: ExecutionStatus,
+  reply?: string
 ): Promise<void> {
   const head = await awaitPreviousRange(exec);
-  const all = [messageCreated(exec), ...events.map((e) => chatEventOf(exec, e, outcome))];
+  const all = [messageCreated(exec), ...events.map((e) => chatEventOf(exec, e, outcome, reply))];
   await appendEvents(
     chatStreamId(exec.chatId),
     all.filter((e) => e.seq > head)

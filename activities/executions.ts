@@ -18,7 +18,8 @@ import {
 } from '../lib/providers';
 import { FAILURES, rejectedMessage, type FailureCode } from '../workflows/failures';
 import { JOB_PROTOCOL_PROMPT } from '../workflows/jobStates';
-import { chatRangeEnd, mirrorEvent, mirrorsToChat, mirrorToChat } from './chatStream';
+import { chatRangeEnd, chatStatusAfter, mirrorEvent, mirrorsToChat, mirrorToChat } from './chatStream';
+import { recordEvent } from '../commands/serviceEvents';
 import {
   Agent,
   Chat,
@@ -163,6 +164,12 @@ async function sessionHistory(sessionId: string, currentExecutionId: string): Pr
 async function markRunning(exec: ExecutionDoc): Promise<void> {
   await Execution.updateOne({ _id: exec._id }, { $set: { status: 'running', startedAt: new Date() } });
   await Chat.updateOne({ _id: exec.chatId }, { $set: { status: chatStatusOf('running') } });
+  await recordEvent({
+    type: 'chat.status_changed',
+    organizationId: exec.organizationId,
+    data: { chatId: exec.chatId, status: chatStatusOf('running'), executionId: exec._id },
+    key: `${exec._id}:chat-status:running`,
+  });
 }
 /**
  * @param deps logger and configuration (provider keys).
@@ -359,6 +366,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
       });
     }
     const ownsChatRange = mirrorsToChat(exec);
+    const chatAfter = chatStatusAfter(exec, input.status, text);
 
     // Order matters: the reply joins the history and the session is free BEFORE anyone can observe the
     // terminal status or event, so a client may send its next message as soon as it sees the result. The same
@@ -389,7 +397,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         { _id: exec.chatId },
         {
           $set: {
-            status: chatStatusOf(input.status),
+            status: chatAfter.status,
             ...(text ? { lastMessage: text.slice(0, 500) } : {}),
           },
         }
@@ -430,7 +438,44 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
       );
 
     await appendEvents(exec._id, final);
-    if (ownsChatRange) await mirrorToChat(exec, [...events, ...final], input.status);
+    if (ownsChatRange) await mirrorToChat(exec, [...events, ...final], input.status, text);
+
+    // Service events (webhooks), keyed so a retried finish records nothing new. A cancelled execution has none.
+    if (input.status !== 'cancelled') {
+      const finalStatus = terminal ? (exec.status as ExecutionStatus) : input.status;
+      if (finalStatus === 'completed' || finalStatus === 'failed')
+        await recordEvent({
+          type: finalStatus === 'completed' ? 'execution.completed' : 'execution.failed',
+          organizationId: exec.organizationId,
+          data: {
+            executionId: exec._id,
+            agentId: exec.agentId,
+            chatId: exec.chatId,
+            status: finalStatus,
+            ...(finalStatus === 'failed'
+              ? {
+                  error: {
+                    message: input.error ?? FAILURES.internal.message,
+                    code: input.errorCode ?? FAILURES.internal.code,
+                  },
+                }
+              : {}),
+            usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+          },
+          key: `${exec._id}:finished`,
+        });
+    }
+    await recordEvent({
+      type: 'chat.status_changed',
+      organizationId: exec.organizationId,
+      data: {
+        chatId: exec.chatId,
+        status: chatAfter.status,
+        executionId: exec._id,
+        ...(chatAfter.review ? { review: chatAfter.review } : {}),
+      },
+      key: `${exec._id}:chat-status:final`,
+    });
 
     log.info({ executionId: exec._id, status: input.status, usage }, 'execution finished');
   }

@@ -6,6 +6,7 @@ import type { Config } from '../lib/config';
 import type { Logger } from '../lib/logger';
 import { createExecutionActivities } from './executions';
 import { createJobActivities } from './jobs';
+import { createWebhookActivities } from './webhooks';
 
 export interface ActivityDeps {
   logger: Logger;
@@ -17,5 +18,5 @@ export interface ActivityDeps {
  * @returns the activity functions registered on the worker.
  */
 export function createActivities(deps: ActivityDeps) {
-  return { ...createExecutionActivities(deps), ...createJobActivities(deps) };
+  return { ...createExecutionActivities(deps), ...createJobActivities(deps), ...createWebhookActivities(deps) };
 }

@@ -4,6 +4,7 @@
  * The route groups are declared once ({@link routeGroups}): the same list is mounted and documented
  * (api/openapi.ts), so the contract covers exactly the routes that answer.
  */
+import { installWebhookDispatcher } from '../commands/webhooks';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Config } from '../lib/config';
@@ -82,6 +83,7 @@ function rawBodyMatcher(groups: RouteGroup[]): (ctx: AppContext) => boolean {
  * @returns the Koa app.
  */
 export function createApp(deps: AppDeps): Koa<AppState> {
+  installWebhookDispatcher(deps.temporal, deps.logger);
   // The contract routes serve the document that describes them too: it is read at request time.
   const holder: { contract?: Contract } = {};
   const groups = routeGroups(deps, () => holder.contract!);

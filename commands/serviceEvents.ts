@@ -5,10 +5,23 @@
  * An event recorded from a retried step (a Temporal activity, a repeated request) passes a `key` that names the
  * change (for example `job-<id>:status:3`): the event id is derived from it, so a repeat records nothing new and
  * returns the first event.
+ *
+ * Delivery (docs/decisions.md "Webhook delivery"): when the organization's enabled destination wants the type, an
+ * outbox entry (`_id` = event id) is written BEFORE the event, and once the event is recorded the process's
+ * dispatcher (commands/webhooks.ts, installed by the api and the worker) starts `webhook-<eventId>` and removes the
+ * entry. Whatever a Temporal outage or a crash leaves in the outbox, the worker's sweep starts; a start that finds
+ * the workflow already there is a no-op, so nothing is lost or delivered twice.
  */
 import { sha256Hex } from '../lib/crypto';
 import { newId } from '../lib/ids';
-import { ServiceEvent, type ServiceEventDoc } from '../models';
+import {
+  OUTBOX_QUEUE,
+  ServiceEvent,
+  WebhookIntegration,
+  WebhookOutbox,
+  type ServiceEventDoc,
+  type WebhookIntegrationDoc,
+} from '../models';
 
 /** Every event type the service records; the README lists each `data` shape. */
 export const SERVICE_EVENT_TYPES = [
@@ -68,6 +81,28 @@ export function serviceEventBody(doc: ServiceEventDoc): ServiceEventBody {
   };
 }
 
+/** Starts the delivery of a recorded event; never throws (a failure leaves the outbox entry for the sweep). */
+export type EventDispatcher = (event: ServiceEventBody) => Promise<void>;
+let dispatcher: EventDispatcher | undefined;
+
+/**
+ * @param next the dispatcher of this process (commands/webhooks.ts installWebhookDispatcher), or undefined.
+ */
+export function setEventDispatcher(next: EventDispatcher | undefined): void {
+  dispatcher = next;
+}
+
+/**
+ * @param integration the organization's destination, if any.
+ * @param type an event type.
+ * @returns whether the destination is enabled and wants this type.
+ */
+export function integrationWants(integration: WebhookIntegrationDoc | null, type: string): boolean {
+  if (!integration?.enabled) return false;
+  const types = integration.eventTypes as string[] | null | undefined;
+  return !types || types.length === 0 || types.includes(type);
+}
+
 function isDuplicateKey(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 11000;
 }
@@ -79,6 +114,16 @@ function isDuplicateKey(err: unknown): boolean {
  */
 export async function recordEvent(input: RecordEventInput): Promise<{ event: ServiceEventBody; created: boolean }> {
   const _id = input.key === undefined ? newId('evt') : eventIdFor(input.key);
+  const integration = await WebhookIntegration.findById(input.organizationId).lean<WebhookIntegrationDoc>();
+  const deliver = integrationWants(integration, input.type);
+  if (deliver)
+    await WebhookOutbox.updateOne(
+      { _id },
+      { $setOnInsert: { organizationId: input.organizationId, queue: OUTBOX_QUEUE } },
+      { upsert: true }
+    ).catch((err: unknown) => {
+      if (!isDuplicateKey(err)) throw err; // a concurrent repeat wrote it
+    });
   try {
     const doc = await ServiceEvent.create({
       _id,
@@ -86,7 +131,9 @@ export async function recordEvent(input: RecordEventInput): Promise<{ event: Ser
       type: input.type,
       data: JSON.stringify(input.data),
     });
-    return { event: serviceEventBody(doc.toObject() as ServiceEventDoc), created: true };
+    const event = serviceEventBody(doc.toObject() as ServiceEventDoc);
+    if (deliver && dispatcher) await dispatcher(event);
+    return { event, created: true };
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
     const existing = await ServiceEvent.findById(_id).lean<ServiceEventDoc>();

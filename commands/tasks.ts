@@ -6,6 +6,7 @@
 import type { AuthContext } from './tokens';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../lib/errors';
 import { paginate } from '../lib/pagination';
+import { recordEvent } from './serviceEvents';
 import { Agent, Membership, Space, Task, TASK_TRANSITIONS, type TaskDoc, type TaskStatus } from '../models';
 
 const NOT_FOUND = 'Task not found';
@@ -66,7 +67,53 @@ export async function createTask(auth: AuthContext, input: TaskCreateInput): Pro
     spaceId: input.spaceId ?? null,
     createdBy: auth.userId,
   });
-  return task.toObject() as TaskDoc;
+  const doc = task.toObject() as TaskDoc;
+  await recordTaskEvents(null, doc);
+  return doc;
+}
+
+/**
+ * @param task a task.
+ * @returns the `data.task` of its service events.
+ */
+export function taskEventData(task: TaskDoc): Record<string, unknown> {
+  return {
+    id: task._id,
+    title: task.title,
+    status: task.status,
+    priority: task.priority,
+    assignedTo: task.assignedTo ?? null,
+    spaceId: task.spaceId ?? null,
+  };
+}
+
+/**
+ * Records the service events of a task change (README "Webhook events"): created, or updated plus
+ * status_changed / completed / assigned when those moved.
+ * @param before the task before the change (null: created).
+ * @param after the task after it.
+ */
+async function recordTaskEvents(before: TaskDoc | null, after: TaskDoc): Promise<void> {
+  const organizationId = after.organizationId;
+  const task = taskEventData(after);
+  if (before === null) await recordEvent({ type: 'task.created', organizationId, data: { task } });
+  else {
+    await recordEvent({ type: 'task.updated', organizationId, data: { task } });
+    if (before.status !== after.status) {
+      await recordEvent({
+        type: 'task.status_changed',
+        organizationId,
+        data: { task, previousStatus: before.status },
+      });
+      if (after.status === 'completed') await recordEvent({ type: 'task.completed', organizationId, data: { task } });
+    }
+  }
+  if (after.assignedTo && after.assignedTo !== (before?.assignedTo ?? null))
+    await recordEvent({
+      type: 'task.assigned',
+      organizationId,
+      data: { task, previousAssignee: before?.assignedTo ?? null },
+    });
 }
 
 /**
@@ -132,6 +179,7 @@ export async function updateTask(auth: AuthContext, id: string, changes: TaskUpd
     { new: true }
   ).lean<TaskDoc>();
   if (!updated) throw new ConflictError('Task was changed by another request; read it and retry');
+  await recordTaskEvents(task, updated);
   return updated;
 }
 

@@ -2,8 +2,9 @@
  * A chat (conversation) with an agent inside a space. The same record serves the v1 executions (a chat per
  * conversation) and the current surface's durable chats (/api/chats). Its status follows its executions
  * [docs/decisions.md "Chats"]: `standby` (nothing ran yet, or the last reply was cancelled) → `working` (an
- * execution runs) → `done` (completed) | `error` (failed); `needs_attention` is reserved for reviewable work
- * (jobs), which no execution sets. {@link chatStatusOf} is the one place that maps an execution to it.
+ * execution runs) → `done` (completed) | `error` (failed); `needs_attention` when a job iteration in the chat asks
+ * for a review or for input (activities/chatStream.ts `chatStatusAfter`, over {@link chatStatusOf}, which maps an
+ * execution's status).
  */
 import mongoose, { type InferSchemaType } from 'mongoose';
 import { newId } from '../lib/ids';

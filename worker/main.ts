@@ -4,6 +4,8 @@
  */
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type LogMetadata } from '@temporalio/worker';
 import { createActivities } from '../activities';
+import { startWebhookOutboxSweep } from '../commands/webhooks';
+import { createTemporal } from '../lib/temporal';
 import { HEARTBEAT_THROTTLE } from '../activities/executions';
 import { loadConfigOrExit } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
@@ -53,6 +55,9 @@ export async function main(stop: StopSignals): Promise<void> {
   await connectMongo(config.mongodbUri, { timeoutMs: config.dependencyTimeoutMs });
   installRuntimeLogger(logger);
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  // Events recorded by activities start their webhook deliveries; the sweep starts whatever an outage left behind.
+  const temporal = createTemporal(config);
+  const stopSweep = startWebhookOutboxSweep(temporal, logger);
   if (!stop.requested) {
     const created = await Worker.create({
       connection,
@@ -73,6 +78,8 @@ export async function main(stop: StopSignals): Promise<void> {
     else logger.info({ taskQueue: config.temporalTaskQueue, namespace: config.temporalNamespace }, 'worker started');
     await running;
   }
+  stopSweep();
+  await temporal.connection.close();
   await connection.close();
   await disconnectMongo();
   logger.info('worker stopped');

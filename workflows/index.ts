@@ -4,3 +4,5 @@
  */
 export { agentExecution } from './agentExecution';
 export { job } from './job';
+export { webhookDelivery } from './webhookDelivery';
+export { webhookTest } from './webhookTest';

@@ -164,26 +164,25 @@ export const chatEventsResponse: Schema = {
 const ids = { chat_id: { type: 'string' }, execution_id: { type: 'string' } };
 
 /**
- * The chat stream's events (written by activities/chatStream.ts). `artifact.updated` and `review.updated` are
- * declared for the jobs that will write them; no execution emits them.
+ * The chat stream's events (written by activities/chatStream.ts). A job iteration in the chat that asks for a human
+ * ends with `chat.status` `needs_attention` and `review` (what the job waits for); the job's own artifacts and review
+ * changes are on its stream (GET /api/jobs/{id}/events).
  */
 export const chatStreamEvents: Record<string, Schema> = {
   'message.created': record({ ...ids, message: messageRecord('user') }),
   'message.delta': record({ ...ids, message_id: { type: 'string' }, text: { type: 'string' } }),
   'message.completed': record({ ...ids, message: messageRecord('assistant') }),
-  'chat.status': record({
-    ...ids,
-    status: { type: 'string', enum: [...CHAT_STATUSES] },
-    error: { oneOf: [{ type: 'null' }, record({ message: { type: 'string' } })] },
-  }),
-  'artifact.updated': record({
-    chat_id: { type: 'string' },
-    job_id: { type: 'string' },
-    artifact: record({ id: { type: 'string' }, name: { type: 'string' }, url: nullableStr }),
-  }),
-  'review.updated': record({
-    chat_id: { type: 'string' },
-    job_id: { type: 'string' },
-    review_state: { type: 'string', enum: ['pending', 'approved', 'changes_requested'] },
-  }),
+  'chat.status': record(
+    {
+      ...ids,
+      status: { type: 'string', enum: [...CHAT_STATUSES] },
+      error: { oneOf: [{ type: 'null' }, record({ message: { type: 'string' } })] },
+      review: record({
+        job_id: { type: 'string' },
+        state: { type: 'string', enum: ['awaiting_review', 'blocked'] },
+        question: nullableStr,
+      }),
+    },
+    ['review']
+  ),
 };

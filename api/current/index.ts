@@ -12,6 +12,7 @@ import { clientExecuteRoutes } from './clientExecute';
 import { jobRoutes } from './jobs';
 import { contractRoutes, type Contract } from './contract';
 import { workspaceFileRoutes } from './workspaceFiles';
+import { webhookRoutes } from './webhooks';
 import { workspaceRoutes } from './workspaces';
 
 export const CURRENT_PREFIX = '/api';
@@ -31,5 +32,6 @@ export function currentRoutes(deps: AppDeps, contract: () => Contract): RouteSpe
     ...workspaceFileRoutes(deps.config),
     ...spaceClientRoutes(deps),
     ...clientExecuteRoutes(deps),
+    ...webhookRoutes(deps),
   ];
 }

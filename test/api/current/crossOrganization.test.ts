@@ -5,6 +5,7 @@
 import type { AppDeps } from '../../../api/app';
 import { currentRoutes } from '../../../api/current';
 import { AGENT_LIBRARY, libraryAgentId } from '../../../commands/agentLibrary';
+import { recordEvent } from '../../../commands/serviceEvents';
 import { useTestApp } from '../../helpers/app';
 import { currentAs, noContract } from '../../helpers/current';
 import { testConfig } from '../../helpers/env';
@@ -48,6 +49,7 @@ const bodies: Record<string, object | undefined> = {
   'POST /workspaces/:id/files/share': { path: 'a.txt' },
   'DELETE /workspaces/:id/shares/:shareId': undefined,
   'POST /workspaces/:id/apps': { name: 'App', path: '' },
+  'POST /messaging-integration/deliveries/:eventId/redeliver': undefined,
 };
 
 /** A valid query per id route that needs one. */
@@ -89,8 +91,15 @@ it('another organization’s ids are 404 on every id route', async () => {
     .send('a');
   const share = (await currentAs(t, owner.serviceToken).post(`/workspaces/${space}/files/share`, { path: 'a.txt' }))
     .body.share.id;
+  // The owner's event; the intruder has a destination of its own, so only the tenancy check refuses the redelivery.
+  const event = (await recordEvent({ type: 'task.created', organizationId: owner.organizationId, data: {} })).event.id;
+  await t.request
+    .put('/api/messaging-integration')
+    .set('Authorization', `Bearer ${intruder.serviceToken}`)
+    .send({ url: 'https://hooks.example.com/x' });
   const ids: Record<string, string[]> = {
     id: [agent, publicAgent, library],
+    eventId: [event],
     spaceId: [space],
     orgId: [owner.organizationId],
   };

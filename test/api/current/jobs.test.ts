@@ -334,3 +334,29 @@ it('lists jobs with filters, and a child job shows in its parent’s lineage', a
   const chat = (await s.api.get(`/jobs/${child}`)).body.job.links.chat_id;
   expect((await s.api.get(`/jobs?chat_id=${chat}`)).body.jobs.map((j: { id: string }) => j.id)).toEqual([child]);
 }, 30_000);
+
+it('the job’s chat shows a job waiting for a human: chat.status needs_attention with what it waits for', async () => {
+  const s = await setup();
+  const review = await newJob(s, 'Draft it [[request_review]]');
+  const blocked = await newJob(s, 'Plan it [[request_input: which region?]]');
+  const chatOf = async (id: string): Promise<string> => (await s.api.get(`/jobs/${id}`)).body.job.links.chat_id;
+  await waitForStatus(s, review, 'awaiting_review');
+  await waitForStatus(s, blocked, 'blocked');
+  const expectations: Array<[string, object]> = [
+    [review, { state: 'awaiting_review', question: null }],
+    [blocked, { state: 'blocked', question: 'which region?' }],
+  ];
+  for (const [id, waiting] of expectations) {
+    const chatId = await chatOf(id);
+    const stream = await openSse(`${base}/api/chats/${chatId}/events?lastEventId=0`, {
+      headers: { authorization: bearer(s.token) },
+    });
+    const last = (): { status?: string; review?: object } =>
+      JSON.parse(stream.events.filter((e) => e.event === 'chat.status').at(-1)?.data ?? '{}');
+    while (last().status !== 'needs_attention') await stream.waitFor(stream.events.length + 1, 10_000);
+    stream.close();
+    expect(last().review).toEqual({ job_id: id, ...waiting });
+    const listed = await s.api.get(`/chats?status=needs_attention`);
+    expect(listed.body.chats.map((c: { id: string }) => c.id)).toContain(chatId);
+  }
+});

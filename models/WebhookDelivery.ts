@@ -1,0 +1,39 @@
+/**
+ * The delivery log (`_id` = event id): one document per event sent to the organization's destination, with each
+ * attempt (run, attempt number, HTTP status, latency, error). A redelivery is a new run of the same document.
+ * Written only by the delivery workflow's activities, one at a time per event.
+ */
+import mongoose, { type InferSchemaType } from 'mongoose';
+
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+const attemptSchema = new mongoose.Schema(
+  {
+    run: { type: Number, required: true },
+    attempt: { type: Number, required: true },
+    at: { type: Date, required: true },
+    /** The receiver's HTTP status; null when no answer came (network error, timeout, refused destination). */
+    status: { type: Number, default: null },
+    latencyMs: { type: Number, required: true },
+    error: { type: String, default: null },
+  },
+  { _id: false }
+);
+
+const schema = new mongoose.Schema(
+  {
+    _id: { type: String, required: true },
+    organizationId: { type: String, required: true },
+    type: { type: String, required: true },
+    status: { type: String, enum: DELIVERY_STATUSES, required: true },
+    /** Runs so far (1 + redeliveries). */
+    run: { type: Number, required: true },
+    attempts: { type: [attemptSchema], default: [] },
+  },
+  { timestamps: true, versionKey: false }
+);
+schema.index({ organizationId: 1, createdAt: -1, _id: -1 });
+
+export type WebhookDeliveryDoc = InferSchemaType<typeof schema> & { _id: string; createdAt: Date; updatedAt: Date };
+export const WebhookDelivery = mongoose.model('WebhookDelivery', schema, 'webhook_deliveries');

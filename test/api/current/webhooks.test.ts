@@ -1,0 +1,376 @@
+/**
+ * Webhook delivery end to end: the api configures the destination, events recorded by the service start their
+ * delivery workflows, and a real worker process (trusting the receiver's self-signed certificate through
+ * NODE_EXTRA_CA_CERTS, WEBHOOK_ALLOW_PRIVATE=true for loopback) POSTs them to a real HTTPS receiver on loopback.
+ * Signatures are checked with Stripe's verifier (an independent oracle) and with the spec's rule.
+ */
+import { randomBytes } from 'node:crypto';
+import Stripe from 'stripe';
+import { eventIdFor, recordEvent, setEventDispatcher } from '../../../commands/serviceEvents';
+import { installWebhookDispatcher } from '../../../commands/webhooks';
+import { verifySignature } from '../../../lib/webhookSignature';
+import { WebhookDelivery, WebhookIntegration, WebhookOutbox } from '../../../models';
+import { createTestApp, useTestApp } from '../../helpers/app';
+import { childTestEnv, TEST_ENCRYPTION_KEY, testLogger } from '../../helpers/env';
+import { bearer, buildOrg } from '../../helpers/factories';
+import { useTestDatabase } from '../../helpers/mongo';
+import { spawnScript, type Spawned } from '../../helpers/processes';
+import { startWebhookReceiver, type ReceivedDelivery, type WebhookReceiver } from '../../helpers/webhookReceiver';
+
+const db = useTestDatabase();
+const queue = `webhooks-${randomBytes(4).toString('hex')}`;
+const t = useTestApp({ TEMPORAL_TASK_QUEUE: queue, WEBHOOK_ALLOW_PRIVATE: 'true' });
+const stripe = new Stripe('sk_test_unused');
+
+let receiver: WebhookReceiver;
+let worker: Spawned | undefined;
+
+async function startWorker(): Promise<Spawned> {
+  const w = spawnScript(
+    'worker/index.ts',
+    childTestEnv({
+      MONGODB_URI: db.uri,
+      TEMPORAL_TASK_QUEUE: queue,
+      WORKFLOW_BUNDLE: process.env.AAS_WORKFLOW_BUNDLE ?? '',
+      ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      NODE_EXTRA_CA_CERTS: receiver.caFile,
+    })
+  );
+  await w.waitFor(/worker started/, 60_000);
+  return w;
+}
+
+beforeAll(async () => {
+  receiver = await startWebhookReceiver();
+  worker = await startWorker();
+}, 90_000);
+
+afterAll(async () => {
+  worker?.crash();
+  await receiver?.close();
+});
+
+/** An organization whose destination is the receiver; returns its ids, token and clear secret. */
+async function configuredOrg(extra: Record<string, unknown> = {}) {
+  const org = await buildOrg();
+  const res = await t.request
+    .put('/api/messaging-integration')
+    .set('Authorization', bearer(org.serviceToken))
+    .send({ url: receiver.url, ...extra });
+  expect(res.status).toBe(201);
+  return { ...org, secret: res.body.signing_secret as string };
+}
+
+async function deliveryOf(eventId: string, status: string, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const doc = await WebhookDelivery.findById(eventId).lean();
+    if (doc?.status === status) return doc;
+    if (Date.now() > deadline) throw new Error(`delivery ${eventId} not ${status}: ${JSON.stringify(doc)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function expectSigned(d: ReceivedDelivery, secret: string): void {
+  const event = stripe.webhooks.constructEvent(d.body, d.headers['service-signature']!, secret);
+  expect(event.id).toBe(d.headers['service-event-id']);
+  expect(verifySignature(d.headers['service-signature']!, secret, d.body)).toBe(true);
+}
+
+describe('configuration', () => {
+  it('creates the secret on the first PUT, shows it once, stores it encrypted; reads never show it', async () => {
+    const org = await buildOrg();
+    const auth = bearer(org.serviceToken);
+    expect((await t.request.get('/api/messaging-integration').set('Authorization', auth)).status).toBe(404);
+    const first = await t.request
+      .put('/api/messaging-integration')
+      .set('Authorization', auth)
+      .send({ url: receiver.url });
+    expect(first.status).toBe(201);
+    expect(first.body.signing_secret).toMatch(/^whsec_[A-Za-z0-9]{40}$/);
+    const stored = JSON.stringify(await WebhookIntegration.findById(org.organizationId).lean());
+    expect(stored).not.toContain(first.body.signing_secret);
+    const again = await t.request
+      .put('/api/messaging-integration')
+      .set('Authorization', auth)
+      .send({ url: receiver.url, enabled: false, event_types: ['task.created'] });
+    expect(again.status).toBe(200);
+    expect(again.body.signing_secret).toBeUndefined();
+    const read = await t.request.get('/api/messaging-integration').set('Authorization', auth);
+    expect(read.status).toBe(200);
+    expect(read.body.integration).toMatchObject({ url: receiver.url, enabled: false, event_types: ['task.created'] });
+    expect(JSON.stringify(read.body)).not.toContain('whsec_');
+  });
+
+  it('refuses http, credentials, unknown event types and an over-long grace period with 400', async () => {
+    const org = await buildOrg();
+    const auth = bearer(org.serviceToken);
+    for (const body of [
+      { url: 'http://example.com/hook' },
+      { url: 'https://user:pw@example.com/hook' },
+      { url: receiver.url, event_types: ['nope'] },
+    ]) {
+      const res = await t.request.put('/api/messaging-integration').set('Authorization', auth).send(body);
+      expect([res.status, res.body.error?.code]).toEqual([400, 'validation_failed']);
+    }
+    await t.request.put('/api/messaging-integration').set('Authorization', auth).send({ url: receiver.url });
+    const rotate = await t.request
+      .post('/api/messaging-integration/signing-secret/rotate')
+      .set('Authorization', auth)
+      .send({ grace_period_seconds: 86_401 });
+    expect(rotate.status).toBe(400);
+  });
+
+  it('refuses a private destination unless WEBHOOK_ALLOW_PRIVATE=true', async () => {
+    const strict = createTestApp({ TEMPORAL_TASK_QUEUE: queue });
+    try {
+      const org = await buildOrg();
+      for (const url of ['https://127.0.0.1:8443/hook', 'https://[::1]/hook', 'https://169.254.169.254/latest']) {
+        const res = await strict.request
+          .put('/api/messaging-integration')
+          .set('Authorization', bearer(org.serviceToken))
+          .send({ url });
+        expect([url, res.status]).toEqual([url, 400]);
+      }
+    } finally {
+      installWebhookDispatcher(t.temporal, testLogger()); // the strict app installed its own client's dispatcher
+      await strict.close();
+    }
+  });
+});
+
+describe('delivery', () => {
+  it('delivers a task created through the API with the six headers, signed so Stripe’s verifier accepts it', async () => {
+    const org = await configuredOrg();
+    const created = await t.request
+      .post('/api/v1/tasks')
+      .set('Authorization', bearer(org.apiToken))
+      .send({ title: 'Webhook me' });
+    expect(created.status).toBe(200);
+    const deadline = Date.now() + 30_000;
+    let mine: ReceivedDelivery | undefined;
+    while (!mine && Date.now() < deadline) {
+      mine = receiver.received.find((r) => JSON.parse(r.body).organizationId === org.organizationId);
+      if (!mine) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(mine).toBeDefined();
+    const d = mine!;
+    const body = JSON.parse(d.body);
+    expect(body).toEqual({
+      id: expect.stringMatching(/^evt_/),
+      type: 'task.created',
+      createdAt: expect.any(String),
+      organizationId: org.organizationId,
+      data: { task: expect.objectContaining({ title: 'Webhook me', status: 'pending' }) },
+    });
+    expect(d.headers['service-event-id']).toBe(body.id);
+    expect(d.headers['service-event-type']).toBe('task.created');
+    expect(d.headers['service-delivery-attempt']).toBe('1');
+    expect(d.headers['service-timestamp']).toMatch(/^\d{10}$/);
+    expect(d.headers['service-signature']).toBe(
+      `t=${d.headers['service-timestamp']},v1=${d.headers['service-signature']!.split('v1=')[1]}`
+    );
+    expect(d.headers['idempotency-key']).toBe(body.id);
+    expect(d.headers['content-type']).toBe('application/json');
+    expectSigned(d, org.secret);
+    expect(() => stripe.webhooks.constructEvent(d.body, d.headers['service-signature']!, 'whsec_wrong')).toThrow();
+    expect(() => stripe.webhooks.constructEvent(`${d.body} `, d.headers['service-signature']!, org.secret)).toThrow();
+    const doc = await deliveryOf(body.id, 'delivered');
+    expect(doc.attempts).toHaveLength(1);
+  });
+
+  it('retries transient failures after 0 s, 1 s, 2 s and 4 s, then marks the delivery failed', async () => {
+    const org = await configuredOrg();
+    const key = `retry-${randomBytes(4).toString('hex')}`;
+    const id = eventIdFor(key);
+    receiver.plan(id, [503, 500, 429, 408, 502]);
+    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: { n: 1 }, key });
+    const got = await receiver.waitFor(id, 5, 40_000);
+    expect(got.map((d) => d.headers['service-delivery-attempt'])).toEqual(['1', '2', '3', '4', '5']);
+    const gaps = got.slice(1).map((d, i) => d.at - got[i]!.at);
+    // Lower bounds only (the timers guarantee them): 0 s, 1 s, 2 s, 4 s.
+    expect(gaps[1]).toBeGreaterThanOrEqual(950);
+    expect(gaps[2]).toBeGreaterThanOrEqual(1950);
+    expect(gaps[3]).toBeGreaterThanOrEqual(3950);
+    // A new timestamp (and signature) per attempt, every one valid.
+    for (const d of got) expectSigned(d, org.secret);
+    const doc = await deliveryOf(id, 'failed');
+    expect(doc.attempts.map((a) => [a.attempt, a.status])).toEqual([
+      [1, 503],
+      [2, 500],
+      [3, 429],
+      [4, 408],
+      [5, 502],
+    ]);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(receiver.of(id)).toHaveLength(5);
+  }, 60_000);
+
+  it('succeeds on a later attempt and honours Retry-After', async () => {
+    const org = await configuredOrg();
+    const key = `later-${randomBytes(4).toString('hex')}`;
+    const id = eventIdFor(key);
+    receiver.plan(id, [{ status: 503, headers: { 'Retry-After': '2' } }, 200]);
+    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key });
+    const got = await receiver.waitFor(id, 2);
+    expect(got[1]!.at - got[0]!.at).toBeGreaterThanOrEqual(1950); // the schedule said 0 s; the receiver said 2 s
+    const doc = await deliveryOf(id, 'delivered');
+    expect(doc.attempts.map((a) => a.status)).toEqual([503, 200]);
+  });
+
+  it('treats other 4xx and 3xx as permanent: one attempt, no redirect followed', async () => {
+    const org = await configuredOrg();
+    for (const answer of [{ status: 400 }, { status: 302, headers: { Location: `${receiver.url}/elsewhere` } }]) {
+      const key = `perm-${randomBytes(4).toString('hex')}`;
+      const id = eventIdFor(key);
+      receiver.plan(id, [answer]);
+      await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key });
+      await deliveryOf(id, 'failed');
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(receiver.of(id)).toHaveLength(1);
+    }
+  });
+
+  it('rotation without grace signs with the new secret only; with grace, with both', async () => {
+    const org = await configuredOrg();
+    const auth = bearer(org.serviceToken);
+    const rotated = await t.request.post('/api/messaging-integration/signing-secret/rotate').set('Authorization', auth);
+    expect(rotated.status).toBe(200);
+    const second = rotated.body.signing_secret as string;
+    expect(second).not.toBe(org.secret);
+    const k1 = `rot1-${randomBytes(4).toString('hex')}`;
+    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key: k1 });
+    const [d1] = await receiver.waitFor(eventIdFor(k1), 1);
+    expectSigned(d1!, second);
+    expect(() => stripe.webhooks.constructEvent(d1!.body, d1!.headers['service-signature']!, org.secret)).toThrow();
+    expect(d1!.headers['service-signature']!.match(/v1=/g)).toHaveLength(1);
+
+    const graced = await t.request
+      .post('/api/messaging-integration/signing-secret/rotate')
+      .set('Authorization', auth)
+      .send({ grace_period_seconds: 3600 });
+    expect(graced.status).toBe(200);
+    const third = graced.body.signing_secret as string;
+    expect(graced.body.integration.signing_secrets).toHaveLength(2);
+    const k2 = `rot2-${randomBytes(4).toString('hex')}`;
+    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key: k2 });
+    const [d2] = await receiver.waitFor(eventIdFor(k2), 1);
+    expect(d2!.headers['service-signature']!.match(/v1=/g)).toHaveLength(2);
+    expectSigned(d2!, third);
+    expectSigned(d2!, second);
+    expect(() => stripe.webhooks.constructEvent(d2!.body, d2!.headers['service-signature']!, org.secret)).toThrow();
+  });
+
+  it('a duplicate emit is a no-op: one delivery per event id', async () => {
+    const org = await configuredOrg();
+    const key = `dup-${randomBytes(4).toString('hex')}`;
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key })
+      )
+    );
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+    await deliveryOf(eventIdFor(key), 'delivered');
+    await new Promise((r) => setTimeout(r, 2500)); // past the outbox sweep's interval
+    expect(receiver.of(eventIdFor(key))).toHaveLength(1);
+  });
+
+  it('filters by event type and skips a disabled destination', async () => {
+    const org = await configuredOrg({ event_types: ['task.completed'] });
+    const k1 = `skip-${randomBytes(4).toString('hex')}`;
+    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key: k1 });
+    const k2 = `want-${randomBytes(4).toString('hex')}`;
+    await recordEvent({ type: 'task.completed', organizationId: org.organizationId, data: {}, key: k2 });
+    await receiver.waitFor(eventIdFor(k2), 1);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(receiver.of(eventIdFor(k1))).toHaveLength(0);
+    expect(await WebhookOutbox.exists({ _id: eventIdFor(k1) })).toBeNull();
+  });
+
+  it('an event recorded while its workflow could not be started is delivered by the outbox sweep', async () => {
+    const org = await configuredOrg();
+    const key = `outbox-${randomBytes(4).toString('hex')}`;
+    setEventDispatcher(undefined); // as if Temporal were down (or the process died) right after the event was recorded
+    try {
+      await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key });
+    } finally {
+      installWebhookDispatcher(t.temporal, testLogger());
+    }
+    expect(await WebhookOutbox.exists({ _id: eventIdFor(key) })).not.toBeNull();
+    const [d] = await receiver.waitFor(eventIdFor(key), 1);
+    expectSigned(d!, org.secret);
+    await deliveryOf(eventIdFor(key), 'delivered');
+    expect(await WebhookOutbox.exists({ _id: eventIdFor(key) })).toBeNull();
+  });
+
+  it('test delivery, the delivery log and redelivery', async () => {
+    const org = await configuredOrg();
+    const auth = bearer(org.serviceToken);
+    const test = await t.request.post('/api/messaging-integration/test').set('Authorization', auth);
+    expect(test.status).toBe(200);
+    expect(test.body.result).toMatchObject({ delivered: true, status: 200, error: null });
+    const [td] = await receiver.waitFor(test.body.result.event_id, 1);
+    expect(td!.headers['service-event-type']).toBe('test');
+    expectSigned(td!, org.secret);
+
+    const key = `log-${randomBytes(4).toString('hex')}`;
+    const id = eventIdFor(key);
+    receiver.plan(id, [400]);
+    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key });
+    await deliveryOf(id, 'failed');
+    const log = await t.request.get('/api/messaging-integration/deliveries').set('Authorization', auth);
+    expect(log.status).toBe(200);
+    expect(log.body.deliveries[0]).toMatchObject({
+      event_id: id,
+      status: 'failed',
+      run: 1,
+      attempts: [{ run: 1, attempt: 1, status: 400, error: 'The receiver answered 400' }],
+    });
+    const again = await t.request
+      .post(`/api/messaging-integration/deliveries/${id}/redeliver`)
+      .set('Authorization', auth);
+    expect(again.status).toBe(202);
+    expect(again.body).toEqual({ event_id: id, run: 2 });
+    await deliveryOf(id, 'delivered');
+    const got = receiver.of(id);
+    expect(got.map((d) => [d.headers['service-delivery-attempt'], d.answered])).toEqual([
+      ['1', 400],
+      ['1', 200],
+    ]);
+    const other = await buildOrg();
+    const foreign = await t.request
+      .post(`/api/messaging-integration/deliveries/${id}/redeliver`)
+      .set('Authorization', bearer(other.serviceToken));
+    expect(foreign.status).toBe(404);
+  });
+});
+
+describe('a worker killed between two attempts', () => {
+  it('completes the delivery after restart, nothing lost or repeated', async () => {
+    const org = await configuredOrg();
+    const key = `crash-${randomBytes(4).toString('hex')}`;
+    const id = eventIdFor(key);
+    // Attempts 1-3 fail; attempt 3 is followed by a 2 s wait, during which the worker dies.
+    receiver.plan(id, [503, 503, 503, 200]);
+    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key });
+    await receiver.waitFor(id, 3);
+    for (let i = 0; i < 200 && ((await WebhookDelivery.findById(id).lean())?.attempts.length ?? 0) < 3; i++)
+      await new Promise((r) => setTimeout(r, 20));
+    worker!.crash();
+    await worker!.exited();
+    worker = await startWorker();
+    await deliveryOf(id, 'delivered', 60_000);
+    const got = receiver.of(id);
+    // Attempt 4 after restart; an attempt the dead worker had sent but not yet reported may be sent again under its
+    // own number (receivers dedupe on Idempotency-Key): numbers never go back, none is skipped, one success.
+    const numbers = got.map((d) => Number(d.headers['service-delivery-attempt']));
+    expect(numbers.slice(0, 3)).toEqual([1, 2, 3]);
+    expect([...numbers].sort()).toEqual(numbers);
+    expect(new Set(numbers)).toEqual(new Set([1, 2, 3, 4].slice(0, new Set(numbers).size)));
+    expect(got.filter((d) => d.answered === 200)).toHaveLength(1);
+    expect(got.at(-1)!.answered).toBe(200);
+    expect(new Set(got.map((d) => d.headers['idempotency-key']))).toEqual(new Set([id]));
+    for (const d of got) expectSigned(d, org.secret);
+  }, 120_000);
+});
