@@ -16,6 +16,8 @@ import type { AppContext, AppState } from './context';
 import { CURRENT_PREFIX, currentRoutes } from './current';
 import { wellKnownRoutes, type Contract } from './current/contract';
 import { healthRoutes } from './health';
+import { mcpSurfaceRoutes } from './mcp';
+import { mcpAuthenticate } from './mcp/auth';
 import { jsonBody } from './middlewares/body';
 import { errorHandler } from './middlewares/errors';
 import { requestId } from './middlewares/requestId';
@@ -51,6 +53,14 @@ export function routeGroups(deps: AppDeps, contract: () => Contract): RouteGroup
       },
     },
     { prefix: '', routes: [...healthRoutes(deps), ...wellKnownRoutes(deps.config, contract)] },
+    {
+      prefix: '',
+      routes: mcpSurfaceRoutes(deps),
+      options: {
+        rateLimit: { limit: deps.config.rateLimitRequests, windowSeconds: deps.config.rateLimitWindowSeconds },
+        mcpAuth: mcpAuthenticate(deps.config),
+      },
+    },
   ];
 }
 

@@ -7,6 +7,7 @@
 import { webhookOperations } from './current/webhookEvents.schema';
 import { createHash } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
+import { MCP_SCOPE, OAUTH_PATHS } from '../commands/oauth';
 import type { Schema } from '../lib/ajv';
 import { surfaceOf } from './context';
 import { isIdempotent, isRateLimited, type RouteSpec, type SurfaceOptions } from './route';
@@ -21,7 +22,7 @@ export interface RouteGroup {
 export type OpenApiDocument = Record<string, unknown> & { paths: Record<string, Record<string, unknown>> };
 
 /** Security scheme names in the document. */
-export const SECURITY_SCHEMES = { v1: 'personalAccessToken', service: 'serviceToken' } as const;
+export const SECURITY_SCHEMES = { v1: 'personalAccessToken', service: 'serviceToken', mcp: 'mcpOAuth' } as const;
 
 /** Response headers on current-surface routes that carry a token (SPEC "Limits"). */
 export const RATE_LIMIT_HEADERS = [
@@ -61,6 +62,13 @@ const currentError: Schema = {
       },
     },
   },
+};
+
+/** The body the OAuth specifications fix (RFC 6749 §5.2): the authorization server's and the MCP endpoint's errors. */
+const oauthError: Schema = {
+  type: 'object',
+  required: ['error'],
+  properties: { error: { type: 'string' }, error_description: { type: 'string' } },
 };
 
 /** Annotations of ours that are not JSON Schema keywords (they must not reach the document). */
@@ -161,6 +169,9 @@ function eventStreamContent(route: RouteSpec): Record<string, unknown> {
   };
 }
 
+/** The error body of each surface, by component name. */
+const ERROR_SCHEMAS = { v1: 'V1Error', current: 'Error', oauth: 'OAuthError' } as const;
+
 function security(route: RouteSpec): unknown[] | undefined {
   const scopes = route.scope ? [route.scope] : [];
   switch (route.auth) {
@@ -172,6 +183,8 @@ function security(route: RouteSpec): unknown[] | undefined {
       return [{ [SECURITY_SCHEMES.service]: scopes }];
     case 'client':
       return [{ [SECURITY_SCHEMES.service]: scopes }, { [SECURITY_SCHEMES.v1]: [] }];
+    case 'mcp':
+      return [{ [SECURITY_SCHEMES.mcp]: scopes }, { [SECURITY_SCHEMES.service]: scopes }];
   }
 }
 
@@ -183,7 +196,7 @@ function operationTags(path: string, route: RouteSpec): string[] {
 function operation(group: RouteGroup, route: RouteSpec): Record<string, unknown> {
   const path = openApiPath(group.prefix, route.path);
   const surface = surfaceOf(path);
-  const errorRef = { $ref: `#/components/schemas/${surface === 'v1' ? 'V1Error' : 'Error'}` };
+  const errorRef = { $ref: `#/components/schemas/${ERROR_SCHEMAS[surface]}` };
   const requestIdHeader = { 'x-request-id': { $ref: '#/components/headers/RequestId' } };
   const limited = isRateLimited(route, group.options ?? {});
   const headers = {
@@ -258,6 +271,7 @@ export function buildOpenApi(groups: RouteGroup[], meta: { version: string; appU
       operationTags(path, route).forEach((t) => tags.add(t));
     }
   }
+  const base = meta.appUrl.replace(/\/+$/, '');
   const rateHeader = (description: string): Record<string, unknown> => ({
     description,
     schema: { type: 'string' },
@@ -277,7 +291,7 @@ export function buildOpenApi(groups: RouteGroup[], meta: { version: string; appU
     paths,
     webhooks: webhookOperations(),
     components: {
-      schemas: { V1Error: v1Error, Error: currentError, ...hoisted },
+      schemas: { V1Error: v1Error, Error: currentError, OAuthError: oauthError, ...hoisted },
       securitySchemes: {
         [SECURITY_SCHEMES.v1]: {
           type: 'http',
@@ -292,6 +306,24 @@ export function buildOpenApi(groups: RouteGroup[], meta: { version: string; appU
           description:
             'Current surface: a service token (`svc_...`) with scopes; each operation lists the scope it needs ' +
             '(`*` grants every scope).',
+        },
+        [SECURITY_SCHEMES.mcp]: {
+          type: 'oauth2',
+          description:
+            'The MCP endpoint: an access token of the service’s OAuth 2.1 authorization server (audience the MCP ' +
+            'endpoint, scope `mcp`), or a service token with scope `mcp` or `*`.',
+          flows: {
+            authorizationCode: {
+              authorizationUrl: `${base}${OAUTH_PATHS.authorize}`,
+              tokenUrl: `${base}${OAUTH_PATHS.token}`,
+              refreshUrl: `${base}${OAUTH_PATHS.token}`,
+              scopes: { [MCP_SCOPE]: 'Use the MCP endpoint' },
+            },
+            clientCredentials: {
+              tokenUrl: `${base}${OAUTH_PATHS.token}`,
+              scopes: { [MCP_SCOPE]: 'Use the MCP endpoint' },
+            },
+          },
         },
       },
       headers: {

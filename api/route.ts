@@ -14,8 +14,11 @@ import { authenticate, requireScope } from './middlewares/auth';
 import { idempotency } from './middlewares/idempotency';
 import { rateLimit } from './middlewares/rateLimit';
 
-/** Who may call a route: v1 `td_` tokens, service tokens, client-library calls (either kind), or anyone. */
-export type RouteAuth = 'v1' | 'service' | 'client' | 'public';
+/**
+ * Who may call a route: v1 `td_` tokens, service tokens, client-library calls (either kind), the MCP endpoint's
+ * bearer (an OAuth access token or a service token: {@link MountOptions.mcpAuth}), or anyone.
+ */
+export type RouteAuth = 'v1' | 'service' | 'client' | 'mcp' | 'public';
 
 export interface RouteSpec {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -89,6 +92,7 @@ function validateInput(route: RouteSpec) {
 function checkOutput(route: RouteSpec) {
   return async function responseSchemaMiddleware(ctx: AppContext, next: Next): Promise<void> {
     await next();
+    if (ctx.respond === false) return; // written by the handler itself (the MCP transport)
     const schema = route.responses[ctx.status];
     if (!schema || schema.sse || schema.contentType || ctx.response.type === 'text/event-stream') return;
     const problem = checkResponse(schema, ctx.body);
@@ -112,6 +116,8 @@ export interface MountOptions {
   rateLimit?: { limit: number; windowSeconds: number };
   /** Honour `Idempotency-Key` on authenticated mutating requests (the current surface). */
   idempotency?: boolean;
+  /** Authenticates the group's `mcp` routes (api/mcp/auth.ts). */
+  mcpAuth?: Middleware;
 }
 
 /** Surface options besides response validation (per route group). */
@@ -132,6 +138,10 @@ function authFor(route: RouteSpec, options: MountOptions): Middleware[] {
   if (route.auth === 'v1') chain.push(authenticate('v1'));
   if (route.auth === 'service') chain.push(authenticate('service'));
   if (route.auth === 'client') chain.push(authenticate('any'));
+  if (route.auth === 'mcp') {
+    if (!options.mcpAuth) throw new Error(`${route.method.toUpperCase()} ${route.path}: no mcpAuth for its group`);
+    chain.push(options.mcpAuth);
+  }
   if (isRateLimited(route, options)) chain.push(rateLimit(options.rateLimit!));
   if (route.scope) chain.push(requireScope(route.scope));
   return chain;
@@ -146,7 +156,7 @@ function authFor(route: RouteSpec, options: MountOptions): Middleware[] {
 export function mountRoutes(prefix: string, routes: RouteSpec[], options: MountOptions): Router<AppState> {
   const router = new Router<AppState>({ prefix });
   for (const route of routes) {
-    if ((route.auth === 'service' || route.auth === 'client') && !route.scope)
+    if (route.auth !== 'public' && route.auth !== 'v1' && !route.scope)
       throw new Error(`${route.method.toUpperCase()} ${prefix}${route.path} declares no scope`);
     const chain = [
       ...authFor(route, options),

@@ -31,11 +31,19 @@ export interface SseOptions {
   isTerminal: (event: LoggedEvent) => boolean;
   heartbeatMs?: number;
   /**
+   * How an event is written (default: `id: <seq>`, `event: <name>`, `data: <JSON>`); null skips the event (its
+   * position still counts). The MCP endpoint writes its own event ids (api/mcp/index.ts).
+   */
+  format?: (event: LoggedEvent) => string | null;
+  /**
    * Asked at every heartbeat: true when the stream's subject is gone (a deleted chat), and the response ends. A
    * reconnecting client then gets the route's 404, which stops an EventSource.
    */
   isGone?: () => Promise<boolean>;
 }
+
+/** The default formatting of an event. */
+const formatEvent = (e: LoggedEvent): string => `id: ${e.seq}\nevent: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`;
 
 /** A resume position (`Last-Event-ID` header, `?lastEventId=`): a non-negative integer, like every id we send. */
 export const lastEventIdSchema: Schema = { type: 'integer', minimum: 0 };
@@ -129,7 +137,8 @@ export async function streamEvents(ctx: AppContext, opts: SseOptions): Promise<v
     // client's position is at or past it).
     if (e.seq <= last && !terminal) return;
     last = Math.max(last, e.seq);
-    body.write(`id: ${e.seq}\nevent: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`);
+    const text = (opts.format ?? formatEvent)(e);
+    if (text !== null) body.write(text);
     if (terminal) close();
   };
   ctx.res.once('close', close); // the client went away (or the response ended)

@@ -38,7 +38,7 @@ export interface ExecuteInput {
   spaceId?: string;
   sessionId?: string;
   chatId?: string;
-  source: 'v1' | 'client' | 'chat';
+  source: 'v1' | 'client' | 'chat' | 'mcp';
   parentExecutionId?: string;
   taskId?: string;
 }

@@ -77,6 +77,20 @@ function isTimeZone(tz: string): boolean {
 }
 
 /**
+ * A schedule as the routes and the MCP tools receive it (`manual` → none; a missing value → 400 naming it).
+ * @param s the body's schedule.
+ * @returns the schedule parseSchedule takes.
+ */
+export function scheduleInput(
+  s: { type: 'cron' | 'once' | 'manual'; value?: string; timezone?: string } | undefined
+): ScheduleInput | null | undefined {
+  if (s === undefined) return undefined;
+  if (s.type === 'manual') return null;
+  if (s.value === undefined) throw new ValidationError('Missing required field: schedule.value');
+  return s.type === 'cron' ? { type: 'cron', value: s.value, timezone: s.timezone } : { type: 'once', value: s.value };
+}
+
+/**
  * Validates and normalizes a schedule (the cron expression by croner, the time zone by Intl).
  * @param input what the client sent (null or undefined: manual).
  * @returns the stored schedule.

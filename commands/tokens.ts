@@ -72,19 +72,47 @@ export async function resolveToken(token: string, kind: TokenKind): Promise<Auth
   const record = await ApiToken.findOne({ hash: sha256Hex(token) }).lean<ApiTokenDoc>();
   if (!record || record.kind !== kind || record.revokedAt) return 'invalid';
   if (record.expiresAt && record.expiresAt.getTime() <= Date.now()) return 'expired';
-  const membership = await Membership.findOne({ organizationId: record.organizationId, userId: record.userId }).lean();
-  if (!membership) return 'invalid';
+  const auth = await memberContext(
+    record.organizationId,
+    record.userId,
+    record._id,
+    record.scopes,
+    record.kind as TokenKind
+  );
+  if (!auth) return 'invalid';
   const now = Date.now();
   if (!record.lastUsedAt || now - record.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
     // Best effort: a failed bookkeeping write must not fail the request.
     ApiToken.updateOne({ _id: record._id }, { $set: { lastUsedAt: new Date(now) } }).catch(() => undefined);
   }
+  return auth;
+}
+
+/**
+ * The caller a credential stands for, when its user is (still) a member of its organization: used for tokens and
+ * for the OAuth access tokens of the MCP endpoint (commands/oauthServer.ts).
+ * @param organizationId the organization.
+ * @param userId the user.
+ * @param tokenId what identifies the credential (a token id, `oauth:<jti>`, an OAuth client id).
+ * @param scopes the credential's scopes.
+ * @param kind the token kind (`service` for OAuth access tokens: they carry scopes).
+ * @returns the caller, or null when the user is not a member.
+ */
+export async function memberContext(
+  organizationId: string,
+  userId: string,
+  tokenId: string,
+  scopes: readonly string[],
+  kind: TokenKind = 'service'
+): Promise<AuthContext | null> {
+  const membership = await Membership.findOne({ organizationId, userId }).lean();
+  if (!membership) return null;
   return {
-    organizationId: record.organizationId,
-    userId: record.userId,
-    tokenId: record._id,
-    kind: record.kind as TokenKind,
-    scopes: record.scopes as Scope[],
+    organizationId,
+    userId,
+    tokenId,
+    kind,
+    scopes: scopes as Scope[],
     role: membership.role,
     activeWorkspaceId: membership.activeWorkspaceId ?? null,
     rateLimit: membership.rateLimit ?? null,

@@ -185,3 +185,19 @@ export class EncryptionUnavailableError extends AppError {
     super(500, 'encryption_unavailable', 'ENCRYPTION_KEY is not configured');
   }
 }
+
+/**
+ * An error whose body the OAuth specifications fix (RFC 6749 §5.2, RFC 6750 §3.1, RFC 7591 §3.2.2): rendered as
+ * `{error: <oauthCode>, error_description}` (api/middlewares/errors.ts), never in a surface's envelope. Thrown by
+ * the authorization server's endpoints and by the MCP endpoint's bearer check.
+ */
+export class OAuthError extends AppError {
+  constructor(
+    status: number,
+    readonly oauthCode: string,
+    description: string,
+    headers: Record<string, string> = {}
+  ) {
+    super(status, 'oauth', description, headers);
+  }
+}

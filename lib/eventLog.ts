@@ -385,3 +385,59 @@ export class EventTailer {
     }
   }
 }
+
+/**
+ * Follows a stream from a position until its terminal event: the events already written, then live ones through
+ * the process's tailer (the MCP endpoint's tools follow an execution this way).
+ * @param tailer this process's tailer.
+ * @param streamId the stream.
+ * @param afterSeq the last seq already seen (0: from the start).
+ * @param onEvent called once per event, in order (the terminal one included).
+ * @param isTerminal whether an event ends the stream.
+ * @param signal aborts the wait (the promise then rejects with the signal's reason).
+ * @returns the terminal event.
+ */
+export function followEvents(
+  tailer: EventTailer,
+  streamId: string,
+  afterSeq: number,
+  onEvent: Listener,
+  isTerminal: (event: LoggedEvent) => boolean,
+  signal?: AbortSignal
+): Promise<LoggedEvent> {
+  return new Promise((resolve, reject) => {
+    let last = afterSeq;
+    let done = false;
+    let unsubscribe: (() => void) | undefined;
+    const stop = (): void => {
+      done = true;
+      unsubscribe?.();
+      signal?.removeEventListener('abort', abort);
+    };
+    const abort = (): void => {
+      stop();
+      reject(signal?.reason ?? new Error('aborted'));
+    };
+    const deliver: Listener = (e) => {
+      if (done || e.seq <= last) return;
+      last = e.seq;
+      onEvent(e);
+      if (isTerminal(e)) {
+        stop();
+        resolve(e);
+      }
+    };
+    if (signal?.aborted) return abort();
+    signal?.addEventListener('abort', abort);
+    readEvents(streamId, afterSeq).then(
+      (events) => {
+        events.forEach(deliver);
+        if (!done) unsubscribe = tailer.subscribe(streamId, last, deliver);
+      },
+      (err: unknown) => {
+        stop();
+        reject(err);
+      }
+    );
+  });
+}

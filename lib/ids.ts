@@ -38,7 +38,9 @@ export type IdPrefix =
   | 'key'
   | 'shr'
   | 'app'
-  | 'repo';
+  | 'repo'
+  | 'oac'
+  | 'mcps';
 
 /**
  * A new resource id such as `agt_3fK9...`.

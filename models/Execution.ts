@@ -39,7 +39,7 @@ const schema = new mongoose.Schema(
     rootExecutionId: { type: String, required: true },
     taskId: { type: String, default: null },
     /** Which endpoint started it. */
-    source: { type: String, enum: ['v1', 'client', 'chat', 'job'], default: 'v1' },
+    source: { type: String, enum: ['v1', 'client', 'chat', 'job', 'mcp'], default: 'v1' },
     /** The job whose iteration this execution is (source `job`). */
     jobId: { type: String, default: null },
     /**

@@ -21,3 +21,6 @@ export * from './WebhookDelivery';
 export * from './WebhookOutbox';
 export * from './Mission';
 export * from './WorkspaceRepo';
+export * from './OAuthClient';
+export * from './OAuthGrant';
+export * from './McpSession';

@@ -3,7 +3,13 @@
  * client examples, the readiness manifest, version metadata, and the two well-known documents. All public and
  * cacheable: the document-derived answers carry the contract hash as their ETag.
  */
-import { authorizationServerMetadata, MCP_SCOPE, OAUTH_PATHS } from '../../commands/oauth';
+import {
+  authorizationServerMetadata,
+  MCP_SCOPE,
+  mcpResourceUrl,
+  OAUTH_PATHS,
+  protectedResourceMetadata,
+} from '../../commands/oauth';
 import type { Schema } from '../../lib/ajv';
 import type { Config } from '../../lib/config';
 import { buildInfo } from '../../lib/version';
@@ -175,6 +181,7 @@ export function wellKnownRoutes(config: Readonly<Config>, contract: () => Contra
           sdkExamples: `${base}/api/sdk-examples`,
           version: `${base}/api/version`,
           oauthAuthorizationServer: `${base}${OAUTH_PATHS.metadata}`,
+          oauthProtectedResource: `${base}${OAUTH_PATHS.protectedResource}`,
         };
       },
     },
@@ -188,6 +195,18 @@ export function wellKnownRoutes(config: Readonly<Config>, contract: () => Contra
       handler: (ctx) => {
         if (cacheable(ctx, contract())) return;
         ctx.body = authorizationServerMetadata(base);
+      },
+    },
+    {
+      method: 'get',
+      path: OAUTH_PATHS.protectedResource,
+      summary: 'OAuth protected-resource metadata (RFC 9728) of the MCP endpoint: its authorization server, scope',
+      tags,
+      auth: 'public',
+      responses: { 200: anyObject },
+      handler: (ctx) => {
+        if (cacheable(ctx, contract())) return;
+        ctx.body = protectedResourceMetadata(base);
       },
     },
   ];
@@ -226,7 +245,15 @@ function readinessManifest(base: string, contract: Contract, config: Readonly<Co
           scopes: SCOPES,
           note: '`*` grants every scope; each operation of the OpenAPI document names the scope it needs',
         },
-        { surface: 'mcp', type: 'oauth2', metadata: `${base}${OAUTH_PATHS.metadata}`, scope: MCP_SCOPE },
+        {
+          surface: 'mcp',
+          type: 'oauth2',
+          metadata: `${base}${OAUTH_PATHS.metadata}`,
+          protectedResourceMetadata: `${base}${OAUTH_PATHS.protectedResource}`,
+          resource: mcpResourceUrl(base),
+          scope: MCP_SCOPE,
+          note: 'a service token with scope mcp (or *) is accepted too',
+        },
       ],
     },
     rateLimits: {

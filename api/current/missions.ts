@@ -9,13 +9,12 @@ import {
   listMissions,
   nextRunTimes,
   parseSchedule,
+  scheduleInput,
   startTaskWork,
   updateMission,
   updateMissionTask,
-  type ScheduleInput,
 } from '../../commands/missions';
 import type { TaskCreateInput, TaskUpdateInput } from '../../commands/tasks';
-import { ValidationError } from '../../lib/errors';
 import type { MissionStatus } from '../../models';
 import { presentJob } from '../../presenters/job';
 import { presentMission } from '../../presenters/mission';
@@ -38,14 +37,6 @@ import {
 } from './missions.schema';
 
 const tags = ['Missions'];
-
-/** A schedule body as commands/missions.ts takes it (`manual` → none; a missing value → 400 naming it). */
-function scheduleInput(s: MissionCreateBody['schedule']): ScheduleInput | null | undefined {
-  if (s === undefined) return undefined;
-  if (s.type === 'manual') return null;
-  if (s.value === undefined) throw new ValidationError('Missing required field: schedule.value');
-  return s.type === 'cron' ? { type: 'cron', value: s.value, timezone: s.timezone } : { type: 'once', value: s.value };
-}
 
 /**
  * @param deps app dependencies.

@@ -20,7 +20,7 @@ import { DELIVERY_STATUSES } from '../../models/WebhookDelivery';
 import { WEBHOOK_POLICY } from '../../workflows/webhookPolicy';
 import type { AppDeps } from '../app';
 import { input, type RouteSpec } from '../route';
-import { record, requiredStr, timestamp } from '../schemas';
+import { httpUrl, record, requiredStr, timestamp } from '../schemas';
 
 const tags = ['Webhooks'];
 
@@ -56,7 +56,7 @@ const integrationBody: Schema = {
   additionalProperties: false,
   required: ['url'],
   properties: {
-    url: requiredStr(2000, { description: 'The https destination (private addresses refused, §8)' }),
+    url: { ...httpUrl(2000), description: 'The https destination (private addresses refused, §8)' },
     enabled: { type: 'boolean', description: 'Default true' },
     event_types: {
       type: ['array', 'null'],

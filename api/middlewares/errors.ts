@@ -3,6 +3,7 @@
  * MongoDB driver, Temporal) into lib/errors types, then renders
  *   v1 (`/api/v1/...`):  {error:true, statusCode, statusMessage, message}
  *   current (others):    {error:{code, message}}
+ *   oauth (/oauth/*, /mcp): {error, error_description} (RFC 6749 §5.2; our code where OAuth names none)
  * with `x-request-id` always set. Unknown errors are logged with their stack and answered 500
  * `An unexpected error occurred`.
  */
@@ -10,6 +11,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Next } from 'koa';
 import mongoose from 'mongoose';
 import { isGrpcServiceError, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { OAUTH_PATHS } from '../../commands/oauth';
 import { DeadlineExceededError } from '../../lib/deadline';
 import {
   AppError,
@@ -17,6 +19,7 @@ import {
   InternalError,
   InvalidJsonError,
   NotFoundError,
+  OAuthError,
   PayloadTooLargeError,
   ServiceUnavailableError,
   StateConflictError,
@@ -96,6 +99,33 @@ export function translateError(err: unknown, bodyLimitBytes: number): AppError |
   return undefined;
 }
 
+/** Our codes that OAuth has its own word for (RFC 6749 §5.2, RFC 6750 §3.1) on the `oauth` surface. */
+const OAUTH_CODES: Record<string, string> = {
+  validation_failed: 'invalid_request',
+  invalid_json: 'invalid_request',
+  invalid_content_encoding: 'invalid_request',
+  request_aborted: 'invalid_request',
+  unsupported_media_type: 'invalid_request',
+  payload_too_large: 'invalid_request',
+  unauthorized: 'invalid_token',
+  forbidden: 'insufficient_scope',
+  service_unavailable: 'temporarily_unavailable',
+};
+
+/**
+ * @param error the error.
+ * @param path the request path.
+ * @returns the OAuth error body.
+ */
+function oauthBody(error: AppError, path: string): Record<string, string> {
+  if (error instanceof OAuthError) return { error: error.oauthCode, error_description: error.message };
+  // RFC 7591 §3.2.2 names the registration's own word for bad metadata.
+  const mapped =
+    path === OAUTH_PATHS.register && error.code === 'validation_failed' ? 'invalid_client_metadata' : undefined;
+  const code = mapped ?? OAUTH_CODES[error.code] ?? (error.status >= 500 ? 'server_error' : error.code);
+  return { error: code, error_description: error.message };
+}
+
 /**
  * Renders an AppError on the context in the envelope of the request's surface.
  * @param ctx the context.
@@ -105,21 +135,25 @@ export function renderError(ctx: AppContext, error: AppError): void {
   ctx.status = error.status;
   for (const [k, v] of Object.entries(error.headers)) ctx.set(k, v);
   if (ctx.state.requestId) ctx.set('x-request-id', ctx.state.requestId);
-  ctx.body =
-    surfaceOf(ctx.path) === 'v1'
-      ? {
-          error: true,
-          statusCode: error.status,
-          statusMessage: STATUS_CODES[error.status] ?? 'Error',
-          message: error.message,
-        }
-      : {
-          error: {
-            code: error.code,
-            message: error.message,
-            ...(error instanceof StateConflictError ? { current_state: error.currentState } : {}),
-          },
-        };
+  const surface = surfaceOf(ctx.path);
+  if (surface === 'oauth' || error instanceof OAuthError) {
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = oauthBody(error, ctx.path);
+  } else if (surface === 'v1') {
+    ctx.body = {
+      error: true,
+      statusCode: error.status,
+      statusMessage: STATUS_CODES[error.status] ?? 'Error',
+      message: error.message,
+    };
+  } else
+    ctx.body = {
+      error: {
+        code: error.code,
+        message: error.message,
+        ...(error instanceof StateConflictError ? { current_state: error.currentState } : {}),
+      },
+    };
 }
 
 /**
@@ -130,8 +164,14 @@ export function errorHandler(options: { bodyLimitBytes: number }) {
   return async function errorHandlerMiddleware(ctx: AppContext, next: Next): Promise<void> {
     try {
       await next();
-      if (ctx.status === 404 && ctx.body === undefined) throw new NotFoundError('Route not found');
+      if (ctx.status === 404 && ctx.body === undefined && ctx.respond !== false)
+        throw new NotFoundError('Route not found');
     } catch (err) {
+      if (ctx.headerSent) {
+        // The handler was writing the response itself (the MCP transport): nothing can be answered any more.
+        ctx.state.log?.error({ err }, 'error after the response started');
+        return;
+      }
       const known = translateError(err, options.bodyLimitBytes);
       if (known && known.status < 500) {
         renderError(ctx, known);

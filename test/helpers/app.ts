@@ -17,8 +17,8 @@ export interface TestApp {
   config: Readonly<Config>;
   temporal: TemporalDeps;
   shutdown: AbortController;
-  /** Listens on a free loopback port (for streaming tests) and returns the base URL. */
-  listen(): Promise<string>;
+  /** Listens on a loopback port (default: a free one; for streaming tests) and returns the base URL. */
+  listen(port?: number): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -39,10 +39,10 @@ export function createTestApp(overrides: Record<string, string> = {}): TestApp {
   return {
     request: supertest(app.callback()),
     app,
-    listen: async () => {
+    listen: async (port = 0) => {
       await listening;
       server ??= http.createServer(app.callback());
-      if (!server.listening) await new Promise<void>((r) => server!.listen(0, '127.0.0.1', () => r()));
+      if (!server.listening) await new Promise<void>((r) => server!.listen(port, '127.0.0.1', () => r()));
       return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     },
     config,

@@ -7,6 +7,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { AppDeps } from '../../../api/app';
 import { currentRoutes } from '../../../api/current';
+import { mcpSurfaceRoutes } from '../../../api/mcp';
 import { noContract } from '../../helpers/current';
 import { testConfig } from '../../helpers/env';
 
@@ -38,6 +39,17 @@ it('the README route → scope table is the current surface’s route declaratio
   ]);
   const table = (rows: string[][]): string => rows.map((r) => `| ${r.join(' | ')} |`).join('\n');
   expect(table(tableRows('route-scopes'))).toBe(table(expected));
+});
+
+it('the README MCP and OAuth route table is their route declarations', () => {
+  const expected = mcpSurfaceRoutes({ config: testConfig() } as unknown as AppDeps).map((r) => [
+    r.method.toUpperCase(),
+    `\`${r.path.replace(/:([A-Za-z]+)/g, '{$1}')}\``,
+    r.scope ? `\`${r.scope}\`` : 'public',
+    r.summary,
+  ]);
+  const table = (rows: string[][]): string => rows.map((r) => `| ${r.join(' | ')} |`).join('\n');
+  expect(table(tableRows('mcp-routes'))).toBe(table(expected));
 });
 
 function sourceFiles(dir: string): string[] {

@@ -1,0 +1,73 @@
+/**
+ * `GET /mcp-app/jobs/{jobId}/events`: a job's event stream for an embedded MCP app, authorized by the signed URL's
+ * `token` instead of a bearer token (commands/appStreams.ts). It is the job's event stream (`job:<jobId>`), replayed
+ * from `Last-Event-ID` (else from its start), then live, ending with the job's terminal status; any origin may read
+ * it (the URL is the credential).
+ */
+import { verifyJobEventsToken } from '../../commands/appStreams';
+import type { Schema } from '../../lib/ajv';
+import { NotFoundError, UnauthorizedError } from '../../lib/errors';
+import type { LoggedEvent } from '../../lib/eventLog';
+import { Job, jobStreamId, TERMINAL_JOB_STATUSES, type JobStatus } from '../../models';
+import type { AppContext } from '../context';
+import { input, type RouteSpec } from '../route';
+import { lastEventIdSchema, requestedLastEventId, streamEvents } from '../sse';
+import type { ExecutionRouteDeps } from '../v1/executions';
+
+/** A job's stream ends with its terminal status, as GET /api/jobs/{id}/events. */
+const isJobTerminal = (e: LoggedEvent): boolean =>
+  e.event === 'job.status' && TERMINAL_JOB_STATUSES.includes((e.data as { status: JobStatus }).status);
+
+const params: Schema = {
+  type: 'object',
+  required: ['jobId'],
+  properties: { jobId: { type: 'string', minLength: 1, maxLength: 100 } },
+};
+const query: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['token'],
+  properties: {
+    token: { type: 'string', minLength: 1, maxLength: 2000, description: 'The signed URL’s token' },
+    lastEventId: lastEventIdSchema,
+  },
+};
+
+/**
+ * @param deps app dependencies.
+ * @returns the route declarations.
+ */
+export function appStreamRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
+  return [
+    {
+      method: 'get',
+      path: '/mcp-app/jobs/:jobId/events',
+      summary: 'A job’s event stream for an embedded MCP app, authorized by its signed URL (no bearer token)',
+      tags: ['MCP'],
+      auth: 'public',
+      params,
+      query,
+      responses: { 200: { sse: true, description: 'The job’s events: replay after Last-Event-ID, then live' } },
+      errors: [401, 404],
+      handler: async (ctx: AppContext) => {
+        const { jobId } = input<unknown, unknown, { jobId: string }>(ctx).params;
+        const { token } = input<unknown, { token: string }>(ctx).query;
+        const verified = await verifyJobEventsToken(deps.config, jobId, token);
+        if (verified === 'expired') throw new UnauthorizedError('Signature expired');
+        if (verified === 'invalid') throw new UnauthorizedError('Invalid signature');
+        // The job of the signature's organization (a job deleted since, or never there, is 404).
+        if (!(await Job.exists({ _id: jobId, organizationId: verified.organizationId })))
+          throw new NotFoundError('Job not found');
+        ctx.set('Access-Control-Allow-Origin', '*');
+        await streamEvents(ctx, {
+          streamId: jobStreamId(jobId),
+          afterSeq: requestedLastEventId(ctx) ?? 0,
+          tailer: deps.events,
+          shutdown: deps.shutdown,
+          isTerminal: isJobTerminal,
+          heartbeatMs: deps.config.sseHeartbeatMs,
+        });
+      },
+    },
+  ];
+}

@@ -1,0 +1,171 @@
+/**
+ * The MCP endpoint's job tools and the job transcripts as resources (commands/jobs.ts, the same functions as the
+ * /api/jobs routes), and the tool that issues a job's signed app-stream URL (commands/appStreams.ts).
+ */
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { signJobEventsUrl, APP_STREAM_URL_SECONDS } from '../../commands/appStreams';
+import { actOnJob, findJob, jobTranscript, listJobs } from '../../commands/jobs';
+import type { AuthContext } from '../../commands/tokens';
+import type { Schema } from '../../lib/ajv';
+import { pageQueryProperties } from '../../lib/pagination';
+import { JOB_STATUSES } from '../../models';
+import { presentJob } from '../../presenters/job';
+import { requiredStr, str } from '../schemas';
+import type { McpTool } from './tools';
+
+const object = (properties: Record<string, Schema>, required: string[] = []): Schema => ({
+  type: 'object',
+  additionalProperties: false,
+  required,
+  properties,
+});
+const jobId: Schema = requiredStr(100, { description: 'A job id (job_…)' });
+const text = (description: string): Schema => requiredStr(100_000, { description });
+
+/** @returns the job tools. */
+export function jobTools(): McpTool[] {
+  const action = (
+    name: string,
+    title: string,
+    verb: 'approve' | 'iterate' | 'resume' | 'cancel',
+    field: string | null,
+    description: string,
+    required: boolean
+  ): McpTool => ({
+    name,
+    title,
+    description,
+    inputSchema: object(
+      { job_id: jobId, ...(field ? { [field]: text(`The ${field.replace('_', ' ')}`) } : {}) },
+      field && required ? ['job_id', field] : ['job_id']
+    ),
+    annotations: { destructiveHint: verb === 'cancel' },
+    call: async (args, ctx) => ({
+      job: presentJob(
+        await actOnJob(
+          ctx.deps,
+          ctx.auth,
+          String(args.job_id),
+          verb,
+          field ? (args[field] as string | undefined) : undefined
+        )
+      ),
+    }),
+  });
+  return [
+    {
+      name: 'list_jobs',
+      title: 'List jobs',
+      description: 'The organization’s jobs, newest first (as GET /api/jobs).',
+      inputSchema: object({
+        ...(pageQueryProperties as Record<string, Schema>),
+        status: { type: 'string', enum: [...JOB_STATUSES] },
+        agent_id: str(100),
+        mission_id: str(100),
+      }),
+      annotations: { readOnlyHint: true },
+      call: async (args, ctx) => {
+        const { items, nextCursor } = await listJobs(
+          ctx.auth,
+          {
+            status: args.status as never,
+            agentId: args.agent_id as string | undefined,
+            missionId: args.mission_id as string | undefined,
+          },
+          { limit: args.limit as number, cursor: args.cursor as string | undefined }
+        );
+        return { jobs: items.map(presentJob), next_cursor: nextCursor };
+      },
+    },
+    {
+      name: 'get_job',
+      title: 'Get a job',
+      description: 'A job: status, review state, iterations, artifacts, links (as GET /api/jobs/{id}).',
+      inputSchema: object({ job_id: jobId }, ['job_id']),
+      annotations: { readOnlyHint: true },
+      call: async (args, ctx) => ({ job: presentJob(await findJob(ctx.auth, String(args.job_id))) }),
+    },
+    action(
+      'approve_job',
+      'Approve a job',
+      'approve',
+      'next_step',
+      'Approve reviewable work; with `next_step`, another iteration runs.',
+      false
+    ),
+    action(
+      'iterate_job',
+      'Request another iteration',
+      'iterate',
+      'feedback',
+      'Send the reviewer’s feedback: the next iteration’s input.',
+      true
+    ),
+    action('resume_job', 'Resume a blocked job', 'resume', 'input', 'Give the input the agent asked for.', true),
+    action('cancel_job', 'Cancel a job', 'cancel', null, 'Cancel running work.', false),
+    {
+      name: 'job_events_url',
+      title: 'Signed URL of a job’s event stream',
+      description:
+        'A URL that streams the job’s events to an embedded app without a bearer token (expires; only this job).',
+      inputSchema: object(
+        {
+          job_id: jobId,
+          expires_in_seconds: { type: 'integer', minimum: 60, maximum: APP_STREAM_URL_SECONDS.max },
+        },
+        ['job_id']
+      ),
+      annotations: { readOnlyHint: true },
+      call: async (args, ctx) => {
+        const job = await findJob(ctx.auth, String(args.job_id));
+        const { url, expiresAt } = await signJobEventsUrl(ctx.deps.config, {
+          organizationId: job.organizationId,
+          jobId: job._id,
+          expiresInSeconds: args.expires_in_seconds as number | undefined,
+        });
+        return { url, expires_at: expiresAt.toISOString() };
+      },
+    },
+  ];
+}
+
+/** The URI template of a job's transcript resource. */
+export const JOB_TRANSCRIPT_TEMPLATE = 'job://{job_id}/transcript';
+const TRANSCRIPT_URI = /^job:\/\/([A-Za-z0-9_-]{1,100})\/transcript$/;
+
+/**
+ * @param auth the caller.
+ * @returns the organization's most recent jobs' transcripts as resources.
+ */
+export async function listTranscriptResources(auth: AuthContext): Promise<Array<Record<string, string>>> {
+  const { items } = await listJobs(auth, {}, { limit: 50 });
+  return items.map((job) => ({
+    uri: `job://${job._id}/transcript`,
+    name: `Transcript of ${job.title}`,
+    mimeType: 'application/json',
+  }));
+}
+
+/**
+ * @param auth the caller.
+ * @param uri a transcript resource URI.
+ * @returns its contents: the job's transcript events (every iteration, in order).
+ */
+export async function readTranscriptResource(
+  auth: AuthContext,
+  uri: string
+): Promise<Array<{ uri: string; mimeType: string; text: string }>> {
+  const m = TRANSCRIPT_URI.exec(uri);
+  if (!m) throw new McpError(ErrorCode.InvalidParams, `Unknown resource: ${uri}`);
+  const events: unknown[] = [];
+  let cursor: string | undefined;
+  let jobIdOut = m[1];
+  for (let pages = 0; pages < 20; pages++) {
+    const page = await jobTranscript(auth, m[1], { limit: 1000, cursor });
+    jobIdOut = page.job._id;
+    events.push(...page.events);
+    if (!page.next) break;
+    cursor = page.next;
+  }
+  return [{ uri, mimeType: 'application/json', text: JSON.stringify({ job_id: jobIdOut, events }) }];
+}

@@ -1,0 +1,304 @@
+/**
+ * The MCP endpoint's tools. Each has a JSON Schema for its input (validated with the project's ajv, like the HTTP
+ * routes' bodies) and calls the same command functions as the HTTP routes (commands/*.ts) with the caller's auth
+ * context, so organization scoping is the same as on /api. Every call is logged with the request id.
+ * Results: `structuredContent` (the JSON the matching /api route answers) and the same as text. A refusal the HTTP
+ * routes answer with a 4xx (unknown id, another organization's resource, a busy chat) is a tool error
+ * (`isError: true`, text `<code>: <message>`); invalid arguments are JSON-RPC `-32602`.
+ */
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { findVisibleAgent, listAgents } from '../../commands/agents';
+import { chatMessages, createChat, listChats, sendChatMessage } from '../../commands/chats';
+import { awaitExecution, startExecution } from '../../commands/executions';
+import { listTasks } from '../../commands/tasks';
+import type { AuthContext } from '../../commands/tokens';
+import { check, type Schema } from '../../lib/ajv';
+import { StateConflictError, type AppError } from '../../lib/errors';
+import { followEvents } from '../../lib/eventLog';
+import type { Logger } from '../../lib/logger';
+import { pageQueryProperties } from '../../lib/pagination';
+import { CHAT_STATUSES, TASK_PRIORITIES, TASK_STATUSES, type ExecutionDoc } from '../../models';
+import { presentCurrentAgent } from '../../presenters/agent';
+import { presentChat, presentChatMessage, presentChatWork } from '../../presenters/chat';
+import { presentTask } from '../../presenters/task';
+import { translateError } from '../middlewares/errors';
+import { requiredStr } from '../schemas';
+import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
+import { isExecutionTerminal, type ExecutionRouteDeps } from '../v1/executions';
+import { jobTools } from './jobTools';
+import { missionTools } from './missionTools';
+
+/** What a tool call runs with. */
+export interface ToolContext {
+  deps: ExecutionRouteDeps;
+  auth: AuthContext;
+  log: Logger;
+  /** Aborted when the client cancels the call (the work itself goes on: only cancel tools stop work). */
+  signal: AbortSignal;
+  /** Sends a progress notification when the client asked for them (a `progressToken`). */
+  progress: (progress: number, message: string) => Promise<void>;
+}
+
+export interface McpTool {
+  name: string;
+  title: string;
+  description: string;
+  inputSchema: Schema;
+  annotations?: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean };
+  call: (args: Record<string, unknown>, ctx: ToolContext) => Promise<Record<string, unknown>>;
+}
+
+const object = (properties: Record<string, Schema>, required: string[] = []): Schema => ({
+  type: 'object',
+  additionalProperties: false,
+  required,
+  properties,
+});
+const id = (description: string): Schema => requiredStr(100, { description });
+const page = pageQueryProperties as Record<string, Schema>;
+const message: Schema = requiredStr(MAX_MESSAGE_CHARS, { description: 'The user message' });
+const wait: Schema = {
+  type: 'boolean',
+  default: false,
+  description: 'Wait for the reply (progress notifications carry its text as it streams)',
+};
+
+/**
+ * Follows an execution to its end, sending its text deltas as progress notifications.
+ * @returns the final status and reply.
+ */
+async function runToCompletion(
+  ctx: ToolContext,
+  exec: ExecutionDoc
+): Promise<{ status: string; result: string; error: string | null }> {
+  let step = 0;
+  const end = await followEvents(
+    ctx.deps.events,
+    exec._id,
+    0,
+    (e) => {
+      const delta = (e.data as { delta?: { text?: unknown } }).delta?.text;
+      if (e.event === 'message' && typeof delta === 'string' && delta !== '') void ctx.progress(++step, delta);
+    },
+    isExecutionTerminal,
+    ctx.signal
+  );
+  if (end.event === 'error')
+    return { status: 'failed', result: '', error: String((end.data as { message?: unknown }).message ?? 'failed') };
+  const done = await awaitExecution(ctx.deps, exec._id);
+  return { status: done.status, result: done.result, error: null };
+}
+
+/** @returns every tool. */
+export function mcpTools(): McpTool[] {
+  return [...baseTools(), ...jobTools(), ...missionTools()];
+}
+
+function baseTools(): McpTool[] {
+  return [
+    {
+      name: 'list_agents',
+      title: 'List agents',
+      description: 'The organization’s agents the caller can see, one page at a time (as GET /api/agents).',
+      inputSchema: object({ ...page }),
+      annotations: { readOnlyHint: true },
+      call: async (args, ctx) => {
+        const { items, total, nextCursor } = await listAgents(ctx.auth, args as { limit: number; cursor?: string });
+        return { agents: items.map(presentCurrentAgent), total, next_cursor: nextCursor };
+      },
+    },
+    {
+      name: 'get_agent',
+      title: 'Get an agent',
+      description: 'One agent of the organization by id.',
+      inputSchema: object({ agent_id: id('An agent id (agt_…)') }, ['agent_id']),
+      annotations: { readOnlyHint: true },
+      call: async (args, ctx) => ({
+        agent: presentCurrentAgent(await findVisibleAgent(ctx.auth, String(args.agent_id))),
+      }),
+    },
+    {
+      name: 'execute_agent',
+      title: 'Execute an agent',
+      description:
+        'Runs an agent on a message in a new conversation and answers its reply. The reply’s text streams as ' +
+        'progress notifications when the call carries a progressToken.',
+      inputSchema: object(
+        {
+          agent_id: id('An agent id (agt_…)'),
+          message,
+          workspace_id: id('A workspace of the organization; default: the caller’s default workspace'),
+        },
+        ['agent_id', 'message']
+      ),
+      call: async (args, ctx) => {
+        const exec = await startExecution(ctx.deps, ctx.auth, String(args.agent_id), {
+          message: String(args.message),
+          spaceId: args.workspace_id as string | undefined,
+          source: 'mcp',
+        });
+        const outcome = await runToCompletion(ctx, exec);
+        return { execution_id: exec._id, chat_id: exec.chatId, session_id: exec.sessionId, ...outcome };
+      },
+    },
+    {
+      name: 'list_chats',
+      title: 'List chats',
+      description: 'The organization’s open chats, newest first (as GET /api/chats).',
+      inputSchema: object({
+        ...page,
+        status: { type: 'string', enum: [...CHAT_STATUSES] },
+        agent_id: id('Only chats with this agent'),
+      }),
+      annotations: { readOnlyHint: true },
+      call: async (args, ctx) => {
+        const { items, nextCursor } = await listChats(
+          ctx.auth,
+          { status: args.status as never, agentId: args.agent_id as string | undefined },
+          { limit: args.limit as number, cursor: args.cursor as string | undefined }
+        );
+        return { chats: items.map(presentChat), next_cursor: nextCursor };
+      },
+    },
+    {
+      name: 'create_chat',
+      title: 'Create a chat',
+      description: 'A durable chat with an agent in a workspace (as POST /api/chats).',
+      inputSchema: object(
+        {
+          agent_id: id('An agent of the organization'),
+          workspace_id: id('A workspace of the organization; default: the caller’s active workspace'),
+          title: requiredStr(200, { description: 'Default: the agent’s name' }),
+        },
+        ['agent_id']
+      ),
+      call: async (args, ctx) => {
+        const chat = await createChat(ctx.auth, {
+          agentId: String(args.agent_id),
+          workspaceId: args.workspace_id as string | undefined,
+          title: args.title as string | undefined,
+        });
+        return { chat: presentChat(chat) };
+      },
+    },
+    {
+      name: 'send_message',
+      title: 'Send a message to a chat',
+      description:
+        'The chat’s agent answers in an execution (as POST /api/chats/{id}/messages; refused while the previous ' +
+        'reply runs). With `wait`, answers the reply too.',
+      inputSchema: object({ chat_id: id('A chat id (chat_…)'), message, wait }, ['chat_id', 'message']),
+      call: async (args, ctx) => {
+        const exec = await sendChatMessage(ctx.deps, ctx.auth, String(args.chat_id), String(args.message));
+        const out: Record<string, unknown> = {
+          message_id: `${exec._id}:user`,
+          execution: { id: exec._id, status: exec.status },
+        };
+        if (args.wait === true) out.reply = await runToCompletion(ctx, exec);
+        return out;
+      },
+    },
+    {
+      name: 'read_messages',
+      title: 'Read a chat’s messages',
+      description: 'A chat’s messages in order and the work linked to them (as GET /api/chats/{id}/messages).',
+      inputSchema: object(
+        {
+          chat_id: id('A chat id (chat_…)'),
+          limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+          cursor: { type: 'string', pattern: '^[0-9]{1,12}$', description: 'next_cursor of the previous page' },
+        },
+        ['chat_id']
+      ),
+      annotations: { readOnlyHint: true },
+      call: async (args, ctx) => {
+        const p = await chatMessages(ctx.auth, String(args.chat_id), {
+          limit: args.limit as number,
+          after: args.cursor === undefined ? undefined : Number(args.cursor),
+        });
+        return {
+          chat: presentChat(p.chat),
+          messages: p.messages.map(presentChatMessage),
+          work: { executions: p.executions.map(presentChatWork), jobs: [] },
+          next_cursor: p.next === null ? null : String(p.next),
+        };
+      },
+    },
+    {
+      name: 'list_tasks',
+      title: 'List tasks',
+      description: 'The organization’s tasks, newest first (filters: status, priority, assigned_to, workspace_id).',
+      inputSchema: object({
+        ...page,
+        status: { type: 'string', enum: [...TASK_STATUSES] },
+        priority: { type: 'string', enum: [...TASK_PRIORITIES] },
+        assigned_to: id('A user id'),
+        workspace_id: id('A workspace id'),
+      }),
+      annotations: { readOnlyHint: true },
+      call: async (args, ctx) => {
+        const { items, nextCursor } = await listTasks(
+          ctx.auth,
+          {
+            status: args.status as string | undefined,
+            priority: args.priority as string | undefined,
+            assignedTo: args.assigned_to as string | undefined,
+            spaceId: args.workspace_id as string | undefined,
+          },
+          { limit: args.limit as number, cursor: args.cursor as string | undefined }
+        );
+        return { tasks: items.map(presentTask), next_cursor: nextCursor };
+      },
+    },
+  ];
+}
+
+/** A tool's answer (MCP CallToolResult). */
+export interface ToolResult {
+  [key: string]: unknown;
+  content: Array<{ type: 'text'; text: string }>;
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+}
+
+/**
+ * Runs a tool call: validates the arguments, calls the tool, logs the call with the request id.
+ * @param tool the tool.
+ * @param rawArgs the call's arguments.
+ * @param ctx the caller and the request.
+ * @returns the result (a refusal is a tool error).
+ * @throws McpError InvalidParams for arguments that do not match the tool's schema.
+ */
+export async function callTool(tool: McpTool, rawArgs: unknown, ctx: ToolContext): Promise<ToolResult> {
+  const args = structuredClone((rawArgs ?? {}) as Record<string, unknown>);
+  const problem = check(tool.inputSchema, args, 'body');
+  if (problem) throw new McpError(ErrorCode.InvalidParams, problem);
+  const started = Date.now();
+  try {
+    const out = await tool.call(args, ctx);
+    ctx.log.info({ tool: tool.name, ms: Date.now() - started }, 'mcp tool call');
+    return { content: [{ type: 'text', text: JSON.stringify(out) }], structuredContent: out };
+  } catch (err) {
+    const known: AppError | undefined = translateError(err, 0);
+    if (known && known.status < 500) {
+      ctx.log.info({ tool: tool.name, ms: Date.now() - started, refused: known.code }, 'mcp tool call refused');
+      const error = {
+        code: known.code,
+        message: known.message,
+        ...(known instanceof StateConflictError ? { current_state: known.currentState } : {}),
+      };
+      return {
+        content: [{ type: 'text', text: `${known.code}: ${known.message}` }],
+        structuredContent: { error },
+        isError: true,
+      };
+    }
+    ctx.log.error({ err, tool: tool.name, ms: Date.now() - started }, 'mcp tool call failed');
+    const error = known ?? { code: 'internal_error', message: 'An unexpected error occurred' };
+    return {
+      content: [{ type: 'text', text: `${error.code}: ${error.message}` }],
+      structuredContent: { error: { code: error.code, message: error.message } },
+      isError: true,
+    };
+  }
+}

@@ -1,0 +1,151 @@
+/**
+ * MCP clients for the tests: the official SDK's Client and StreamableHTTPClientTransport, authenticating the way
+ * an off-the-shelf client does (discovery from the 401, then client credentials or authorization code + PKCE).
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type {
+  OAuthClientInformationMixed,
+  OAuthClientMetadata,
+  OAuthTokens,
+} from '@modelcontextprotocol/sdk/shared/auth.js';
+import { bearer } from './factories';
+
+export interface MachineClient {
+  client_id: string;
+  client_secret: string;
+}
+
+/**
+ * Registers a machine client (client credentials) with a service token (RFC 7591 with an initial access token).
+ * @param base the service's address.
+ * @param serviceToken a service token with scope mcp or `*`.
+ * @returns the client's credentials.
+ */
+export async function registerMachineClient(base: string, serviceToken: string): Promise<MachineClient> {
+  const res = await fetch(`${base}/oauth/register`, {
+    method: 'POST',
+    headers: { authorization: bearer(serviceToken), 'content-type': 'application/json' },
+    body: JSON.stringify({ client_name: 'test machine', grant_types: ['client_credentials'] }),
+  });
+  if (res.status !== 201) throw new Error(`registration: ${res.status} ${await res.text()}`);
+  return (await res.json()) as MachineClient;
+}
+
+/**
+ * @param base the service's address (APP_URL).
+ * @param creds a machine client's credentials.
+ * @returns a connected SDK client (it discovered the authorization server from the 401 and got a token).
+ */
+export async function connectMachine(base: string, creds: MachineClient): Promise<Client> {
+  const provider = new ClientCredentialsProvider({
+    clientId: creds.client_id,
+    clientSecret: creds.client_secret,
+    expectedIssuer: base,
+  });
+  const client = new Client({ name: 'test-machine', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { authProvider: provider }));
+  return client;
+}
+
+/**
+ * @param base the service's address.
+ * @param token a bearer token (an access token or a service token).
+ * @param sessionId an existing session to continue (no initialize).
+ * @returns a connected SDK client sending that token.
+ */
+export async function connectWithToken(base: string, token: string, sessionId?: string): Promise<Client> {
+  const client = new Client({ name: 'test-token', version: '1.0.0' });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${base}/mcp`), {
+      requestInit: { headers: { authorization: bearer(token) } },
+      sessionId,
+    })
+  );
+  return client;
+}
+
+/**
+ * A person's client: dynamic registration, then authorization code + PKCE; the "browser" opens the consent page
+ * and approves with the person's service token, and the redirect's code is kept for finishAuth.
+ */
+export class PkceProvider implements OAuthClientProvider {
+  readonly redirectUrl = 'http://127.0.0.1:9/callback';
+  private info: OAuthClientInformationMixed | undefined;
+  private saved: OAuthTokens | undefined;
+  private verifier = '';
+  /** The code the authorization redirect carried. */
+  code: string | undefined;
+  /** The consent page's HTML, as the person saw it. */
+  consentPage = '';
+
+  constructor(
+    private readonly personToken: string,
+    private readonly decision: 'approve' | 'deny' = 'approve'
+  ) {}
+
+  get clientMetadata(): OAuthClientMetadata {
+    return {
+      client_name: 'test person client',
+      redirect_uris: [this.redirectUrl],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    };
+  }
+  clientInformation(): OAuthClientInformationMixed | undefined {
+    return this.info;
+  }
+  saveClientInformation(info: OAuthClientInformationMixed): void {
+    this.info = info;
+  }
+  tokens(): OAuthTokens | undefined {
+    return this.saved;
+  }
+  saveTokens(tokens: OAuthTokens): void {
+    this.saved = tokens;
+  }
+  saveCodeVerifier(verifier: string): void {
+    this.verifier = verifier;
+  }
+  codeVerifier(): string {
+    return this.verifier;
+  }
+  async redirectToAuthorization(url: URL): Promise<void> {
+    const consent = await fetch(url);
+    this.consentPage = await consent.text();
+    if (consent.status !== 200) throw new Error(`consent page: ${consent.status} ${this.consentPage}`);
+    const form = new URLSearchParams(url.searchParams);
+    form.set('service_token', this.personToken);
+    form.set('decision', this.decision);
+    const res = await fetch(new URL('/oauth/authorize', url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: form.toString(),
+      redirect: 'manual',
+    });
+    const location = res.headers.get('location');
+    if (res.status !== 303 || !location) throw new Error(`authorize: ${res.status} ${await res.text()}`);
+    this.code = new URL(location).searchParams.get('code') ?? undefined;
+  }
+}
+
+/**
+ * Connects as a person: the first connect is refused (401), the provider runs the consent, and the code is
+ * exchanged; the second connect succeeds.
+ * @param base the service's address (APP_URL).
+ * @param provider the person's provider.
+ * @returns a connected SDK client.
+ */
+export async function connectPerson(base: string, provider: PkceProvider): Promise<Client> {
+  const url = new URL(`${base}/mcp`);
+  const first = new StreamableHTTPClientTransport(url, { authProvider: provider });
+  await expect(new Client({ name: 'test-person', version: '1.0.0' }).connect(first)).rejects.toThrow(/Unauthorized/i);
+  if (!provider.code) throw new Error('no authorization code');
+  await first.finishAuth(provider.code);
+  const client = new Client({ name: 'test-person', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(url, { authProvider: provider }));
+  return client;
+}
