@@ -4,6 +4,8 @@
  * while the reply streams — which only wake-ups can deliver before the fallback poll's first tick.
  */
 import { randomBytes } from 'node:crypto';
+import { createTemporal } from '../../lib/temporal';
+import { executionWorkflowId } from '../../workflows/ids';
 import { freePort } from '../../scripts/servers/launch';
 import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
 import { childTestEnv, testConfig } from '../helpers/env';
@@ -19,11 +21,12 @@ const queue = `live-${randomBytes(4).toString('hex')}`;
 const FALLBACK_POLL_MS = '60000';
 let fake: FakeAnthropic;
 let worker: TestWorker;
+let env: Record<string, string>;
 const apis: Array<{ proc: Spawned; url: string }> = [];
 
 beforeAll(async () => {
   fake = await startFakeAnthropic();
-  const env = {
+  env = {
     MONGODB_URI: db.uri,
     TEMPORAL_TASK_QUEUE: queue,
     ANTHROPIC_API_KEY: 'test-key',
@@ -84,4 +87,10 @@ it('a client on each of two api processes receives the same events, in order, wi
     .map((d) => d.delta!.text)
     .join('');
   expect(text).toBe(Array.from({ length: 40 }, (_, i) => `tok${i + 1} `).join(''));
+
+  // The workflow still records the execution's service events after its `result` event: let it finish before the
+  // teardown closes the database under it.
+  const temporal = createTemporal(testConfig(env));
+  await temporal.client.workflow.getHandle(executionWorkflowId(executionId)).result();
+  await temporal.connection.close();
 });
