@@ -155,7 +155,7 @@ export function createRepoActivities(deps: RepoActivityDeps) {
   /** git's environment: no system or user configuration, no prompts; extra configuration as GIT_CONFIG_* pairs. */
   function gitEnv(home: string, config: [string, string][] = []): NodeJS.ProcessEnv {
     return {
-      PATH: process.env.PATH,
+      PATH: deps.config.childPath,
       HOME: home,
       GIT_CONFIG_NOSYSTEM: '1',
       GIT_CONFIG_GLOBAL: '/dev/null',

@@ -92,6 +92,8 @@ export interface Config {
    * request answers 503 while a dependency is down. @default 3000
    */
   dependencyTimeoutMs: number;
+  /** PATH handed to the programs the service spawns (git). @default this process's PATH */
+  childPath: string;
   /**
    * The supervisor's restart policy (`npm run dev`, `npm start`): the first restart of a crashed child waits
    * `initialMs`, each further one twice as long up to `maxMs`; a child that ran `healthyMs` starts over at `initialMs`.
@@ -248,6 +250,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       temporalUi: int('DEV_TEMPORAL_UI_PORT', 8233, 1, 65535),
     },
     dependencyTimeoutMs: int('DEPENDENCY_TIMEOUT_MS', 3000, 100, 60_000),
+    childPath: env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
     restart: {
       initialMs: int('RESTART_BACKOFF_MS', 500, 10, 60_000),
       maxMs: int('RESTART_BACKOFF_MAX_MS', 10_000, 10, 600_000),
