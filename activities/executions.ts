@@ -231,28 +231,50 @@ function totalUsage(byAttempt: Record<string, { inputTokens?: number; outputToke
 async function sessionHistory(sessionId: string, currentExecutionId: string): Promise<ModelMessage[]> {
   const session = await Session.findById(sessionId).select({ history: 1 }).lean();
   const ids = (session?.history ?? []).filter((id) => id !== currentExecutionId);
-  const pairs = await Promise.all(
-    ids.map((id) =>
-      Promise.all([ChatMessage.findById(`${id}:user`).lean(), ChatMessage.findById(`${id}:assistant`).lean()])
-    )
-  );
-  return pairs.flatMap(([user, assistant]) =>
-    user && assistant
+  const messages = new Map<string, string>();
+  // Both messages of up to HISTORY_BATCH turns to a query, by `_id` (docs/query-shapes.md).
+  for (let i = 0; i < ids.length; i += HISTORY_BATCH) {
+    const keys = ids.slice(i, i + HISTORY_BATCH).flatMap((id) => [`${id}:user`, `${id}:assistant`]);
+    const docs = await ChatMessage.find({ $or: keys.map((_id) => ({ _id })) })
+      .select({ content: 1 })
+      .lean();
+    for (const d of docs) messages.set(d._id, d.content);
+  }
+  return ids.flatMap((id) => {
+    const user = messages.get(`${id}:user`);
+    const assistant = messages.get(`${id}:assistant`);
+    return user !== undefined && assistant !== undefined
       ? [
-          { role: 'user' as const, content: user.content },
-          { role: 'assistant' as const, content: assistant.content },
+          { role: 'user' as const, content: user },
+          { role: 'assistant' as const, content: assistant },
         ]
-      : []
-  );
+      : [];
+  });
+}
+
+/** Earlier turns whose messages one query of {@link sessionHistory} reads. */
+const HISTORY_BATCH = 50;
+
+/**
+ * Reads the execution, moving it from pending to running on the way (one round trip on the first attempt).
+ * @param executionId the execution.
+ * @returns the execution, and whether this call moved it to running.
+ */
+async function loadAndClaim(executionId: string): Promise<{ exec: ExecutionDoc | null; claimed: boolean }> {
+  const claimed = await Execution.findOneAndUpdate(
+    { _id: executionId, status: 'pending' },
+    { $set: { status: 'running', startedAt: new Date() } },
+    { new: true }
+  ).lean<ExecutionDoc>();
+  if (claimed) return { exec: claimed, claimed: true };
+  return { exec: await Execution.findById(executionId).lean<ExecutionDoc>(), claimed: false };
 }
 
 /**
- * pending → running, and the chat shows it is working. Only this activity moves a pending execution (the
- * caller read `pending` just before), so plain updates by `_id` are safe and stay index lookups on every server.
- * Activities address records by the ids stored on their execution, which the api wrote for one organization.
+ * The chat shows that an execution just moved to running is working. Activities address records by the ids
+ * stored on their execution, which the api wrote for one organization.
  */
-async function markRunning(exec: ExecutionDoc): Promise<void> {
-  await Execution.updateOne({ _id: exec._id }, { $set: { status: 'running', startedAt: new Date() } });
+async function announceRunning(exec: ExecutionDoc): Promise<void> {
   await Chat.updateOne({ _id: exec.chatId }, { $set: { status: chatStatusOf('running') } });
   await recordEvent({
     type: 'chat.status_changed',
@@ -274,34 +296,41 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
    */
   async function generateReply(executionId: string): Promise<{ text: string }> {
     const ctx = Context.current();
-    const exec = await Execution.findById(executionId).lean<ExecutionDoc>();
+    // Only a pending execution is claimed: the api marks one whose workflow start failed (Temporal away) as
+    // failed, and if that start reached the server after all, the workflow must not bring it back to life.
+    const { exec, claimed } = await loadAndClaim(executionId);
     if (!exec) throw ApplicationFailure.nonRetryable(`Execution ${executionId} not found`, 'ExecutionMissing');
-    // The api marks an execution whose workflow start failed (Temporal away) as failed; if that start reached the
-    // server after all, the workflow must not bring the execution back to life.
     if (exec.error?.code === 'start_failed')
       throw ApplicationFailure.nonRetryable('The execution could not be started', 'StartFailed');
-    if (exec.status === 'pending') await markRunning(exec);
-    // The system prompt is read now, so an update applies to the next execution.
-    const agent = await Agent.findById(exec.agentId).select({ systemPrompt: 1 }).lean();
+    // The reads are independent of each other: they go out together (time to first token).
+    const [, agent, history, existing] = await Promise.all([
+      claimed ? announceRunning(exec) : undefined,
+      // The system prompt is read now, so an update applies to the next execution.
+      Agent.findById(exec.agentId).select({ systemPrompt: 1 }).lean(),
+      sessionHistory(exec.sessionId, exec._id),
+      readEvents(executionId),
+    ]);
     if (!agent) throw failure(FAILURES.agentNotFound, false);
-    const messages: ModelMessage[] = [
-      ...(await sessionHistory(exec.sessionId, exec._id)),
-      { role: 'user', content: exec.input?.message ?? '' },
-    ];
-
-    const existing = await readEvents(executionId);
+    const messages: ModelMessage[] = [...history, { role: 'user', content: exec.input?.message ?? '' }];
     const earlier = deliveredText(existing);
     // The chat stream gets the user message, the working status and whatever an earlier attempt delivered, then
-    // each delta right after it is written to the execution's own stream.
+    // each delta right after it is written to the execution's own stream. The first part is written while the
+    // model call starts; each delta's chat copy waits for it, so the chat stream keeps its order.
     const mirror = mirrorsToChat(exec);
-    if (mirror) await mirrorToChat(exec, existing);
+    const mirrored = mirror ? mirrorToChat(exec, existing) : Promise.resolve();
+    mirrored.catch(() => undefined); // awaited by each delta's copy and before the reply returns
     const writer = new CoalescingWriter(
       executionId,
       (existing.at(-1)?.seq ?? 0) + 1,
       textDeltaEvent,
       undefined,
       undefined,
-      mirror ? (e) => mirrorEvent(exec, e) : undefined
+      mirror
+        ? async (e) => {
+            await mirrored;
+            await mirrorEvent(exec, e);
+          }
+        : undefined
     );
     const provider = createProvider({ provider: exec.provider as 'anthropic', model: exec.model }, deps.config);
     // An agent running in a workspace may list, read and write its files (the built-in model calls no tools).
@@ -386,6 +415,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         if (rounds > MAX_TOOL_ROUNDS + 1) break;
       }
       await writer.flush();
+      await mirrored;
       return { text: earlier + writer.written };
     } catch (err) {
       await writer.flush().catch(() => undefined);
@@ -546,11 +576,15 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         },
         { upsert: true }
       );
-      await Session.updateOne({ _id: exec.sessionId }, { $addToSet: { history: exec._id } });
     }
     // The chat's status changes while the execution still holds the session, so the next execution's `working`
-    // always comes after it (a retried finish that already freed the session leaves the chat alone).
-    const session = await Session.findById(exec.sessionId).select({ activeExecutionId: 1 }).lean();
+    // always comes after it (a retried finish that already freed the session leaves the chat alone). A completed
+    // reply joins the history in the same round trip that reads who holds the session.
+    const session =
+      input.status === 'completed'
+        ? // (no projection: the embedded database's findAndModify does not take one)
+          await Session.findOneAndUpdate({ _id: exec.sessionId }, { $addToSet: { history: exec._id } }).lean()
+        : await Session.findById(exec.sessionId).select({ activeExecutionId: 1 }).lean();
     if (session?.activeExecutionId === exec._id)
       await Chat.updateOne(
         { _id: exec.chatId },

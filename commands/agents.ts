@@ -131,7 +131,7 @@ export async function createAgent(
     });
     await Space.updateOne(
       { _id: space._id, organizationId: auth.organizationId },
-      { $inc: { chatCount: 1 }, $addToSet: { assignedAgents: agentId } }
+      { $addToSet: { assignedAgents: agentId } }
     );
     return agent.toObject() as AgentDoc;
   } catch (err) {

@@ -13,7 +13,6 @@ import {
   ChatMessage,
   Execution,
   Session,
-  Space,
   TERMINAL_EXECUTION_STATUSES,
   type ChatDoc,
   type ChatMessageDoc,
@@ -73,7 +72,6 @@ export async function createChat(auth: AuthContext, input: ChatCreateInput): Pro
     sessionId,
     model: input.model ?? null,
   });
-  await Space.updateOne({ _id: space._id, organizationId: auth.organizationId }, { $inc: { chatCount: 1 } });
   return chat.toObject() as ChatDoc;
 }
 

@@ -51,6 +51,7 @@ export interface ExecutionDeps {
 /**
  * Finds the conversation an execution continues, or opens a new one. A session created here is created already
  * held by the execution (`activeExecutionId`, turn 1), so a new conversation needs no lock round trip.
+ * @param defaultSpaceId the default space when the caller already looked it up (a new conversation names none).
  * @returns the chat and the session, and whether the session still has to be locked.
  */
 async function resolveConversation(
@@ -58,7 +59,8 @@ async function resolveConversation(
   agentId: string,
   agentName: string,
   executionId: string,
-  input: ExecuteInput
+  input: ExecuteInput,
+  defaultSpaceId?: string
 ): Promise<{ chat: ChatDoc; session: SessionDoc; needsLock: boolean }> {
   const org = auth.organizationId;
   const newSession = (chatId: string, sessionId = newId('ses')): Promise<SessionDoc> =>
@@ -103,14 +105,23 @@ async function resolveConversation(
     }
     spaceId = space._id;
   } else {
-    spaceId = (await ensureDefaultSpace(auth))._id;
+    spaceId = defaultSpaceId ?? (await ensureDefaultSpace(auth))._id;
   }
+  // Both ids are made here, so the chat and its session are written together.
+  const chatId = newId('chat');
   const sessionId = newId('ses');
-  const chat = (
-    await Chat.create({ organizationId: org, spaceId, agentId, ownerId: auth.userId, title: agentName, sessionId })
-  ).toObject() as ChatDoc;
-  const session = await newSession(chat._id, sessionId);
-  await Space.updateOne({ _id: spaceId, organizationId: org }, { $inc: { chatCount: 1 } });
+  const [chat, session] = await Promise.all([
+    Chat.create({
+      _id: chatId,
+      organizationId: org,
+      spaceId,
+      agentId,
+      ownerId: auth.userId,
+      title: agentName,
+      sessionId,
+    }).then((d) => d.toObject() as ChatDoc),
+    newSession(chatId, sessionId),
+  ]);
   return { chat, session, needsLock: false };
 }
 
@@ -176,27 +187,30 @@ const ignoreDuplicate = (err: unknown): void => {
  */
 export async function recordPendingExecution(p: PendingExecution): Promise<ExecutionDoc> {
   const { message, ...fields } = p;
-  const stored = await Execution.create({ ...fields, input: { message } }).then(
-    (doc) => doc.toObject() as ExecutionDoc,
-    async (err: unknown) => {
-      ignoreDuplicate(err);
-      return Execution.findById(p._id).lean<ExecutionDoc>();
-    }
-  );
-  if (!stored) throw new NotFoundError(NOT_FOUND);
-  await ChatMessage.create({
-    _id: `${p._id}:user`,
-    organizationId: p.organizationId,
-    chatId: p.chatId,
-    sessionId: p.sessionId,
-    executionId: p._id,
-    role: 'user',
-    content: message,
-    position: p.turn * 2,
-  }).catch(ignoreDuplicate);
-  await appendEvents(p._id, [
-    { seq: 1, event: 'meta', data: { executionId: p._id, chatId: p.chatId, sessionId: p.sessionId } },
+  // Three inserts by known ids, independent of each other: written together (each is idempotent).
+  const [stored] = await Promise.all([
+    Execution.create({ ...fields, input: { message } }).then(
+      (doc) => doc.toObject() as ExecutionDoc,
+      async (err: unknown) => {
+        ignoreDuplicate(err);
+        return Execution.findById(p._id).lean<ExecutionDoc>();
+      }
+    ),
+    ChatMessage.create({
+      _id: `${p._id}:user`,
+      organizationId: p.organizationId,
+      chatId: p.chatId,
+      sessionId: p.sessionId,
+      executionId: p._id,
+      role: 'user',
+      content: message,
+      position: p.turn * 2,
+    }).catch(ignoreDuplicate),
+    appendEvents(p._id, [
+      { seq: 1, event: 'meta', data: { executionId: p._id, chatId: p.chatId, sessionId: p.sessionId } },
+    ]),
   ]);
+  if (!stored) throw new NotFoundError(NOT_FOUND);
   return stored;
 }
 
@@ -215,9 +229,21 @@ export async function startExecution(
   agentId: string,
   input: ExecuteInput
 ): Promise<ExecutionDoc> {
-  const agent = await findVisibleAgent(auth, agentId);
+  // A new conversation in the default space: the space is looked up together with the agent.
+  const newInDefaultSpace = input.chatId === undefined && input.sessionId === undefined && input.spaceId === undefined;
+  const [agent, defaultSpace] = await Promise.all([
+    findVisibleAgent(auth, agentId),
+    newInDefaultSpace ? ensureDefaultSpace(auth) : undefined,
+  ]);
   const executionId = newExecutionId();
-  const { chat, session, needsLock } = await resolveConversation(auth, agent._id, agent.name, executionId, input);
+  const { chat, session, needsLock } = await resolveConversation(
+    auth,
+    agent._id,
+    agent.name,
+    executionId,
+    input,
+    defaultSpace?._id
+  );
   const busy = (): ConflictError =>
     new ConflictError('Session is busy: an execution is still running in it; wait for it to finish or cancel it');
   let locked: SessionDoc | null = session;

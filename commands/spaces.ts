@@ -21,7 +21,7 @@ import {
 } from '../lib/errors';
 import { paginate } from '../lib/pagination';
 import { spaceDir } from '../lib/workspace';
-import { Membership, Space, type SpaceDoc, type SpaceInitType } from '../models';
+import { Chat, Membership, Space, type SpaceDoc, type SpaceInitType } from '../models';
 
 const NOT_FOUND = 'Space not found';
 const WORKSPACE_NOT_FOUND = 'Workspace not found';
@@ -118,6 +118,17 @@ export async function selectWorkspace(auth: AuthContext, id: string): Promise<Sp
     { $set: { activeWorkspaceId: space._id } }
   );
   return space;
+}
+
+/**
+ * @param space a stored space.
+ * @returns the space with its `chatCount`: the chats it holds, counted when it is read (index
+ * `{organizationId, spaceId}`) instead of a counter every new chat would update [docs/decisions.md "Space chat
+ * count"].
+ */
+export async function withChatCount(space: SpaceDoc): Promise<SpaceDoc & { chatCount: number }> {
+  const chatCount = await Chat.countDocuments({ organizationId: space.organizationId, spaceId: space._id });
+  return { ...space, chatCount };
 }
 
 /**

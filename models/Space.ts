@@ -30,7 +30,6 @@ const schema = new mongoose.Schema(
     assignedAgents: { type: [String], default: [] },
     skillIds: { type: [String], default: [] },
     pluginIds: { type: [String], default: [] },
-    chatCount: { type: Number, default: 0 },
     fileCount: { type: Number, default: 0 },
     /** The organization's default space (where agents' first chats live). */
     isDefault: { type: Boolean, default: false },

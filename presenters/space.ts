@@ -2,10 +2,10 @@
 import type { SpaceDoc } from '../models';
 
 /**
- * @param space the stored space.
+ * @param space the stored space with its chat count (commands/spaces.ts withChatCount).
  * @returns the public record.
  */
-export function presentSpace(space: SpaceDoc): Record<string, unknown> {
+export function presentSpace(space: SpaceDoc & { chatCount: number }): Record<string, unknown> {
   return {
     id: space._id,
     organizationId: space.organizationId,

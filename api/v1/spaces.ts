@@ -9,6 +9,7 @@ import {
   findVisibleSpace,
   initSpace,
   listSpaces,
+  withChatCount,
   setSpaceEnvironment,
   updateSpace,
   type SpaceInput,
@@ -47,7 +48,12 @@ export function spaceRoutes(): RouteSpec[] {
           ctx.state.auth,
           input<unknown, { limit: number; cursor?: string }>(ctx).query
         );
-        ctx.body = { success: true, spaces: items.map(presentSpace), total, nextCursor };
+        ctx.body = {
+          success: true,
+          spaces: (await Promise.all(items.map(withChatCount))).map(presentSpace),
+          total,
+          nextCursor,
+        };
       },
     },
     {
@@ -61,7 +67,7 @@ export function spaceRoutes(): RouteSpec[] {
       handler: async (ctx) => {
         ctx.body = {
           success: true,
-          space: presentSpace(await createSpace(ctx.state.auth, input<SpaceInput>(ctx).body)),
+          space: presentSpace(await withChatCount(await createSpace(ctx.state.auth, input<SpaceInput>(ctx).body))),
         };
       },
     },
@@ -74,7 +80,10 @@ export function spaceRoutes(): RouteSpec[] {
       params: idParams,
       responses: { 200: spaceResponse },
       handler: async (ctx) => {
-        ctx.body = { success: true, space: presentSpace(await findVisibleSpace(ctx.state.auth, input(ctx).params.id)) };
+        ctx.body = {
+          success: true,
+          space: presentSpace(await withChatCount(await findVisibleSpace(ctx.state.auth, input(ctx).params.id))),
+        };
       },
     },
     {
@@ -88,7 +97,7 @@ export function spaceRoutes(): RouteSpec[] {
       responses: { 200: spaceResponse },
       handler: async (ctx) => {
         const space = await updateSpace(ctx.state.auth, input(ctx).params.id, input<Partial<SpaceInput>>(ctx).body);
-        ctx.body = { success: true, space: presentSpace(space) };
+        ctx.body = { success: true, space: presentSpace(await withChatCount(space)) };
       },
     },
     {

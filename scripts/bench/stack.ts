@@ -103,7 +103,13 @@ function serviceUnit(
   };
   const spawnIt = spawnUnit({
     command: process.execPath,
-    args: ['--import', 'tsx', path.join(projectRoot(), script)],
+    // BENCH_CPU_PROF=<dir>: V8 CPU profiles of the api and the worker, written there when they stop.
+    args: [
+      ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+      '--import',
+      'tsx',
+      path.join(projectRoot(), script),
+    ],
     cwd: projectRoot(),
     env,
     output: 'pipe',

@@ -1,4 +1,4 @@
-import { Agent, Chat, Space } from '../../../models';
+import { Agent, Chat } from '../../../models';
 import { useTestApp } from '../../helpers/app';
 import { buildMember, buildOrg } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
@@ -31,8 +31,8 @@ describe('POST /api/v1/agents', () => {
     expect([orgId, spaces, chats]).toEqual([org.organizationId, 'spaces', 'chats']);
     const chat = await Chat.findById(chatId).lean();
     expect(chat).toMatchObject({ organizationId: org.organizationId, spaceId, agentId: res.body.id });
-    const space = await Space.findById(spaceId).lean();
-    expect(space).toMatchObject({
+    const space = await as(org.apiToken).get(`/spaces/${spaceId}`);
+    expect(space.body.space).toMatchObject({
       organizationId: org.organizationId,
       isDefault: true,
       chatCount: 1,
@@ -53,6 +53,17 @@ describe('POST /api/v1/agents', () => {
     });
     expect(read.body.agent.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect(read.body.agent).not.toHaveProperty('model');
+  });
+
+  it('agents created at once each count in the default space (no increment lost)', async () => {
+    const org = await buildOrg();
+    const made = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => as(org.apiToken).post('/agents', { name: `A${i}`, systemPrompt: 'x' }))
+    );
+    expect(made.map((r) => r.status)).toEqual(Array(8).fill(200));
+    const spaceId = made[0].body.chatUrl.split('/')[3];
+    const space = await as(org.apiToken).get(`/spaces/${spaceId}`);
+    expect(space.body.space.chatCount).toBe(8);
   });
 
   it('stores model, the client-record fields and the system_message alias', async () => {
