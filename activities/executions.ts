@@ -22,6 +22,7 @@ import { FAILURES, rejectedMessage, type FailureCode } from '../workflows/failur
 import { JOB_PROTOCOL_PROMPT } from '../workflows/jobStates';
 import { chatRangeEnd, chatStatusAfter, mirrorEvent, mirrorsToChat, mirrorToChat } from './chatStream';
 import { recordEvent } from '../commands/serviceEvents';
+import { metaEvent } from '../commands/executions';
 import {
   Agent,
   Chat,
@@ -65,6 +66,13 @@ export interface FinishInput {
   status: 'completed' | 'failed' | 'cancelled';
   /** Full reply (completed). */
   text?: string;
+  /**
+   * Seq of the last event the reply wrote (completed, from generateReply): the stream is then known without
+   * reading it, since nothing but this finish writes after the reply; absent, the stream is read.
+   */
+  lastSeq?: number;
+  /** The completing attempt's token counts (from generateReply), written with the outcome. */
+  attemptUsage?: AttemptUsage & { attempt: number };
   /** Failure message (failed), in the service's words (workflows/failures.ts). */
   error?: string;
   /** Failure code (failed). */
@@ -294,7 +302,9 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
    * Streams the model reply into the event log. After a worker died mid-stream, the retry continues the reply
    * after the text already delivered (prefill), so clients never see text twice.
    */
-  async function generateReply(executionId: string): Promise<{ text: string }> {
+  async function generateReply(
+    executionId: string
+  ): Promise<{ text: string; lastSeq: number; attemptUsage: AttemptUsage & { attempt: number } }> {
     const ctx = Context.current();
     // Only a pending execution is claimed: the api marks one whose workflow start failed (Temporal away) as
     // failed, and if that start reached the server after all, the workflow must not bring it back to life.
@@ -307,8 +317,10 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
       claimed ? announceRunning(exec) : undefined,
       // The system prompt is read now, so an update applies to the next execution.
       Agent.findById(exec.agentId).select({ systemPrompt: 1 }).lean(),
-      sessionHistory(exec.sessionId, exec._id),
-      readEvents(executionId),
+      // The first turn of a session has no history.
+      exec.turn > 1 ? sessionHistory(exec.sessionId, exec._id) : [],
+      // The execution this call claimed has nothing in its stream yet but the api's `meta` event.
+      claimed ? [metaEvent(exec)] : readEvents(executionId),
     ]);
     if (!agent) throw failure(FAILURES.agentNotFound, false);
     const messages: ModelMessage[] = [...history, { role: 'user', content: exec.input?.message ?? '' }];
@@ -414,9 +426,13 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         prefill = '';
         if (rounds > MAX_TOOL_ROUNDS + 1) break;
       }
-      await writer.flush();
+      const nextSeq = await writer.flush();
       await mirrored;
-      return { text: earlier + writer.written };
+      return {
+        text: earlier + writer.written,
+        lastSeq: nextSeq - 1,
+        attemptUsage: { attempt, ...(await usage.handOver()) },
+      };
     } catch (err) {
       await writer.flush().catch(() => undefined);
       const delivered = earlier + writer.written !== '' || toolEvents;
@@ -463,14 +479,16 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     let deltas = 0;
     let dirty = false;
     let chain: Promise<void> = Promise.resolve();
+    let closed = false;
+    const counts = (): AttemptUsage => ({
+      inputTokens: before.inputTokens + current.inputTokens,
+      outputTokens: before.outputTokens + current.outputTokens,
+      final: current.final,
+    });
     const save = (): Promise<void> => {
       if (!dirty) return chain;
       dirty = false;
-      const snapshot = {
-        inputTokens: before.inputTokens + current.inputTokens,
-        outputTokens: before.outputTokens + current.outputTokens,
-        final: current.final,
-      };
+      const snapshot = counts();
       chain = chain
         .then(() => Execution.updateOne({ _id: executionId }, { $set: { [`usageByAttempt.${attempt}`]: snapshot } }))
         .then(() => undefined)
@@ -503,10 +521,24 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         deltas = 0;
         dirty = true;
       },
+      /** Saves the counts (an attempt that failed or was cut short); after {@link handOver} it does nothing. */
       async close(): Promise<void> {
         clearInterval(timer);
+        if (closed) return;
+        closed = true;
         dirty = true;
         await save();
+      },
+      /**
+       * The reply is complete: the counts go to finishExecution with the reply, which writes them with the outcome
+       * (one round trip fewer); saves still in flight land first.
+       * @returns the attempt's counts.
+       */
+      async handOver(): Promise<AttemptUsage> {
+        clearInterval(timer);
+        closed = true;
+        await chain;
+        return counts();
       },
     };
   }
@@ -518,13 +550,21 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
   async function finishExecution(input: FinishInput): Promise<void> {
     const exec = await Execution.findById(input.executionId).lean<ExecutionDoc>();
     if (!exec) throw ApplicationFailure.nonRetryable(`Execution ${input.executionId} not found`, 'ExecutionMissing');
-    const events = await readEvents(exec._id);
+    // A completed reply says where its stream ends; only this finish writes after that (the same events at the
+    // same seqs when it is retried), so the stream is not read back.
+    const known = input.status === 'completed' && input.lastSeq !== undefined && input.text !== undefined;
+    const events = known ? [] : await readEvents(exec._id);
     const text = input.status === 'completed' ? (input.text ?? deliveredText(events)) : deliveredText(events);
-    const usage = totalUsage(exec.usageByAttempt as Record<string, { inputTokens?: number; outputTokens?: number }>);
+    const { attempt: usageAttempt, ...attemptCounts } = input.attemptUsage ?? { attempt: undefined };
+    const byAttempt = {
+      ...(exec.usageByAttempt as Record<string, { inputTokens?: number; outputTokens?: number }>),
+      ...(usageAttempt !== undefined ? { [usageAttempt]: attemptCounts } : {}),
+    };
+    const usage = totalUsage(byAttempt);
     const now = new Date();
 
     // Final events, each written once (a retried finish sees what an earlier attempt already wrote).
-    let seq = (events.at(-1)?.seq ?? 0) + 1;
+    let seq = (known ? input.lastSeq! : (events.at(-1)?.seq ?? 0)) + 1;
     const has = (pred: (e: LoggedEvent) => boolean): boolean => events.some(pred);
     const final: LoggedEvent[] = [];
     if (input.status === 'completed') {
@@ -625,6 +665,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
                   ? { message: 'Execution cancelled', code: 'cancelled' }
                   : null,
             usage,
+            ...(usageAttempt !== undefined ? { [`usageByAttempt.${usageAttempt}`]: attemptCounts } : {}),
             completedAt: now,
           },
         }

@@ -5,7 +5,7 @@
  */
 import { TypedSearchAttributes } from '@temporalio/common';
 import type { Config } from '../lib/config';
-import { appendEvents } from '../lib/eventLog';
+import { appendEvents, type LoggedEvent } from '../lib/eventLog';
 import { AppError, ConflictError, NotFoundError, ServiceUnavailableError, ValidationError } from '../lib/errors';
 import { newExecutionId, newId } from '../lib/ids';
 import { paginate } from '../lib/pagination';
@@ -180,6 +180,16 @@ const ignoreDuplicate = (err: unknown): void => {
 };
 
 /**
+ * The first event of every execution's stream, written by the api before the workflow starts: until the workflow
+ * claims the pending execution, it is the stream's only event.
+ * @param exec the execution's ids.
+ * @returns the `meta` event (seq 1).
+ */
+export function metaEvent(exec: { _id: string; chatId: string; sessionId: string }): LoggedEvent {
+  return { seq: 1, event: 'meta', data: { executionId: exec._id, chatId: exec.chatId, sessionId: exec.sessionId } };
+}
+
+/**
  * Writes a pending execution, its user message and its `meta` event (each by a deterministic id: a repeat, such as
  * a retried job activity, writes nothing twice). Its workflow is started by the caller.
  * @param p the execution's fields.
@@ -206,9 +216,7 @@ export async function recordPendingExecution(p: PendingExecution): Promise<Execu
       content: message,
       position: p.turn * 2,
     }).catch(ignoreDuplicate),
-    appendEvents(p._id, [
-      { seq: 1, event: 'meta', data: { executionId: p._id, chatId: p.chatId, sessionId: p.sessionId } },
-    ]),
+    appendEvents(p._id, [metaEvent({ _id: p._id, chatId: p.chatId, sessionId: p.sessionId })]),
   ]);
   if (!stored) throw new NotFoundError(NOT_FOUND);
   return stored;

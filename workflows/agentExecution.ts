@@ -120,7 +120,15 @@ export async function agentExecution(input: AgentExecutionInput): Promise<AgentE
         (error: unknown) => ({ error, timedOut: false })
       );
   if ('value' in outcome) {
-    await finishExecution({ executionId, status: 'completed', text: outcome.value.text });
+    // lastSeq and attemptUsage are undefined in histories recorded before generateReply returned them: finish then
+    // reads the stream, and the attempt had saved its counts itself.
+    await finishExecution({
+      executionId,
+      status: 'completed',
+      text: outcome.value.text,
+      lastSeq: outcome.value.lastSeq,
+      attemptUsage: outcome.value.attemptUsage,
+    });
     return { status: 'completed', text: outcome.value.text };
   }
   const err = outcome.error;

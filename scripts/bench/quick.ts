@@ -81,6 +81,9 @@ function cpuByRole(): Map<string, number> {
 
 async function main(): Promise<void> {
   const stack = await startStack(say);
+  // Interrupted, it still stops the servers it started.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const)
+    process.once(signal, () => void stack.stop().finally(() => process.exit(130)));
   try {
     await connectMongo(stack.mongoUri, { dbName: BENCH_DB });
     const boot = await bootstrapOrganization({ org: 'Quick', email: 'quick@example.com' });
