@@ -25,7 +25,7 @@ import {
   type SessionTurnDoc,
 } from '../models';
 import type { agentExecution, AgentExecutionOutcome } from '../workflows/agentExecution';
-import { executionWorkflowId } from '../workflows/ids';
+import { EXECUTION_SHAPE, executionWorkflowId } from '../workflows/ids';
 import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 import { findVisibleAgent } from './agents';
 import { ensureDefaultSpace } from './spaces';
@@ -312,7 +312,7 @@ export async function startExecution(
       await deps.temporal.client.workflow.start<typeof agentExecution>('agentExecution', {
         workflowId: executionWorkflowId(executionId),
         taskQueue: deps.temporal.taskQueue,
-        args: [{ executionId, deadlineSeconds: deps.config.executionDeadlineSeconds }],
+        args: [{ executionId, deadlineSeconds: deps.config.executionDeadlineSeconds, shape: EXECUTION_SHAPE }],
         typedSearchAttributes: new TypedSearchAttributes([
           { key: organizationIdKey, value: auth.organizationId },
           { key: agentIdKey, value: agent._id },

@@ -24,11 +24,18 @@ import {
 // Only import the activity types
 import type { ExecutionActivities } from '../activities/executions';
 import { clientFailure, deadlineMessage, FAILURES } from './failures';
+import { EXECUTION_SHAPE } from './ids';
 
 export interface AgentExecutionInput {
   executionId: string;
   /** Overall deadline of the reply in seconds (EXECUTION_DEADLINE_SECONDS when the api started it). */
   deadlineSeconds?: number;
+  /**
+   * 2 (every start since it existed, {@link EXECUTION_SHAPE}): the deadline timer and the local finish with no
+   * patch checks. Each `patched()` call writes a marker and a search-attribute upsert into the history, four events
+   * of eighteen per execution. Absent: a history recorded before, replayed through its patches as recorded.
+   */
+  shape?: 2;
 }
 
 /** Deadline of executions started without one (by an api older than the deadline). */
@@ -56,11 +63,16 @@ const { finishExecution: finishLocally } = proxyLocalActivities<ExecutionActivit
   retry: { initialInterval: '500 milliseconds', maximumAttempts: 20 },
 });
 
-function finishExecution(input: Parameters<ExecutionActivities['finishExecution']>[0]): Promise<void> {
-  return CancellationScope.nonCancellable(() =>
+type Finish = (input: Parameters<ExecutionActivities['finishExecution']>[0]) => Promise<void>;
+
+/** Histories recorded before the shape: the finish as they recorded it. */
+const finishAsRecorded: Finish = (input) =>
+  CancellationScope.nonCancellable(() =>
     patched('finish-local-activity') ? finishLocally(input) : finishAsActivity(input)
   );
-}
+
+/** The finish of the current shape: always local, never cancelled. */
+const finishLocal: Finish = (input) => CancellationScope.nonCancellable(() => finishLocally(input));
 
 /**
  * The model call: long, heartbeating (a dead worker is noticed within 5 s), cancellable. Transient provider
@@ -112,13 +124,16 @@ async function withDeadline<T>(
 export async function agentExecution(input: AgentExecutionInput): Promise<AgentExecutionOutcome> {
   const { executionId } = input;
   const deadlineSeconds = input.deadlineSeconds ?? DEFAULT_DEADLINE_SECONDS;
+  const current = input.shape === EXECUTION_SHAPE;
+  const finishExecution = current ? finishLocal : finishAsRecorded;
   // Histories recorded before the deadline existed replay without its timer.
-  const outcome = patched('execution-deadline')
-    ? await withDeadline(deadlineSeconds, () => generateReply(executionId))
-    : await generateReply(executionId).then(
-        (value) => ({ value, timedOut: false as const }),
-        (error: unknown) => ({ error, timedOut: false })
-      );
+  const outcome =
+    current || patched('execution-deadline')
+      ? await withDeadline(deadlineSeconds, () => generateReply(executionId))
+      : await generateReply(executionId).then(
+          (value) => ({ value, timedOut: false as const }),
+          (error: unknown) => ({ error, timedOut: false })
+        );
   if ('value' in outcome) {
     // lastSeq and attemptUsage are undefined in histories recorded before generateReply returned them: finish then
     // reads the stream, and the attempt had saved its counts itself.

@@ -4,6 +4,12 @@
  */
 
 /**
+ * The input shape every starter of an execution workflow passes (workflows/agentExecution.ts `shape`): here, with
+ * the workflow ids, so that starters need not import workflow code.
+ */
+export const EXECUTION_SHAPE = 2 as const;
+
+/**
  * @param executionId the execution.
  * @returns `execution-<executionId>`.
  */
