@@ -16,6 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { recordEvent, type ServiceEventType } from '../commands/serviceEvents';
 import { filesDeps, recountFiles } from '../commands/workspaceFiles';
 import type { Config } from '../lib/config';
 import { decryptSecret } from '../lib/crypto';
@@ -37,6 +38,24 @@ const TICK_MS = 1000;
 async function emit(repoId: string, event: string, data: Record<string, unknown>): Promise<void> {
   const streamId = repoStreamId(repoId);
   await appendEvents(streamId, [{ seq: (await lastSeq(streamId)) + 1, event, data: { repo_id: repoId, ...data } }]);
+}
+
+/**
+ * Records a clone's service event (webhooks) once per clone: keyed by the repository, the workflow run and the
+ * type, so a retried attempt records nothing new, and a clone started again after a failure (a new run) does.
+ */
+async function recordCloneEvent(
+  type: Extract<ServiceEventType, `repo.${string}`>,
+  repo: WorkspaceRepoDoc,
+  data: Record<string, unknown>
+): Promise<void> {
+  const { runId } = Context.current().info.workflowExecution!; // always run by the repoClone workflow
+  await recordEvent({
+    type,
+    organizationId: repo.organizationId,
+    data: { repoId: repo._id, workspaceId: repo.spaceId, url: repo.url, path: repo.path, ...data },
+    key: `repo-clone:${repo._id}:${runId}:${type}`,
+  });
 }
 
 async function sizeOf(dir: string): Promise<number> {
@@ -109,13 +128,15 @@ export function createRepoActivities(deps: RepoActivityDeps) {
     const ctx = Context.current();
     const repo = await WorkspaceRepo.findById(repoId).lean<WorkspaceRepoDoc>();
     if (!repo) throw ApplicationFailure.nonRetryable(`Repository ${repoId} not found`, 'RepoMissing');
-    if (repo.status === 'ready' && repo.commit) return { commit: repo.commit };
+    // A previous attempt recorded the clone and died before its events: only they are left to write.
+    if (repo.status === 'ready' && repo.commit) return complete(repo, repo.commit);
     const ws = { organizationId: repo.organizationId, spaceId: repo.spaceId };
     const wsDir = spaceDir(deps.config.workspacesDir, ws.organizationId, ws.spaceId);
     const fail = (message: string): ApplicationFailure => ApplicationFailure.nonRetryable(message, 'CloneRefused');
 
     await WorkspaceRepo.updateOne({ _id: repoId }, { $set: { status: 'cloning', error: null } });
     await emit(repoId, 'clone.started', { attempt: ctx.info.attempt, url: repo.url, path: repo.path });
+    await recordCloneEvent('repo.clone_started', repo, { branch: repo.branch ?? null });
 
     let target: string;
     try {
@@ -128,7 +149,10 @@ export function createRepoActivities(deps: RepoActivityDeps) {
     const existing = await lstat(path.join(target, '.git')).catch(() => null);
     if (!existing) {
       const entries = await readdir(target).catch(() => null);
-      if (entries && entries.length > 0) throw fail(`The destination ${repo.path} exists and is not empty`);
+      if (entries && entries.length > 0) {
+        const where = repo.path ? `The destination ${repo.path}` : 'The workspace root';
+        throw fail(`${where} exists and is not empty`);
+      }
       await clone(repo, target);
     }
     const home = await mkdtemp(path.join(os.tmpdir(), 'git-home-'));
@@ -145,10 +169,19 @@ export function createRepoActivities(deps: RepoActivityDeps) {
       { _id: repoId },
       { $set: { status: 'ready', commit, clonedAt: new Date(), error: null } }
     );
-    await recountFiles(files.storage, ws);
-    const events = await readEvents(repoStreamId(repoId));
-    if (!events.some((e) => e.event === 'clone.completed')) await emit(repoId, 'clone.completed', { commit });
-    log.info({ repoId, commit }, 'repository cloned');
+    return complete(repo, commit);
+  }
+
+  /**
+   * What follows a clone recorded `ready` (each step safe to repeat): the workspace's file count, then
+   * `clone.completed` on the stream and `repo.clone_completed`, once each.
+   */
+  async function complete(repo: WorkspaceRepoDoc, commit: string): Promise<{ commit: string }> {
+    await recountFiles(files.storage, { organizationId: repo.organizationId, spaceId: repo.spaceId });
+    const events = await readEvents(repoStreamId(repo._id));
+    if (!events.some((e) => e.event === 'clone.completed')) await emit(repo._id, 'clone.completed', { commit });
+    await recordCloneEvent('repo.clone_completed', repo, { commit });
+    log.info({ repoId: repo._id, commit }, 'repository cloned');
     return { commit };
   }
 
@@ -317,6 +350,8 @@ export function createRepoActivities(deps: RepoActivityDeps) {
     const events = await readEvents(repoStreamId(input.repoId));
     const last = events.at(-1);
     if (last?.event !== 'clone.failed') await emit(input.repoId, 'clone.failed', { message: input.message });
+    const repo = await WorkspaceRepo.findById(input.repoId).lean<WorkspaceRepoDoc>();
+    if (repo) await recordCloneEvent('repo.clone_failed', repo, { error: input.message });
   }
 
   return { cloneRepo, failRepoClone };

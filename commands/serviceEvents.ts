@@ -1,6 +1,6 @@
 /**
  * The one way a durable state change becomes a service event (SPEC "Webhook delivery"): jobs, missions,
- * executions, chats and tasks call {@link recordEvent}; webhook delivery reads what it recorded.
+ * executions, chats, tasks and repository clones call {@link recordEvent}; webhook delivery reads what it recorded.
  *
  * An event recorded from a retried step (a Temporal activity, a repeated request) passes a `key` that names the
  * change (for example `job-<id>:status:3`): the event id is derived from it, so a repeat records nothing new and
@@ -39,6 +39,9 @@ export const SERVICE_EVENT_TYPES = [
   'task.status_changed',
   'task.completed',
   'task.assigned',
+  'repo.clone_started',
+  'repo.clone_completed',
+  'repo.clone_failed',
 ] as const;
 export type ServiceEventType = (typeof SERVICE_EVENT_TYPES)[number];
 

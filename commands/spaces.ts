@@ -4,10 +4,8 @@
  * organization → members; public → also readable by any authenticated caller who knows the id. The owner and
  * organization owners/admins may modify.
  */
-import { execFile } from 'node:child_process';
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import mongoose from 'mongoose';
 import type { AuthContext } from './tokens';
 import { encryptSecret } from '../lib/crypto';
@@ -191,8 +189,43 @@ const STARTER_KIT: Record<string, (name: string) => string> = {
   '.gitignore': () => 'node_modules/\n.env\n',
 };
 
+export interface SpaceInitInput {
+  type: SpaceInitType;
+  /** Must be the caller's organization when sent. */
+  orgId?: string;
+  /** Renames the space. */
+  spaceName?: string;
+}
+
 /**
- * Initializes the space directory once.
+ * Marks a space initialized, once: the first caller claims it (and renames it when `spaceName` is sent).
+ * @param auth the caller (who must be allowed to modify the space).
+ * @param id space id.
+ * @param input type, orgId, spaceName.
+ * @returns the space after the claim, and whether this call claimed it (false: it was initialized before, as
+ *   `space.initializedAs` says).
+ */
+export async function claimSpaceInit(
+  auth: AuthContext,
+  id: string,
+  input: SpaceInitInput
+): Promise<{ space: SpaceDoc; claimed: boolean }> {
+  if (input.orgId !== undefined && input.orgId !== auth.organizationId) {
+    throw new ValidationError("orgId does not match the caller's organization");
+  }
+  const space = await findModifiableSpace(auth, id);
+  const claimed = await Space.findOneAndUpdate(
+    { _id: id, organizationId: auth.organizationId, deletedAt: null, initializedAs: null },
+    { $set: { initializedAs: input.type, initializedAt: new Date(), name: input.spaceName ?? space.name } },
+    { new: true }
+  ).lean<SpaceDoc>();
+  if (claimed) return { space: claimed, claimed: true };
+  return { space: await findModifiableSpace(auth, id), claimed: false };
+}
+
+/**
+ * Initializes the space directory once (`empty`, `readme`, `starterKit`; the `git` type clones a repository:
+ * commands/workspaceRepos.ts `initGitSpace`).
  * @param auth the caller.
  * @param id space id.
  * @param input type, optional orgId (must be the caller's) and spaceName (renames the space).
@@ -202,32 +235,23 @@ const STARTER_KIT: Record<string, (name: string) => string> = {
 export async function initSpace(
   auth: AuthContext,
   id: string,
-  input: { type: SpaceInitType; orgId?: string; spaceName?: string },
+  input: SpaceInitInput & { type: Exclude<SpaceInitType, 'git'> },
   workspacesDir: string
 ): Promise<string[]> {
-  if (input.orgId !== undefined && input.orgId !== auth.organizationId) {
-    throw new ValidationError("orgId does not match the caller's organization");
-  }
-  const space = await findModifiableSpace(auth, id);
-  const name = input.spaceName ?? space.name;
-  const claimed = await Space.findOneAndUpdate(
-    { _id: id, organizationId: auth.organizationId, deletedAt: null, initializedAs: null },
-    { $set: { initializedAs: input.type, initializedAt: new Date(), name } },
-    { new: true }
-  ).lean<SpaceDoc>();
+  const { space, claimed } = await claimSpaceInit(auth, id, input);
   if (!claimed) throw new ConflictError('Space already initialized');
+  const name = space.name;
 
   const dir = spaceDir(workspacesDir, auth.organizationId, id);
   await mkdir(dir, { recursive: true });
   const files: Record<string, string> = {};
-  if (input.type === 'readme' || input.type === 'git') files['README.md'] = `# ${name}\n\n${space.description ?? ''}\n`;
+  if (input.type === 'readme') files['README.md'] = `# ${name}\n\n${space.description ?? ''}\n`;
   if (input.type === 'starterKit') for (const [f, make] of Object.entries(STARTER_KIT)) files[f] = make(name);
   try {
     for (const [rel, content] of Object.entries(files)) {
       await mkdir(path.dirname(path.join(dir, rel)), { recursive: true });
       await writeFile(path.join(dir, rel), content, { flag: 'wx' });
     }
-    if (input.type === 'git') await promisify(execFile)('git', ['init', '-q', '-b', 'main', dir], { timeout: 10_000 });
   } catch (err) {
     await Space.updateOne(
       { _id: id, organizationId: auth.organizationId },

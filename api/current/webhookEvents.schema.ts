@@ -34,6 +34,18 @@ const execution = (status: string, extra: Record<string, Schema> = {}): Schema =
   },
   required: ['executionId', 'status'],
 });
+/** A repository clone's event: the mount, and what the step adds. */
+const repoClone = (extra: Record<string, Schema>): Schema => ({
+  type: 'object',
+  properties: {
+    repoId: { type: 'string' },
+    workspaceId: { type: 'string' },
+    url: { type: 'string' },
+    path: { type: 'string', description: 'The folder of the workspace; empty: the workspace root' },
+    ...extra,
+  },
+  required: ['repoId', 'workspaceId', 'url', 'path', ...Object.keys(extra)],
+});
 const recordedByOwner: Schema = {
   type: 'object',
   description: 'Recorded by jobs and missions; its fields are documented with them',
@@ -73,6 +85,9 @@ export const WEBHOOK_EVENT_DATA: Record<ServiceEventType | 'test', Schema> = {
     properties: { task, previousAssignee: { type: ['string', 'null'] } },
     required: ['task', 'previousAssignee'],
   },
+  'repo.clone_started': repoClone({ branch: { type: ['string', 'null'] } }),
+  'repo.clone_completed': repoClone({ commit: { type: 'string' } }),
+  'repo.clone_failed': repoClone({ error: { type: 'string' } }),
   test: { type: 'object', properties: { message: { type: 'string' } } },
 };
 

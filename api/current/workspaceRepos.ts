@@ -1,49 +1,19 @@
 /**
  * Workspace repositories on the current surface [docs/decisions.md "Repositories"]: record a mount, clone it
- * durably, read its state, and follow the clone's progress as a stream.
+ * durably, list a workspace's mounts, read one's state, and follow the clone's progress as a stream.
  */
-import { createRepo, findRepo, startClone } from '../../commands/workspaceRepos';
+import { createRepo, findRepo, listRepos, startClone } from '../../commands/workspaceRepos';
 import type { Schema } from '../../lib/ajv';
 import { MAX_PATH_LENGTH } from '../../lib/workspace';
-import { REPO_STATUSES, repoStreamId, type WorkspaceRepoDoc } from '../../models';
+import { repoStreamId } from '../../models';
+import { presentRepo, repoEventsUrl } from '../../presenters/workspaceRepo';
 import type { AppDeps } from '../app';
 import { input, type RouteSpec } from '../route';
-import { httpUrl, nullableStr, nullableTimestamp, record, requiredStr, str, timestamp } from '../schemas';
+import { httpUrl, nextCursor, pageQuery, record, requiredStr, str } from '../schemas';
 import { requestedLastEventId, streamEvents, streamQuery } from '../sse';
+import { repoSchema } from './workspaceRepos.schema';
 
 const tags = ['Workspace repositories'];
-
-const repoSchema: Schema = record({
-  id: { type: 'string' },
-  workspace_id: { type: 'string' },
-  url: { type: 'string' },
-  branch: nullableStr,
-  path: { type: 'string' },
-  depth: { type: 'integer' },
-  credentials_env: nullableStr,
-  status: { type: 'string', enum: [...REPO_STATUSES] },
-  commit: nullableStr,
-  error: nullableStr,
-  cloned_at: nullableTimestamp,
-  created_at: timestamp,
-});
-
-function presentRepo(r: WorkspaceRepoDoc): Record<string, unknown> {
-  return {
-    id: r._id,
-    workspace_id: r.spaceId,
-    url: r.url,
-    branch: r.branch ?? null,
-    path: r.path,
-    depth: r.depth ?? 1,
-    credentials_env: r.credentialsEnv ?? null,
-    status: r.status,
-    commit: r.commit ?? null,
-    error: r.error ?? null,
-    cloned_at: r.clonedAt ? r.clonedAt.toISOString() : null,
-    created_at: r.createdAt.toISOString(),
-  };
-}
 
 const workspaceParams: Schema = {
   type: 'object',
@@ -134,10 +104,23 @@ export function workspaceRepoRoutes(deps: AppDeps): RouteSpec[] {
         const { params, body } = input<{ repo_id: string }, unknown, { id: string }>(ctx);
         const repo = await startClone(deps, ctx.state.auth, params.id, body.repo_id);
         ctx.status = 202;
-        ctx.body = {
-          repo: presentRepo(repo),
-          events_url: `/api/workspaces/${repo.spaceId}/repos/${repo._id}/events`,
-        };
+        ctx.body = { repo: presentRepo(repo), events_url: repoEventsUrl(repo) };
+      },
+    },
+    {
+      method: 'get',
+      path: '/workspaces/:id/repos',
+      summary: 'List the workspace’s repository mounts, newest first, each with the state of its clone',
+      tags,
+      auth: 'service',
+      scope: 'workspaces:read',
+      params: workspaceParams,
+      query: pageQuery(),
+      responses: { 200: record({ repos: { type: 'array', items: repoSchema }, next_cursor: nextCursor }) },
+      handler: async (ctx) => {
+        const { params, query } = input<unknown, { limit: number; cursor?: string }, { id: string }>(ctx);
+        const { items, nextCursor: next } = await listRepos(ctx.state.auth, params.id, query);
+        ctx.body = { repos: items.map(presentRepo), next_cursor: next };
       },
     },
     {

@@ -12,14 +12,18 @@ import {
   withChatCount,
   setSpaceEnvironment,
   updateSpace,
+  type SpaceInitInput,
   type SpaceInput,
 } from '../../commands/spaces';
-import type { SpaceInitType } from '../../models';
+import { initGitSpace, type RepoInput } from '../../commands/workspaceRepos';
+import { ValidationError } from '../../lib/errors';
 import { presentSpace } from '../../presenters/space';
+import { presentRepo, repoEventsUrl } from '../../presenters/workspaceRepo';
 import type { AppDeps } from '../app';
 import { input, type RouteSpec } from '../route';
 import { idParams, pageQuery, successMessage } from '../schemas';
 import {
+  GIT_INIT_FIELDS,
   spaceCreateBody,
   spaceEnvironmentBody,
   spaceEnvironmentResponse,
@@ -123,26 +127,41 @@ const spaceIdParams = {
 };
 
 /**
- * @param deps configuration (workspaces root, encryption key).
+ * @param deps configuration (workspaces root, encryption key, clone limits) and Temporal (the `git` type's clone).
  * @returns the client-library space routes (prefix /api; `td_` or `svc_` tokens).
  */
-export function spaceClientRoutes(deps: Pick<AppDeps, 'config'>): RouteSpec[] {
+export function spaceClientRoutes(deps: Pick<AppDeps, 'config' | 'temporal'>): RouteSpec[] {
   return [
     {
       method: 'post',
       path: '/spaces/:spaceId/init',
-      summary: 'Initialize the space directory (empty, git, readme, starterKit); once per space',
+      summary: 'Initialize the space once: empty, readme, starterKit, or git (a durable clone of an https repository)',
       tags,
       auth: 'client',
       scope: 'workspaces:write',
       params: spaceIdParams,
       body: spaceInitBody,
       responses: { 200: spaceInitResponse },
+      errors: [409],
       handler: async (ctx) => {
         const { spaceId } = input<unknown, unknown, { spaceId: string }>(ctx).params;
-        const body = input<{ type: SpaceInitType; orgId?: string; spaceName?: string }>(ctx).body;
-        const files = await initSpace(ctx.state.auth, spaceId, body, deps.config.workspacesDir);
-        ctx.body = { success: true, spaceId, type: body.type, files };
+        const { type, orgId, spaceName, ...mount } = input<SpaceInitInput & Partial<RepoInput>>(ctx).body;
+        if (type === 'git') {
+          const repo = await initGitSpace(deps, ctx.state.auth, spaceId, { orgId, spaceName, ...mount });
+          ctx.body = {
+            success: true,
+            spaceId,
+            type,
+            files: [],
+            repo: presentRepo(repo),
+            eventsUrl: repoEventsUrl(repo),
+          };
+          return;
+        }
+        const gitOnly = GIT_INIT_FIELDS.find((f) => mount[f] !== undefined);
+        if (gitOnly) throw new ValidationError(`Field ${gitOnly} is accepted only with type git`);
+        const files = await initSpace(ctx.state.auth, spaceId, { type, orgId, spaceName }, deps.config.workspacesDir);
+        ctx.body = { success: true, spaceId, type, files };
       },
     },
     {

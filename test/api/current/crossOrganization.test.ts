@@ -58,6 +58,7 @@ const bodies: Record<string, object | undefined> = {
   'POST /workspaces/:id/data-blocks/query': { sql: 'SELECT 1' },
   'POST /workspaces/:id/repos': { url: 'https://example.com/x.git' },
   'POST /workspaces/:id/repos/clone': { repo_id: 'repo_x' },
+  'GET /workspaces/:id/repos': undefined,
   'GET /workspaces/:id/repos/:repoId': undefined,
   'GET /workspaces/:id/repos/:repoId/events': undefined,
 };

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import mongoose from 'mongoose';
@@ -85,7 +84,6 @@ describe('POST /api/spaces/{spaceId}/init', () => {
       ['empty', []],
       ['readme', ['README.md']],
       ['starterKit', ['README.md', 'AGENTS.md', 'docs/.gitkeep', 'data/.gitkeep', '.gitignore']],
-      ['git', ['README.md']],
     ] as const) {
       const id = (await as(org.apiToken).post('/spaces', { name: `S-${type}` })).body.space.id;
       const res = await client(org.apiToken).post(`/spaces/${id}/init`, {
@@ -100,12 +98,6 @@ describe('POST /api/spaces/{spaceId}/init', () => {
       expect(space).toMatchObject({ name: `Named ${type}`, initializedAs: type, fileCount: files.length });
       if (type === 'readme')
         expect(readFileSync(path.join(dirOf(org.organizationId, id), 'README.md'), 'utf8')).toMatch(/^# Named readme/);
-      if (type === 'git') {
-        const branch = execFileSync('git', ['-C', dirOf(org.organizationId, id), 'symbolic-ref', '--short', 'HEAD'], {
-          encoding: 'utf8',
-        });
-        expect(branch.trim()).toBe('main');
-      }
       const again = await client(org.apiToken).post(`/spaces/${id}/init`, { type: 'empty' });
       expect(again.status).toBe(409);
       expect(again.body).toEqual({ error: { code: 'conflict', message: 'Space already initialized' } });
@@ -124,6 +116,12 @@ describe('POST /api/spaces/{spaceId}/init', () => {
     ).toBe(400);
     expect((await client(other.apiToken).post(`/spaces/${id}/init`, { type: 'empty' })).body).toEqual({
       error: { code: 'not_found', message: 'Space not found' },
+    });
+    // The `git` type's fields belong to it (its clone: test/api/current/workspaceRepos.test.ts).
+    expect(
+      (await client(org.apiToken).post(`/spaces/${id}/init`, { type: 'readme', url: 'https://example.com/x.git' })).body
+    ).toEqual({
+      error: { code: 'validation_failed', message: 'Field url is accepted only with type git' },
     });
     expect((await client(org.serviceToken).post(`/spaces/${id}/init`, { type: 'empty' })).status).toBe(200);
   });
