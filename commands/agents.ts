@@ -12,7 +12,7 @@ import type { AuthContext } from './tokens';
 import { ForbiddenError, NotFoundError } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { paginate } from '../lib/pagination';
-import { Agent, Chat, Space, type AgentDoc, type AgentVisibility } from '../models';
+import { Agent, Chat, SpaceAgent, spaceAgentId, type AgentDoc, type AgentVisibility } from '../models';
 import { ensureDefaultSpace } from './spaces';
 
 const NOT_FOUND = 'Agent not found';
@@ -129,10 +129,12 @@ export async function createAgent(
       chatId: chat._id,
       ...(library ? { libraryId: library.libraryId, installState: 'installed' } : {}),
     });
-    await Space.updateOne(
-      { _id: space._id, organizationId: auth.organizationId },
-      { $addToSet: { assignedAgents: agentId } }
-    );
+    await SpaceAgent.create({
+      _id: spaceAgentId(space._id, agentId),
+      organizationId: auth.organizationId,
+      spaceId: space._id,
+      agentId,
+    });
     return agent.toObject() as AgentDoc;
   } catch (err) {
     await Chat.deleteOne({ _id: chat._id, organizationId: auth.organizationId });

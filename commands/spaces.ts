@@ -19,7 +19,7 @@ import {
 } from '../lib/errors';
 import { paginate } from '../lib/pagination';
 import { spaceDir } from '../lib/workspace';
-import { Chat, Membership, Space, type SpaceDoc, type SpaceInitType } from '../models';
+import { Chat, Membership, Space, SpaceAgent, type SpaceDoc, type SpaceInitType } from '../models';
 
 const NOT_FOUND = 'Space not found';
 const WORKSPACE_NOT_FOUND = 'Workspace not found';
@@ -36,7 +36,10 @@ export interface SpaceInput {
 }
 
 /**
- * The organization's default space, created on first use.
+ * The organization's default space, created on first use. The first one has a fixed id
+ * (`spc_default_<organizationId>`), so requests that create it at once make one space: the insert of a unique `_id`
+ * is exclusive on both database servers, a find-then-create is not. After that one was deleted, the next default
+ * space gets a random id (a rare path where two concurrent first uses could still make two).
  * @param auth the caller.
  * @returns the space.
  */
@@ -47,14 +50,24 @@ export async function ensureDefaultSpace(auth: AuthContext): Promise<SpaceDoc> {
     deletedAt: null,
   }).lean<SpaceDoc>();
   if (found) return found;
-  const created = await Space.create({
-    organizationId: auth.organizationId,
-    ownerId: auth.userId,
-    name: 'General',
-    description: 'Default space of the organization',
-    isDefault: true,
-  });
-  return created.toObject() as SpaceDoc;
+  const fixedId = `spc_default_${auth.organizationId}`;
+  const create = (_id?: string): Promise<SpaceDoc> =>
+    Space.create({
+      ...(_id ? { _id } : {}),
+      organizationId: auth.organizationId,
+      ownerId: auth.userId,
+      name: 'General',
+      description: 'Default space of the organization',
+      isDefault: true,
+    }).then((d) => d.toObject() as SpaceDoc);
+  try {
+    return await create(fixedId);
+  } catch (err) {
+    if ((err as { code?: number }).code !== 11000) throw err;
+    const existing = await Space.findById(fixedId).lean<SpaceDoc>();
+    if (existing && existing.isDefault && !existing.deletedAt) return existing; // made at the same moment
+    return create();
+  }
 }
 
 function canSee(auth: AuthContext, space: SpaceDoc): boolean {
@@ -120,13 +133,18 @@ export async function selectWorkspace(auth: AuthContext, id: string): Promise<Sp
 
 /**
  * @param space a stored space.
- * @returns the space with its `chatCount`: the chats it holds, counted when it is read (index
- * `{organizationId, spaceId}`) instead of a counter every new chat would update [docs/decisions.md "Space chat
- * count"].
+ * @returns the space as presented: `chatCount` the chats it holds, counted when it is read (index
+ * `{organizationId, spaceId}`) instead of a counter every new chat would update, and `assignedAgents` its own list
+ * followed by the agents created in it (space_agents, index `{spaceId, createdAt}`) [docs/decisions.md "Space chat
+ * count and agents"].
  */
-export async function withChatCount(space: SpaceDoc): Promise<SpaceDoc & { chatCount: number }> {
-  const chatCount = await Chat.countDocuments({ organizationId: space.organizationId, spaceId: space._id });
-  return { ...space, chatCount };
+export async function withDerivedFields(space: SpaceDoc): Promise<SpaceDoc & { chatCount: number }> {
+  const [chatCount, created] = await Promise.all([
+    Chat.countDocuments({ organizationId: space.organizationId, spaceId: space._id }),
+    SpaceAgent.find({ spaceId: space._id }).sort({ createdAt: 1 }).select({ agentId: 1 }).lean(),
+  ]);
+  const assignedAgents = [...new Set([...space.assignedAgents, ...created.map((a) => a.agentId)])];
+  return { ...space, chatCount, assignedAgents };
 }
 
 /**
@@ -159,6 +177,9 @@ export async function listSpaces(
  */
 export async function updateSpace(auth: AuthContext, id: string, changes: Partial<SpaceInput>): Promise<SpaceDoc> {
   await findModifiableSpace(auth, id);
+  // A new list replaces the whole presented list: agents assigned at their creation but left out go too.
+  if (changes.assignedAgents)
+    await SpaceAgent.deleteMany({ spaceId: id, agentId: mongoose.trusted({ $nin: changes.assignedAgents }) });
   const updated = await Space.findOneAndUpdate(
     { _id: id, organizationId: auth.organizationId, deletedAt: null },
     { $set: changes },

@@ -5,6 +5,7 @@ export * from './Membership';
 export * from './ApiToken';
 export * from './Agent';
 export * from './Space';
+export * from './SpaceAgent';
 export * from './Chat';
 export * from './Task';
 export * from './Execution';

@@ -2,7 +2,7 @@
 import type { SpaceDoc } from '../models';
 
 /**
- * @param space the stored space with its chat count (commands/spaces.ts withChatCount).
+ * @param space the stored space with its chat count (commands/spaces.ts withDerivedFields).
  * @returns the public record.
  */
 export function presentSpace(space: SpaceDoc & { chatCount: number }): Record<string, unknown> {

@@ -9,7 +9,7 @@ import {
   findVisibleSpace,
   initSpace,
   listSpaces,
-  withChatCount,
+  withDerivedFields,
   setSpaceEnvironment,
   updateSpace,
   type SpaceInitInput,
@@ -54,7 +54,7 @@ export function spaceRoutes(): RouteSpec[] {
         );
         ctx.body = {
           success: true,
-          spaces: (await Promise.all(items.map(withChatCount))).map(presentSpace),
+          spaces: (await Promise.all(items.map(withDerivedFields))).map(presentSpace),
           total,
           nextCursor,
         };
@@ -71,7 +71,7 @@ export function spaceRoutes(): RouteSpec[] {
       handler: async (ctx) => {
         ctx.body = {
           success: true,
-          space: presentSpace(await withChatCount(await createSpace(ctx.state.auth, input<SpaceInput>(ctx).body))),
+          space: presentSpace(await withDerivedFields(await createSpace(ctx.state.auth, input<SpaceInput>(ctx).body))),
         };
       },
     },
@@ -86,7 +86,7 @@ export function spaceRoutes(): RouteSpec[] {
       handler: async (ctx) => {
         ctx.body = {
           success: true,
-          space: presentSpace(await withChatCount(await findVisibleSpace(ctx.state.auth, input(ctx).params.id))),
+          space: presentSpace(await withDerivedFields(await findVisibleSpace(ctx.state.auth, input(ctx).params.id))),
         };
       },
     },
@@ -101,7 +101,7 @@ export function spaceRoutes(): RouteSpec[] {
       responses: { 200: spaceResponse },
       handler: async (ctx) => {
         const space = await updateSpace(ctx.state.auth, input(ctx).params.id, input<Partial<SpaceInput>>(ctx).body);
-        ctx.body = { success: true, space: presentSpace(await withChatCount(space)) };
+        ctx.body = { success: true, space: presentSpace(await withDerivedFields(space)) };
       },
     },
     {

@@ -18,7 +18,7 @@ import { listDeliveries } from '../../commands/webhooks';
 import type { AuthContext } from '../../commands/tokens';
 import { appendEvents, lastSeq, readEvents, StreamEvent, StreamHead } from '../../lib/eventLog';
 import { EXPIRY_BUCKET_MS, sweepExpired } from '../../lib/expiry';
-import { Agent, Chat, ChatMessage, IdempotencyRecord, RateWindow, WebhookDelivery } from '../../models';
+import { Agent, Chat, ChatMessage, IdempotencyRecord, RateWindow, SpaceAgent, WebhookDelivery } from '../../models';
 import { useTestDatabase } from '../helpers/mongo';
 
 const { dbName } = useTestDatabase();
@@ -44,6 +44,8 @@ const CHATS = 400;
 const MESSAGES_PER_CHAT = 50;
 /** Webhook delivery log entries, over ORGS organizations. */
 const DELIVERIES = 20_000;
+/** Chats and space-agent assignments seeded (over 500 spaces). */
+const SPACE_ROWS = 20_000;
 
 const auth = (org: number): AuthContext => ({
   organizationId: `org_${org}`,
@@ -165,18 +167,34 @@ beforeAll(async () => {
   }
   await Chat.init();
   await ChatMessage.init();
-  await Chat.collection.insertOne({
-    _id: 'chat_7',
-    organizationId: 'org_7',
-    spaceId: 'spc_7',
-    agentId: 'agt_7',
-    ownerId: 'usr_7',
-    title: 'c',
-    status: 'done',
-    closed: false,
-    createdAt: new Date(),
-    updatedAt: new Date(),
-  } as never);
+  await SpaceAgent.init();
+  // Chats and agents created in spaces, spread over the organizations (chat_7 in org_7's spc_7 among them).
+  for (let c = 0; c < SPACE_ROWS; c += batch) {
+    const rows = Array.from({ length: batch }, (_, k) => c + k);
+    await Chat.collection.insertMany(
+      rows.map((n) => ({
+        _id: `chat_${n}`,
+        organizationId: `org_${n % ORGS}`,
+        spaceId: `spc_${n % (ORGS * 5)}`,
+        agentId: `agt_${n}`,
+        ownerId: `usr_${n % ORGS}`,
+        title: 'c',
+        status: 'done',
+        closed: false,
+        createdAt: new Date(1_700_000_000_000 + n * 1000),
+        updatedAt: new Date(),
+      })) as never[]
+    );
+    await SpaceAgent.collection.insertMany(
+      rows.map((n) => ({
+        _id: `spc_${n % (ORGS * 5)}:agt_${n}`,
+        organizationId: `org_${n % ORGS}`,
+        spaceId: `spc_${n % (ORGS * 5)}`,
+        agentId: `agt_${n}`,
+        createdAt: new Date(1_700_000_000_000 + n * 1000),
+      })) as never[]
+    );
+  }
   for (let c = 0; c < CHATS; c += 50) {
     await ChatMessage.collection.insertMany(
       Array.from({ length: 50 * MESSAGES_PER_CHAT }, (_, k) => {
@@ -276,6 +294,19 @@ const shapes: Array<[string, string, () => Promise<unknown>]> = [
     'stream_heads',
     () => appendEvents('exec-125', [{ seq: EVENTS_PER_STREAM + 1, event: 'result', data: {} }]),
   ],
+  [
+    'space chatCount: count by organization and space',
+    'chats',
+    async () => expect(await Chat.countDocuments({ organizationId: 'org_7', spaceId: 'spc_7' })).toBe(SPACE_ROWS / 500),
+  ],
+  [
+    'space assignedAgents: the agents created in a space',
+    'space_agents',
+    async () =>
+      expect(
+        await SpaceAgent.find({ spaceId: 'spc_7' }).sort({ createdAt: 1 }).select({ agentId: 1 }).lean()
+      ).toHaveLength(SPACE_ROWS / 500),
+  ],
   ['rate limit: count a request (upsert by _id)', 'rate_windows', () => countRequest('org_5:usr_5', 60)],
   ['rate limit: the same window again', 'rate_windows', () => countRequest('org_5:usr_5', 60)],
   [
@@ -327,6 +358,8 @@ if (postgresUrl) {
         'rate_windows',
         'idempotency_records',
         'chat_messages',
+        'chats',
+        'space_agents',
         'webhook_deliveries',
         'control',
       ];
@@ -351,6 +384,8 @@ if (postgresUrl) {
         rate_windows: { seqScans: 0, indexScans: expect.any(Number) },
         idempotency_records: { seqScans: 0, indexScans: expect.any(Number) },
         chat_messages: { seqScans: 0, indexScans: expect.any(Number) },
+        chats: { seqScans: 0, indexScans: expect.any(Number) },
+        space_agents: { seqScans: 0, indexScans: expect.any(Number) },
         webhook_deliveries: { seqScans: 0, indexScans: expect.any(Number) },
         control: { seqScans: 1, indexScans: 0 },
       });
@@ -362,6 +397,8 @@ if (postgresUrl) {
         'rate_windows',
         'idempotency_records',
         'chat_messages',
+        'chats',
+        'space_agents',
         'webhook_deliveries',
       ] as const;
       for (const c of indexed) {

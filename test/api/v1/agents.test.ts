@@ -64,6 +64,7 @@ describe('POST /api/v1/agents', () => {
     const spaceId = made[0].body.chatUrl.split('/')[3];
     const space = await as(org.apiToken).get(`/spaces/${spaceId}`);
     expect(space.body.space.chatCount).toBe(8);
+    expect([...space.body.space.assignedAgents].sort()).toEqual(made.map((r) => r.body.id).sort());
   });
 
   it('stores model, the client-record fields and the system_message alias', async () => {

@@ -55,6 +55,23 @@ describe('/api/v1/spaces CRUD', () => {
     expect((await as(org.apiToken).get('/spaces')).body.total).toBe(0);
   });
 
+  it('assignedAgents: agents created in the space follow its own list; an update replaces the whole list', async () => {
+    const org = await buildOrg();
+    const a = await as(org.apiToken).post('/agents', { name: 'A', systemPrompt: 'x' });
+    const b = await as(org.apiToken).post('/agents', { name: 'B', systemPrompt: 'x' });
+    const spaceId = a.body.chatUrl.split('/')[3];
+    const read = async (): Promise<string[]> =>
+      (await as(org.apiToken).get(`/spaces/${spaceId}`)).body.space.assignedAgents;
+    expect(await read()).toEqual([a.body.id, b.body.id]);
+    const patched = await as(org.apiToken).patch(`/spaces/${spaceId}`, { assignedAgents: [b.body.id] });
+    expect(patched.body).toMatchObject({ success: true });
+    expect(await read()).toEqual([b.body.id]);
+    expect((await as(org.apiToken).patch(`/spaces/${spaceId}`, { assignedAgents: [] })).status).toBe(200);
+    expect(await read()).toEqual([]);
+    const c = await as(org.apiToken).post('/agents', { name: 'C', systemPrompt: 'x' });
+    expect(await read()).toEqual([c.body.id]);
+  });
+
   it('400 for a missing name, invalid visibility, wrong types; 404 across organizations; 403 for other members', async () => {
     const org = await buildOrg();
     const member = await buildMember(org.organizationId);
