@@ -76,8 +76,9 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
         'Idempotency-Key': eventId,
       },
       allowPrivate: deps.config.webhookAllowPrivate,
-      timeoutMs: WEBHOOK_POLICY.attemptTimeoutMs,
+      timeoutMs: deps.config.webhookTimeoutMs,
       maxResponseBytes: WEBHOOK_POLICY.maxResponseBytes,
+      excerptBytes: WEBHOOK_POLICY.logResponseBytes,
     });
   }
 
@@ -85,7 +86,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     input: AttemptInput,
     type: string,
     at: Date,
-    result: Pick<SendResult, 'status' | 'latencyMs' | 'error'>,
+    result: Pick<SendResult, 'status' | 'latencyMs' | 'error' | 'response'>,
     status: DeliveryStatus
   ): Promise<void> {
     const entry = {
@@ -95,6 +96,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       status: result.status,
       latencyMs: result.latencyMs,
       error: result.error,
+      response: result.response,
     };
     if (input.run === 1 && input.attempt === 1) {
       // The first write of the log entry (or its rewrite by a retried first attempt): one upsert, and the outbox
@@ -142,7 +144,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
         input,
         event.type,
         at,
-        { status: null, latencyMs: 0, error: 'Webhook delivery is disabled' },
+        { status: null, latencyMs: 0, error: 'Webhook delivery is disabled', response: null },
         'failed'
       );
       return { outcome: 'permanent', retryAfterSeconds: null };

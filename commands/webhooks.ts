@@ -325,6 +325,7 @@ export function presentDelivery(doc: WebhookDeliveryDoc) {
         status: a.status ?? null,
         latency_ms: a.latencyMs,
         error: a.error ?? null,
+        response: a.response ?? null,
       })),
     created_at: doc.createdAt.toISOString(),
     updated_at: doc.updatedAt.toISOString(),
