@@ -15,7 +15,6 @@ import {
   ServiceEvent,
   WebhookDelivery,
   WebhookIntegration,
-  WebhookOutbox,
   type DeliveryStatus,
   type ServiceEventDoc,
   type WebhookDeliveryDoc,
@@ -99,20 +98,22 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       response: result.response,
     };
     if (input.run === 1 && input.attempt === 1) {
-      // The first write of the log entry (or its rewrite by a retried first attempt): one upsert, and the outbox
-      // entry, whose work is done once the workflow runs, goes meanwhile.
-      await Promise.all([
-        WebhookDelivery.updateOne(
-          { _id: input.eventId },
-          {
-            $setOnInsert: { organizationId: input.organizationId, type },
-            $set: { attempts: [entry], status, run: input.run },
-          },
-          { upsert: true }
-        ),
-        WebhookOutbox.deleteOne({ _id: input.eventId }),
-      ]);
-      return;
+      // The first write of the log entry: one insert (a retried first attempt finds it there and rewrites it below).
+      const inserted = await WebhookDelivery.create({
+        _id: input.eventId,
+        organizationId: input.organizationId,
+        type,
+        attempts: [entry],
+        status,
+        run: input.run,
+      }).then(
+        () => true,
+        (err: unknown) => {
+          if ((err as { code?: unknown }).code === 11000) return false;
+          throw err;
+        }
+      );
+      if (inserted) return;
     }
     await WebhookDelivery.updateOne(
       { _id: input.eventId },
@@ -128,16 +129,26 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
   }
 
   /**
+   * @param input the run's input.
+   * @returns the event's type and body: from the input, or (a run started before they were passed) the database.
+   */
+  async function eventOf(input: AttemptInput): Promise<{ type: string; body: string }> {
+    if (input.type !== undefined && input.body !== undefined) return { type: input.type, body: input.body };
+    const event = await ServiceEvent.findById(input.eventId).lean<ServiceEventDoc>();
+    if (!event) throw ApplicationFailure.nonRetryable(`Event ${input.eventId} not found`, 'EventMissing');
+    return { type: event.type, body: JSON.stringify(serviceEventBody(event)) };
+  }
+
+  /**
    * One attempt of one event's delivery.
    * @param input event, organization, run, attempt number, whether it is the last.
    * @returns the outcome and the receiver's Retry-After.
    */
   async function webhookAttempt(input: AttemptInput): Promise<AttemptResult> {
     const [event, integration] = await Promise.all([
-      ServiceEvent.findById(input.eventId).lean<ServiceEventDoc>(),
+      eventOf(input),
       WebhookIntegration.findById(input.organizationId).lean<WebhookIntegrationDoc>(),
     ]);
-    if (!event) throw ApplicationFailure.nonRetryable(`Event ${input.eventId} not found`, 'EventMissing');
     const at = new Date();
     if (!integration?.enabled) {
       await record(
@@ -149,8 +160,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       );
       return { outcome: 'permanent', retryAfterSeconds: null };
     }
-    const body = JSON.stringify(serviceEventBody(event));
-    const result = await send(integration, event._id, event.type, body, input.attempt);
+    const result = await send(integration, input.eventId, event.type, event.body, input.attempt);
     const status: DeliveryStatus =
       result.outcome === 'delivered'
         ? 'delivered'
@@ -160,7 +170,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     await record(input, event.type, at, result, status);
     if (result.outcome !== 'delivered')
       log.info(
-        { eventId: event._id, run: input.run, attempt: input.attempt, status: result.status, error: result.error },
+        { eventId: input.eventId, run: input.run, attempt: input.attempt, status: result.status, error: result.error },
         'webhook attempt failed'
       );
     return { outcome: result.outcome, retryAfterSeconds: result.retryAfterSeconds };
