@@ -46,6 +46,8 @@ export interface Stack {
   fake: FakeAnthropic;
   api: ServiceProcess;
   worker: ServiceProcess;
+  /** Process ids of the servers that were started: `temporal`, `ferretdb` or `mongod`, `postgres`. */
+  serverPids: Record<string, number>;
   /** Rejects as soon as the api or the worker exits while the run needs them. */
   crashed: Promise<never>;
   /** Stops everything that was started and removes the data directory; safe to call twice. */
@@ -228,6 +230,11 @@ export async function startStack(say: (line: string) => void, extraEnv: Record<s
       fake,
       api: api.svc,
       worker: worker.svc,
+      serverPids: Object.fromEntries(
+        [servers.temporal, servers.mongo, servers.postgres].flatMap((s) =>
+          s?.child.pid === undefined ? [] : [[s.name, s.child.pid]]
+        )
+      ),
       crashed,
       stop,
     };
