@@ -98,22 +98,17 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       response: result.response,
     };
     if (input.run === 1 && input.attempt === 1) {
-      // The first write of the log entry: one insert (a retried first attempt finds it there and rewrites it below).
-      const inserted = await WebhookDelivery.create({
-        _id: input.eventId,
-        organizationId: input.organizationId,
-        type,
-        attempts: [entry],
-        status,
-        run: input.run,
-      }).then(
-        () => true,
-        (err: unknown) => {
-          if ((err as { code?: unknown }).code === 11000) return false;
-          throw err;
-        }
+      // The first write of the log entry (or its rewrite by a retried first attempt): one upsert, measured cheaper
+      // than mongoose's create of a document with a sub-document array (docs/benchmarks.md).
+      await WebhookDelivery.updateOne(
+        { _id: input.eventId },
+        {
+          $setOnInsert: { organizationId: input.organizationId, type },
+          $set: { attempts: [entry], status, run: input.run },
+        },
+        { upsert: true }
       );
-      if (inserted) return;
+      return;
     }
     await WebhookDelivery.updateOne(
       { _id: input.eventId },

@@ -35,13 +35,13 @@ const END = '<!-- webhook-bench:end -->';
 
 const say = (line: string): void => void process.stderr.write(`[bench:webhooks] ${line}\n`);
 
-/** @returns the checkout's short commit (with `+` when the work tree has changes), or `unknown`. */
+/** @returns the checkout's short commit (`+`: the work tree has changes besides this file's output), or `unknown`. */
 function gitCommit(): string {
   try {
     const git = (...args: string[]): string =>
       execFileSync('git', args, { cwd: projectRoot(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
     const head = git('rev-parse', '--short', 'HEAD');
-    const dirty = git('status', '--porcelain', '--untracked-files=no');
+    const dirty = git('status', '--porcelain', '--untracked-files=no', '--', '.', ':!docs/benchmarks.md');
     return dirty ? `${head}+` : head;
   } catch {
     return 'unknown';
@@ -170,7 +170,8 @@ async function main(): Promise<number> {
         `${os.cpus().length} cores, load average ${loadBefore.join(' / ')} before the run and ${load.join(' / ')} at ` +
         'the end (a shared machine: other work may have been running).',
       `A burst of ${r.events} events for one organization, recorded ${EMIT_CONCURRENCY} at a time the way the ` +
-        'service records them (outbox write, event insert, start of `webhook-<eventId>`), each delivered by its own ' +
+        'service records them (outbox entry, event insert, start of `webhook-<eventId>` with the body, outbox entry ' +
+        'removed), each delivered by its own ' +
         'workflow to an HTTPS receiver on loopback (TLS with kept-alive connections, signature, delivery log).',
       '',
       '| figure | value |',
