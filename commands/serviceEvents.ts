@@ -8,9 +8,9 @@
  *
  * Delivery (docs/decisions.md "Webhook delivery"): when the organization's enabled destination wants the type, an
  * outbox entry (`_id` = event id) is written BEFORE the event, and once the event is recorded the process's
- * dispatcher (commands/webhooks.ts, installed by the api and the worker) starts `webhook-<eventId>` and removes the
- * entry. Whatever a Temporal outage or a crash leaves in the outbox, the worker's sweep starts; a start that finds
- * the workflow already there is a no-op, so nothing is lost or delivered twice.
+ * dispatcher (commands/webhooks.ts, installed by the api and the worker) starts `webhook-<eventId>` with the event's
+ * body and removes the entry. Whatever a Temporal outage or a crash leaves in the outbox, the worker's sweep starts;
+ * a start that finds the workflow already there is a no-op, so nothing is lost or delivered twice.
  */
 import { sha256Hex } from '../lib/crypto';
 import { newId } from '../lib/ids';
@@ -120,13 +120,13 @@ export async function recordEvent(input: RecordEventInput): Promise<{ event: Ser
   const integration = await WebhookIntegration.findById(input.organizationId).lean<WebhookIntegrationDoc>();
   const deliver = integrationWants(integration, input.type);
   if (deliver)
-    await WebhookOutbox.updateOne(
-      { _id },
-      { $setOnInsert: { organizationId: input.organizationId, queue: OUTBOX_QUEUE } },
-      { upsert: true }
-    ).catch((err: unknown) => {
-      if (!isDuplicateKey(err)) throw err; // a concurrent repeat wrote it
-    });
+    await WebhookOutbox.create({ _id, organizationId: input.organizationId, queue: OUTBOX_QUEUE }).catch(
+      (err: unknown) => {
+        if (!isDuplicateKey(err)) throw err; // a repeat wrote it
+      }
+    );
+  let event: ServiceEventBody;
+  let created = true;
   try {
     const doc = await ServiceEvent.create({
       _id,
@@ -134,13 +134,16 @@ export async function recordEvent(input: RecordEventInput): Promise<{ event: Ser
       type: input.type,
       data: JSON.stringify(input.data),
     });
-    const event = serviceEventBody(doc.toObject() as ServiceEventDoc);
-    if (deliver && dispatcher) await dispatcher(event);
-    return { event, created: true };
+    event = serviceEventBody(doc.toObject() as ServiceEventDoc);
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
     const existing = await ServiceEvent.findById(_id).lean<ServiceEventDoc>();
     if (!existing) throw err;
-    return { event: serviceEventBody(existing), created: false };
+    event = serviceEventBody(existing);
+    created = false;
   }
+  // A repeat dispatches too (the outbox entry it wrote or found is then settled at once, not by the sweep): a no-op
+  // start when the delivery was started, the start a first call that died before it never made.
+  if (deliver && dispatcher) await dispatcher(event);
+  return { event, created };
 }

@@ -22,12 +22,13 @@ import {
   WebhookDelivery,
   WebhookIntegration,
   WebhookOutbox,
+  type ServiceEventDoc,
   type WebhookDeliveryDoc,
   type WebhookIntegrationDoc,
 } from '../models';
 import { organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 import { WEBHOOK_POLICY, webhookWorkflowId } from '../workflows/webhookPolicy';
-import { setEventDispatcher, type ServiceEventType } from './serviceEvents';
+import { serviceEventBody, setEventDispatcher, type ServiceEventBody, type ServiceEventType } from './serviceEvents';
 import type { webhookDelivery } from '../workflows/webhookDelivery';
 import type { webhookTest } from '../workflows/webhookTest';
 
@@ -37,6 +38,28 @@ export interface DeliveryInput {
   organizationId: string;
   /** 1 for the first delivery, n+1 for each redelivery. */
   run: number;
+  /** The event's type. */
+  type?: string;
+  /**
+   * The exact JSON body sent (SPEC "Webhook delivery"), so that an attempt needs no read of the event. Absent only
+   * in runs started before it was passed: their attempts read the event.
+   */
+  body?: string;
+}
+
+/**
+ * @param event a recorded event.
+ * @param run the delivery run (1, then one more per redelivery).
+ * @returns the input of its delivery workflow, with the body every attempt of the run sends.
+ */
+export function deliveryInput(event: ServiceEventBody, run: number): DeliveryInput {
+  return {
+    eventId: event.id,
+    organizationId: event.organizationId,
+    run,
+    type: event.type,
+    body: JSON.stringify(event),
+  };
 }
 
 export interface IntegrationInput {
@@ -54,9 +77,8 @@ export interface TestResult {
 }
 
 /**
- * An outbox entry younger than this is left alone: the process that wrote it is starting the workflow, whose first
- * attempt removes the entry (in a burst that attempt may wait its turn for a while; a start by the sweep is then a
- * harmless no-op).
+ * An outbox entry younger than this is left alone: the process that wrote it is recording the event and starting
+ * the workflow, and removes the entry once Temporal has it (a start by the sweep would be a harmless no-op).
  */
 const OUTBOX_GRACE_MS = 10_000;
 /** An outbox entry whose event never appeared (its writer died between the two inserts) is dropped after this. */
@@ -230,11 +252,15 @@ export async function startDelivery(
 export function installWebhookDispatcher(temporal: TemporalDeps, logger: Logger): void {
   setEventDispatcher(async (event) => {
     try {
-      // The first attempt removes the outbox entry (off this path); the sweep removes it after a start it did.
-      await startDelivery(temporal, { eventId: event.id, organizationId: event.organizationId, run: 1 });
+      await startDelivery(temporal, deliveryInput(event, 1));
     } catch (err) {
       logger.warn({ err, eventId: event.id }, 'webhook delivery not started; the outbox sweep will start it');
+      return;
     }
+    // Temporal has the workflow: the entry's work is done (left behind, the sweep's start is a no-op that removes it).
+    await WebhookOutbox.deleteOne({ _id: event.id }).catch((err: unknown) =>
+      logger.warn({ err, eventId: event.id }, 'webhook outbox entry not removed; the outbox sweep will remove it')
+    );
   });
 }
 
@@ -250,11 +276,12 @@ export async function sweepWebhookOutbox(temporal: TemporalDeps, now = Date.now(
   for (const entry of entries) {
     const age = now - new Date(entry.createdAt).getTime();
     if (age < OUTBOX_GRACE_MS) continue;
-    if (!(await ServiceEvent.exists({ _id: entry._id }))) {
+    const event = await ServiceEvent.findById(entry._id).lean<ServiceEventDoc>();
+    if (!event) {
       if (age > OUTBOX_ORPHAN_MS) await WebhookOutbox.deleteOne({ _id: entry._id });
       continue;
     }
-    await startDelivery(temporal, { eventId: entry._id, organizationId: entry.organizationId, run: 1 });
+    await startDelivery(temporal, deliveryInput(serviceEventBody(event), 1));
     await WebhookOutbox.deleteOne({ _id: entry._id });
     handled += 1;
   }
@@ -325,6 +352,7 @@ export function presentDelivery(doc: WebhookDeliveryDoc) {
         status: a.status ?? null,
         latency_ms: a.latencyMs,
         error: a.error ?? null,
+        response: a.response ?? null,
       })),
     created_at: doc.createdAt.toISOString(),
     updated_at: doc.updatedAt.toISOString(),
@@ -351,14 +379,17 @@ export async function listDeliveries(auth: AuthContext, limit: number): Promise<
  * @returns the run started.
  */
 export async function redeliver(auth: AuthContext, eventId: string, temporal: TemporalDeps): Promise<number> {
-  const event = await ServiceEvent.findOne({ _id: eventId, organizationId: auth.organizationId }).lean();
+  const event = await ServiceEvent.findOne({
+    _id: eventId,
+    organizationId: auth.organizationId,
+  }).lean<ServiceEventDoc>();
   if (!event) throw new NotFoundError('Event not found');
   const integration = await getIntegration(auth);
   if (!integration.enabled) throw new ConflictError('Webhook delivery is disabled');
   const delivery = await WebhookDelivery.findById(eventId).lean<WebhookDeliveryDoc>();
   if (delivery?.status === 'pending') throw new ConflictError('A delivery of this event is in progress');
   const run = (delivery?.run ?? 0) + 1;
-  const started = await startDelivery(temporal, { eventId, organizationId: auth.organizationId, run }, true);
+  const started = await startDelivery(temporal, deliveryInput(serviceEventBody(event), run), true);
   if (!started) throw new ConflictError('A delivery of this event is in progress');
   return run;
 }

@@ -34,6 +34,12 @@ export interface Config {
   encryptionKey?: Buffer;
   /** Allow webhooks and clones to private / loopback addresses. @default false */
   webhookAllowPrivate: boolean;
+  /**
+   * One webhook attempt's whole HTTP exchange (connect, TLS, request, answer); past it the attempt is a transient
+   * failure. At most 15 s: the attempt's local activity has 20 s for the exchange and its delivery-log write.
+   * @default 10000
+   */
+  webhookTimeoutMs: number;
   /** pino level. @default info */
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Human-readable logs (dev launcher). @default false */
@@ -215,6 +221,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     defaultModel: nonEmpty(env, 'DEFAULT_MODEL'),
     encryptionKey,
     webhookAllowPrivate: bool('WEBHOOK_ALLOW_PRIVATE', false),
+    webhookTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 10_000, 100, 15_000),
     logLevel,
     logPretty: bool('LOG_PRETTY', false),
     modelIdleTimeoutSeconds: int('MODEL_IDLE_TIMEOUT_SECONDS', 60, 1, 3600),

@@ -16,7 +16,10 @@ export interface SendInput {
   headers: Record<string, string>;
   allowPrivate: boolean;
   timeoutMs: number;
+  /** The most of the answer's body that is read; the connection is closed there. */
   maxResponseBytes: number;
+  /** The first bytes of the answer's body returned as `response`. */
+  excerptBytes: number;
   /** Injectable resolver (tests). */
   resolver?: Resolver;
 }
@@ -30,6 +33,8 @@ export interface SendResult {
   error: string | null;
   /** The receiver's `Retry-After`, in seconds, when it sent one (seconds or an HTTP date). */
   retryAfterSeconds: number | null;
+  /** The first `excerptBytes` of the answer's body, as UTF-8 text; null when no answer came. */
+  response: string | null;
 }
 
 /**
@@ -84,7 +89,9 @@ export function parseRetryAfter(value: string | undefined, now = Date.now()): nu
  */
 export async function sendWebhook(input: SendInput): Promise<SendResult> {
   const started = performance.now();
-  const done = (r: Omit<SendResult, 'latencyMs'>): SendResult => ({
+  type Outcome = Omit<SendResult, 'latencyMs' | 'response'> & Partial<Pick<SendResult, 'response'>>;
+  const done = (r: Outcome): SendResult => ({
+    response: null,
     ...r,
     latencyMs: Math.round(performance.now() - started),
   });
@@ -96,7 +103,7 @@ export async function sendWebhook(input: SendInput): Promise<SendResult> {
   }
   return new Promise<SendResult>((resolve) => {
     let settled = false;
-    const finish = (r: Omit<SendResult, 'latencyMs'>): void => {
+    const finish = (r: Outcome): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
@@ -135,6 +142,8 @@ export async function sendWebhook(input: SendInput): Promise<SendResult> {
     });
     req.on('response', (res) => {
       const status = res.statusCode ?? 0;
+      const kept: Buffer[] = [];
+      let keptBytes = 0;
       let read = 0;
       const end = (): void => {
         const outcome = classifyStatus(status);
@@ -144,10 +153,19 @@ export async function sendWebhook(input: SendInput): Promise<SendResult> {
           status,
           error: outcome === 'delivered' ? null : `The receiver answered ${status}`,
           retryAfterSeconds: parseRetryAfter(Array.isArray(header) ? header[0] : header),
+          response: Buffer.concat(kept).toString('utf8'),
         });
       };
       res.on('data', (chunk: Buffer) => {
-        read += chunk.length;
+        if (settled) return;
+        // Only the part of a chunk within the cap is read; the rest is dropped with the connection.
+        const part = chunk.subarray(0, input.maxResponseBytes - read);
+        read += part.length;
+        if (keptBytes < input.excerptBytes) {
+          const excerpt = part.subarray(0, input.excerptBytes - keptBytes);
+          kept.push(Buffer.from(excerpt)); // a copy: the chunk itself is not retained
+          keptBytes += excerpt.length;
+        }
         if (read >= input.maxResponseBytes) {
           end();
           res.destroy(); // the rest of a large answer is never read

@@ -17,6 +17,8 @@ const attemptSchema = new mongoose.Schema(
     status: { type: Number, default: null },
     latencyMs: { type: Number, required: true },
     error: { type: String, default: null },
+    /** The first 1 KiB of the receiver's answer (WEBHOOK_POLICY.logResponseBytes); null when none came. */
+    response: { type: String, default: null },
   },
   { _id: false }
 );

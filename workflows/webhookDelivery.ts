@@ -13,9 +13,9 @@ import { WEBHOOK_MAX_ATTEMPTS, WEBHOOK_POLICY } from './webhookPolicy';
 /**
  * The attempt, as a local activity: it runs in the worker that runs the workflow task, with no activity task of its
  * own for the server to schedule, dispatch and record (the throughput cut measured in docs/benchmarks.md, as for
- * finishExecution). Its HTTP timeout is WEBHOOK_POLICY.attemptTimeoutMs; a worker that dies during it leaves the
- * workflow task to time out, and the next worker sends the same attempt again (receivers dedupe on
- * Idempotency-Key). Database failures are retried until they succeed.
+ * finishExecution). Its HTTP timeout is the setting WEBHOOK_TIMEOUT_MS (at most 15 s, well within the 20 s below); a
+ * worker that dies during it leaves the workflow task to time out, and the next worker sends the same attempt again
+ * (receivers dedupe on Idempotency-Key). Database failures are retried until they succeed.
  */
 const { webhookAttempt } = proxyLocalActivities<WebhookActivities>({
   startToCloseTimeout: '20 seconds',

@@ -103,6 +103,10 @@ const deliverySchema: Schema = record({
       status: { type: ['integer', 'null'] },
       latency_ms: { type: 'integer' },
       error: { type: ['string', 'null'] },
+      response: {
+        type: ['string', 'null'],
+        description: `The first ${WEBHOOK_POLICY.logResponseBytes} bytes of the receiver’s answer, as text; null when none came`,
+      },
     }),
   },
   created_at: timestamp,

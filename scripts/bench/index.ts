@@ -21,7 +21,8 @@ import { renderMarkdown, renderSummary, type BenchResults } from './report';
 import { limiterPhase } from './limiter';
 import { scalePhase } from './scale';
 import { cancellation, executeJson, platformTtfd, providerTtfd, throughput } from './scenarios';
-import { BENCH_DB, memoryOf, startStack, type Stack } from './stack';
+import { memoryOf } from '../lib/proc';
+import { BENCH_DB, startStack, type Stack } from './stack';
 
 /** Limit for everything after provisioning (a first run may build the server binaries, which is not counted). */
 const RUN_LIMIT_MS = 420_000;

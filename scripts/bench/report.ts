@@ -2,7 +2,7 @@
  * Turns the samples into the figures, the stdout summary and docs/benchmarks.md.
  */
 import os from 'node:os';
-import type { MemoryUse } from './stack';
+import type { MemoryUse } from '../lib/proc';
 import type { CancelSamples, ThroughputResult } from './scenarios';
 import type { LimiterRun } from './limiter';
 import { SCALE_SIZES, type ScaleOperation } from './scale';

@@ -5,7 +5,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { childEnv, loadToolConfig } from '../../lib/config';
@@ -34,12 +34,6 @@ export interface ServiceProcess {
   readonly warnings: number;
 }
 
-/** Resident memory of a process, from /proc/<pid>/status, in KiB. */
-export interface MemoryUse {
-  rssKib?: number;
-  peakKib?: number;
-}
-
 /** The running system. */
 export interface Stack {
   apiUrl: string;
@@ -52,29 +46,12 @@ export interface Stack {
   fake: FakeAnthropic;
   api: ServiceProcess;
   worker: ServiceProcess;
+  /** Process ids of the servers that were started: `temporal`, `ferretdb` or `mongod`, `postgres`. */
+  serverPids: Record<string, number>;
   /** Rejects as soon as the api or the worker exits while the run needs them. */
   crashed: Promise<never>;
   /** Stops everything that was started and removes the data directory; safe to call twice. */
   stop(): Promise<void>;
-}
-
-/**
- * Reads VmRSS (resident now) and VmHWM (peak resident) of a process. Linux only; elsewhere both are undefined.
- * @param pid the process.
- * @returns the sizes in KiB.
- */
-export function memoryOf(pid: number | undefined): MemoryUse {
-  if (pid === undefined) return {};
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const field = (name: string): number | undefined => {
-      const m = new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status);
-      return m ? Number(m[1]) : undefined;
-    };
-    return { rssKib: field('VmRSS'), peakKib: field('VmHWM') };
-  } catch {
-    return {};
-  }
 }
 
 /**
@@ -259,6 +236,11 @@ export async function startStack(say: (line: string) => void, extraEnv: Record<s
       fake,
       api: api.svc,
       worker: worker.svc,
+      serverPids: Object.fromEntries(
+        [servers.temporal, servers.mongo, servers.postgres].flatMap((s) =>
+          s?.child.pid === undefined ? [] : [[s.name, s.child.pid]]
+        )
+      ),
       crashed,
       stop,
     };

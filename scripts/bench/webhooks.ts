@@ -6,6 +6,7 @@
  * starting its delivery workflow) and measures deliveries per second until every event has arrived; then checks
  * that none was lost or duplicated. Writes its section of docs/benchmarks.md (after the kept marker).
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,6 +20,7 @@ import { connectMongo, disconnectMongo } from '../../lib/mongo';
 import { createTemporal } from '../../lib/temporal';
 import { WebhookDelivery } from '../../models';
 import { startWebhookReceiver } from '../fakes/webhookReceiver';
+import { cpuSecondsOf } from '../lib/proc';
 import { projectRoot } from '../servers/paths';
 import { BENCH_DB, startStack, type Stack } from './stack';
 
@@ -32,6 +34,39 @@ const START = '<!-- webhook-bench:start -->';
 const END = '<!-- webhook-bench:end -->';
 
 const say = (line: string): void => void process.stderr.write(`[bench:webhooks] ${line}\n`);
+
+/** @returns the checkout's short commit (`+`: the work tree has changes besides this file's output), or `unknown`. */
+function gitCommit(): string {
+  try {
+    const git = (...args: string[]): string =>
+      execFileSync('git', args, { cwd: projectRoot(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const head = git('rev-parse', '--short', 'HEAD');
+    const dirty = git('status', '--porcelain', '--untracked-files=no', '--', '.', ':!docs/benchmarks.md');
+    return dirty ? `${head}+` : head;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/**
+ * CPU seconds used so far by each process of the run (this one records the events and runs the receiver).
+ * @param stack the running system.
+ * @returns seconds per process name.
+ */
+function cpuNow(stack: Stack): Record<string, number> {
+  const own = process.cpuUsage();
+  const pids: Record<string, number | undefined> = {
+    api: stack.api.child.pid,
+    worker: stack.worker.child.pid,
+    ...stack.serverPids,
+  };
+  const out: Record<string, number> = { 'bench (recorder + receiver)': (own.user + own.system) / 1e6 };
+  for (const [name, pid] of Object.entries(pids)) {
+    const s = cpuSecondsOf(pid);
+    if (s !== undefined) out[name] = s;
+  }
+  return out;
+}
 
 async function run(stack: Stack, receiver: Awaited<ReturnType<typeof startWebhookReceiver>>) {
   await connectMongo(stack.mongoUri, { dbName: BENCH_DB });
@@ -62,6 +97,7 @@ async function run(stack: Stack, receiver: Awaited<ReturnType<typeof startWebhoo
     receiver.received.length = 0;
 
     say(`burst: ${EVENTS} events for one organization, ${EMIT_CONCURRENCY} recorded at once`);
+    const cpuBefore = cpuNow(stack);
     const started = performance.now();
     let next = 0;
     let emitted = 0;
@@ -86,12 +122,18 @@ async function run(stack: Stack, receiver: Awaited<ReturnType<typeof startWebhoo
       await new Promise((r) => setTimeout(r, 20));
     }
     const deliveredS = (performance.now() - started) / 1000;
+    const cpuAfter = cpuNow(stack);
     const arrivedDistinct = new Set(receiver.received.map((r) => r.headers['service-event-id'])).size;
     await new Promise((r) => setTimeout(r, SETTLE_MS));
     const ids = receiver.received.map((r) => r.headers['service-event-id']);
     const distinct = new Set(ids).size;
     const logged = await WebhookDelivery.countDocuments({ organizationId: org.organizationId, status: 'delivered' });
+    // CPU milliseconds per delivered event, per process (much less sensitive to the machine's load than the rate).
+    const cpuMsPerEvent = Object.fromEntries(
+      Object.keys(cpuAfter).map((name) => [name, ((cpuAfter[name]! - (cpuBefore[name] ?? 0)) * 1000) / arrivedDistinct])
+    );
     return {
+      cpuMsPerEvent,
       events: EVENTS,
       emittedS,
       deliveredS,
@@ -114,18 +156,22 @@ async function main(): Promise<number> {
   let stack: Stack | undefined;
   try {
     stack = await startStack(say, { WEBHOOK_ALLOW_PRIVATE: 'true', NODE_EXTRA_CA_CERTS: receiver.caFile });
+    const loadBefore = os.loadavg().map((l) => l.toFixed(1));
     const r = await Promise.race([run(stack, receiver), stack.crashed]);
     const load = os.loadavg().map((l) => l.toFixed(1));
+    const cpuTotal = Object.values(r.cpuMsPerEvent).reduce((a, b) => a + b, 0);
     say(JSON.stringify(r));
     const section = [
       START,
       '',
       '## Webhook delivery throughput (`npm run bench:webhooks`)',
       '',
-      `Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on ${os.cpus().length} cores, load average ` +
-        `${load.join(' / ')} at the end (a shared, busy machine: other engineers' builds and tests were running).`,
+      `Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC at commit ${gitCommit()} on ` +
+        `${os.cpus().length} cores, load average ${loadBefore.join(' / ')} before the run and ${load.join(' / ')} at ` +
+        'the end (a shared machine: other work may have been running).',
       `A burst of ${r.events} events for one organization, recorded ${EMIT_CONCURRENCY} at a time the way the ` +
-        'service records them (outbox write, event insert, start of `webhook-<eventId>`), each delivered by its own ' +
+        'service records them (outbox entry, event insert, start of `webhook-<eventId>` with the body, outbox entry ' +
+        'removed), each delivered by its own ' +
         'workflow to an HTTPS receiver on loopback (TLS with kept-alive connections, signature, delivery log).',
       '',
       '| figure | value |',
@@ -136,6 +182,13 @@ async function main(): Promise<number> {
       `| requests the receiver got / distinct event ids | ${r.requests} / ${r.distinct} |`,
       `| lost / duplicated | ${r.lost} / ${r.duplicates} |`,
       `| delivery log entries marked delivered | ${r.logged} |`,
+      '',
+      'CPU per delivered event, from /proc/<pid>/stat (user + system, the process and its children) over the burst:',
+      '',
+      '| process | CPU ms per event |',
+      '| --- | --- |',
+      ...Object.entries(r.cpuMsPerEvent).map(([name, ms]) => `| ${name} | ${ms.toFixed(1)} |`),
+      `| **all** | **${cpuTotal.toFixed(1)}** |`,
       '',
       END,
     ].join('\n');

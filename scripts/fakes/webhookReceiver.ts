@@ -1,10 +1,12 @@
 /**
- * A real HTTPS webhook receiver on loopback for the delivery tests and the webhook benchmark: a self-signed certificate made with openssl
- * (trusted by the worker under test through NODE_EXTRA_CA_CERTS), every request recorded with its raw body, and a
- * per-event plan of answers (e.g. 503, 503, 200) so tests drive retries.
+ * A real HTTPS webhook receiver on loopback for the delivery tests and the webhook benchmark: a self-signed
+ * certificate made with openssl (trusted by the worker under test through NODE_EXTRA_CA_CERTS), every request
+ * recorded with its raw body, and a per-event plan of answers (e.g. 503, 503, 200; a large or endless body; no
+ * answer at all) so tests drive retries, timeouts and the read cap.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -13,8 +15,10 @@ import path from 'node:path';
 export interface ReceivedDelivery {
   headers: Record<string, string>;
   body: string;
-  /** The status this receiver answered. */
-  answered: number;
+  /** The status this receiver answered; null when it never answered (a `hang` plan). */
+  answered: number | null;
+  /** Whether the whole answer was handed to the connection (false until then, and when the client hung up first). */
+  answerComplete: boolean;
   /** When it arrived (ms, this process's clock). */
   at: number;
 }
@@ -22,7 +26,12 @@ export interface ReceivedDelivery {
 export interface Answer {
   status: number;
   headers?: Record<string, string>;
+  /** The body: `ok` by default; a number: that many bytes (`x`); `endless`: bytes until the client hangs up. */
+  body?: number | 'endless';
 }
+
+/** A planned answer: a status, an answer, or `hang` (the request is read and never answered). */
+export type Planned = number | Answer | 'hang';
 
 export interface WebhookReceiver {
   url: string;
@@ -30,12 +39,35 @@ export interface WebhookReceiver {
   caFile: string;
   received: ReceivedDelivery[];
   /** Answers for one event id, in order (then 200). */
-  plan(eventId: string, answers: Array<number | Answer>): void;
+  plan(eventId: string, answers: Planned[]): void;
   /** Deliveries of one event id. */
   of(eventId: string): ReceivedDelivery[];
   /** Resolves once `count` deliveries of the event arrived. */
   waitFor(eventId: string, count: number, timeoutMs?: number): Promise<ReceivedDelivery[]>;
   close(): Promise<void>;
+}
+
+const FILL = Buffer.alloc(64 * 1024, 'x');
+
+/**
+ * Writes `total` bytes (Infinity: until the client hangs up), honouring back-pressure, without holding them.
+ * @param res the answer.
+ * @param total how many bytes.
+ */
+function writeBytes(res: ServerResponse, total: number): void {
+  let sent = 0;
+  const pump = (): void => {
+    while (!res.destroyed && sent < total) {
+      const n = Math.min(FILL.length, total - sent);
+      sent += n;
+      if (!res.write(n === FILL.length ? FILL : FILL.subarray(0, n))) {
+        res.once('drain', pump);
+        return;
+      }
+    }
+    if (!res.destroyed) res.end();
+  };
+  pump();
 }
 
 /** @returns a started receiver on 127.0.0.1 with a fresh self-signed certificate for 127.0.0.1 and localhost. */
@@ -65,7 +97,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     { stdio: 'ignore' }
   );
   const received: ReceivedDelivery[] = [];
-  const plans = new Map<string, Array<number | Answer>>();
+  const plans = new Map<string, Planned[]>();
   const server = https.createServer({ key: readFileSync(keyFile), cert: readFileSync(caFile) }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -74,10 +106,20 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       for (const [k, v] of Object.entries(req.headers)) headers[k] = Array.isArray(v) ? v.join(', ') : (v ?? '');
       const eventId = headers['service-event-id'] ?? '';
       const next = plans.get(eventId)?.shift() ?? 200;
+      const body = Buffer.concat(chunks).toString('utf8');
+      const at = Date.now();
+      if (next === 'hang') {
+        received.push({ headers, body, answered: null, answerComplete: false, at });
+        return; // the request stays open until the client gives up
+      }
       const answer: Answer = typeof next === 'number' ? { status: next } : next;
-      received.push({ headers, body: Buffer.concat(chunks).toString('utf8'), answered: answer.status, at: Date.now() });
+      const entry: ReceivedDelivery = { headers, body, answered: answer.status, answerComplete: false, at };
+      received.push(entry);
+      res.on('finish', () => (entry.answerComplete = true));
+      res.on('error', () => undefined); // a client that hangs up mid-answer
       res.writeHead(answer.status, answer.headers ?? {});
-      res.end('ok');
+      if (answer.body === undefined) res.end('ok');
+      else writeBytes(res, answer.body === 'endless' ? Infinity : answer.body);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

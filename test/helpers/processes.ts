@@ -3,8 +3,8 @@
  * and finds and kills (SIGKILL) one part of a running stack: reused by every fault test.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { descendants, processState, readProcess, type StackProcess } from '../../scripts/lib/proc';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
 /** `node --import tsx <file>`: one process per entrypoint, so signals reach its handlers directly. */
@@ -84,14 +84,6 @@ export function spawnScript(script: string, env: NodeJS.ProcessEnv): Spawned {
   };
 }
 
-/** A process of the stack, as /proc shows it. */
-export interface StackProcess {
-  pid: number;
-  ppid: number;
-  /** Command line, arguments joined by spaces. */
-  cmd: string;
-}
-
 /** Command lines of each part of the stack that `npm run dev` (or `npm start`) runs, for findProcess. */
 export const PARTS = {
   api: /(^|\/)api\/server\.[jt]s\b/,
@@ -101,42 +93,6 @@ export const PARTS = {
   /** The postmaster (its backends carry no `-D`). */
   postgres: /\bpostgres\b.*\s-D\s/,
 } as const;
-
-function readProcess(pid: number): StackProcess | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
-    return { pid, ppid, cmd };
-  } catch {
-    return undefined; // gone meanwhile
-  }
-}
-
-/**
- * Every living descendant of a process (Linux /proc).
- * @param rootPid the ancestor (a launcher started by the test).
- * @returns the descendants.
- */
-export function descendants(rootPid: number): StackProcess[] {
-  const all = readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .map((d) => readProcess(Number(d)))
-    .filter((p): p is StackProcess => p !== undefined && p.cmd !== '');
-  const found: StackProcess[] = [];
-  const parents = new Set([rootPid]);
-  for (let grew = true; grew;) {
-    grew = false;
-    for (const p of all) {
-      if (parents.has(p.ppid) && !parents.has(p.pid)) {
-        parents.add(p.pid);
-        found.push(p);
-        grew = true;
-      }
-    }
-  }
-  return found;
-}
 
 /**
  * Waits until exactly one descendant of `rootPid` matches and returns it.
@@ -182,14 +138,5 @@ export async function killHard(pid: number, timeoutMs = 10_000): Promise<void> {
   while (readProcess(pid) !== undefined && !/^Z/.test(processState(pid))) {
     if (Date.now() > deadline) throw new Error(`pid ${pid} still runs ${timeoutMs} ms after SIGKILL`);
     await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-function processState(pid: number): string {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2);
-  } catch {
-    return 'X';
   }
 }

@@ -104,6 +104,15 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ DEPENDENCY_TIMEOUT_MS: '0' })).toThrow(/DEPENDENCY_TIMEOUT_MS="0": must be an integer/);
   });
 
+  it('a webhook attempt times out after 10 s unless WEBHOOK_TIMEOUT_MS says otherwise (100 ms to 15 s)', () => {
+    expect(loadConfig({}).webhookTimeoutMs).toBe(10_000);
+    expect(loadConfig({ WEBHOOK_TIMEOUT_MS: '1500' }).webhookTimeoutMs).toBe(1500);
+    for (const bad of ['99', '15001', '2s'])
+      expect(() => loadConfig({ WEBHOOK_TIMEOUT_MS: bad })).toThrow(
+        `WEBHOOK_TIMEOUT_MS="${bad}": must be an integer between 100 and 15000`
+      );
+  });
+
   it('requires ENCRYPTION_KEY in production', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/ENCRYPTION_KEY: required/);
   });

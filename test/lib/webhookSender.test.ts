@@ -24,7 +24,7 @@ describe('webhook sender', () => {
       asked.push(host);
       return [{ address: '169.254.169.254', family: 4 }];
     };
-    const base = { body: '{}', headers: {}, timeoutMs: 2000, maxResponseBytes: 1024, resolver };
+    const base = { body: '{}', headers: {}, timeoutMs: 2000, maxResponseBytes: 1024, excerptBytes: 64, resolver };
     const refused = await sendWebhook({ ...base, url: 'https://metadata.example/hook', allowPrivate: false });
     expect(refused).toMatchObject({ outcome: 'permanent', status: null });
     expect(refused.error).toMatch(/not public \(linkLocal\)/);

@@ -13,11 +13,14 @@ import { webhookOperations } from '../../../api/current/webhookEvents.schema';
 import { checkResponse, type Schema } from '../../../lib/ajv';
 import { verifySignature } from '../../../lib/webhookSignature';
 import { WebhookDelivery, WebhookIntegration, WebhookOutbox } from '../../../models';
+import { WEBHOOK_POLICY } from '../../../workflows/webhookPolicy';
+import { memoryOf } from '../../../scripts/lib/proc';
 import { createTestApp, useTestApp } from '../../helpers/app';
-import { childTestEnv, TEST_ENCRYPTION_KEY, testLogger } from '../../helpers/env';
+import { testLogger } from '../../helpers/env';
 import { bearer, buildOrg } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
-import { spawnScript, type Spawned } from '../../helpers/processes';
+import type { Spawned } from '../../helpers/processes';
+import { deliveryOf, startWebhookWorker } from '../../helpers/webhooks';
 import {
   startWebhookReceiver,
   type ReceivedDelivery,
@@ -31,22 +34,16 @@ const stripe = new Stripe('sk_test_unused');
 
 let receiver: WebhookReceiver;
 let worker: Spawned | undefined;
+/** The worker's WEBHOOK_TIMEOUT_MS: lowered from the default 10 s (test/lib/config.test.ts) to keep the file quick. */
+const ATTEMPT_TIMEOUT_MS = 3000;
 
-async function startWorker(): Promise<Spawned> {
-  const w = spawnScript(
-    'worker/index.ts',
-    childTestEnv({
-      MONGODB_URI: db.uri,
-      TEMPORAL_TASK_QUEUE: queue,
-      WORKFLOW_BUNDLE: process.env.AAS_WORKFLOW_BUNDLE ?? '',
-      ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
-      WEBHOOK_ALLOW_PRIVATE: 'true',
-      NODE_EXTRA_CA_CERTS: receiver.caFile,
-    })
-  );
-  await w.waitFor(/worker started/, 60_000);
-  return w;
-}
+const startWorker = (): Promise<Spawned> =>
+  startWebhookWorker({
+    mongodbUri: db.uri,
+    taskQueue: queue,
+    caFile: receiver.caFile,
+    env: { WEBHOOK_TIMEOUT_MS: String(ATTEMPT_TIMEOUT_MS) },
+  });
 
 beforeAll(async () => {
   receiver = await startWebhookReceiver();
@@ -67,16 +64,6 @@ async function configuredOrg(extra: Record<string, unknown> = {}) {
     .send({ url: receiver.url, ...extra });
   expect(res.status).toBe(201);
   return { ...org, secret: res.body.signing_secret as string };
-}
-
-async function deliveryOf(eventId: string, status: string, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const doc = await WebhookDelivery.findById(eventId).lean();
-    if (doc?.status === status) return doc;
-    if (Date.now() > deadline) throw new Error(`delivery ${eventId} not ${status}: ${JSON.stringify(doc)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 function expectSigned(d: ReceivedDelivery, secret: string): void {
@@ -189,6 +176,7 @@ describe('delivery', () => {
     expect(() => stripe.webhooks.constructEvent(`${d.body} `, d.headers['service-signature']!, org.secret)).toThrow();
     const doc = await deliveryOf(body.id, 'delivered');
     expect(doc.attempts).toHaveLength(1);
+    expect(doc.attempts[0]!.response).toBe('ok'); // the receiver's answer
   });
 
   it('an agent execution delivers chat.status_changed (working, done) and execution.completed', async () => {
@@ -243,6 +231,47 @@ describe('delivery', () => {
     await new Promise((r) => setTimeout(r, 500));
     expect(receiver.of(id)).toHaveLength(5);
   }, 60_000);
+
+  it('a receiver that never answers: each attempt ends at WEBHOOK_TIMEOUT_MS and is retried on the schedule', async () => {
+    const org = await configuredOrg();
+    const key = `hang-${randomBytes(4).toString('hex')}`;
+    const id = eventIdFor(key);
+    receiver.plan(id, ['hang', 'hang', 200]);
+    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key });
+    const got = await receiver.waitFor(id, 3, 40_000);
+    expect(got.map((d) => d.headers['service-delivery-attempt'])).toEqual(['1', '2', '3']);
+    // Lower bounds only: each wait (0 s, then 1 s) starts when the attempt before it gave up.
+    const gaps = got.slice(1).map((d, i) => d.at - got[i]!.at);
+    expect(gaps[0]).toBeGreaterThanOrEqual(ATTEMPT_TIMEOUT_MS - 100);
+    expect(gaps[1]).toBeGreaterThanOrEqual(ATTEMPT_TIMEOUT_MS + 900);
+    const timedOut = [null, `No answer within ${ATTEMPT_TIMEOUT_MS} ms`, null];
+    const doc = await deliveryOf(id, 'delivered');
+    expect(doc.attempts.map((a) => [a.attempt, a.status, a.error, a.response])).toEqual([
+      [1, ...timedOut],
+      [2, ...timedOut],
+      [3, 200, null, 'ok'],
+    ]);
+    for (const a of doc.attempts.slice(0, 2)) expect(a.latencyMs).toBeGreaterThanOrEqual(ATTEMPT_TIMEOUT_MS);
+  }, 60_000);
+
+  it('reads at most 64 KiB of an answer: a 64 MiB one and an endless one end their attempt; the log keeps 1 KiB', async () => {
+    const org = await configuredOrg();
+    const peakBefore = memoryOf(worker!.child.pid).peakKib!;
+    for (const body of [64 * 1024 * 1024, 'endless'] as const) {
+      const key = `large-${randomBytes(4).toString('hex')}`;
+      const id = eventIdFor(key);
+      receiver.plan(id, [{ status: 200, body }]);
+      await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key });
+      // Delivered at the first attempt: reading stopped at the cap (an endless answer read whole would time out).
+      const doc = await deliveryOf(id, 'delivered');
+      expect([body, doc.attempts.map((a) => [a.attempt, a.status, a.error])]).toEqual([body, [[1, 200, null]]]);
+      expect(doc.attempts[0]!.response).toBe('x'.repeat(WEBHOOK_POLICY.logResponseBytes));
+      // The worker hung up before the receiver could hand it the whole answer.
+      expect(receiver.of(id).map((d) => d.answerComplete)).toEqual([false]);
+    }
+    // Nothing of those answers was held: the worker's peak resident memory grew by far less than one of them.
+    expect(memoryOf(worker!.child.pid).peakKib! - peakBefore).toBeLessThan(32 * 1024);
+  });
 
   it('succeeds on a later attempt and honours Retry-After', async () => {
     const org = await configuredOrg();
@@ -377,7 +406,7 @@ describe('delivery', () => {
       event_id: id,
       status: 'failed',
       run: 1,
-      attempts: [{ run: 1, attempt: 1, status: 400, error: 'The receiver answered 400' }],
+      attempts: [{ run: 1, attempt: 1, status: 400, error: 'The receiver answered 400', response: 'ok' }],
     });
     const again = await t.request
       .post(`/api/messaging-integration/deliveries/${id}/redeliver`)
