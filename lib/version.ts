@@ -31,18 +31,34 @@ function readFirst(paths: string[]): { file: string; text: string } | undefined 
 
 /**
  * @param root the project root.
- * @returns the commit checked out there, or undefined when there is no readable .git.
+ * @returns the git directory of its checkout (`.git`, or the directory a worktree's `.git` file names) and the
+ * directory holding the refs (a worktree's common directory), or undefined when there is none.
  */
-function gitCommitOf(root: string): string | undefined {
-  const git = path.join(root, '.git');
-  const head = readFirst([path.join(git, 'HEAD')])?.text.trim();
+function gitDirsOf(root: string): { gitDir: string; refsDir: string } | undefined {
+  const dotGit = path.join(root, '.git');
+  const pointer = readFirst([dotGit])?.text; // a worktree: "gitdir: <path>"
+  const named = pointer ? /^gitdir: (.+)$/m.exec(pointer)?.[1]?.trim() : undefined;
+  if (pointer !== undefined && !named) return undefined;
+  const gitDir = named ? path.resolve(root, named) : dotGit;
+  const common = readFirst([path.join(gitDir, 'commondir')])?.text.trim();
+  return { gitDir, refsDir: common ? path.resolve(gitDir, common) : gitDir };
+}
+
+/**
+ * @param root the project root.
+ * @returns the commit checked out there (also in a git worktree), or undefined when there is no readable .git.
+ */
+export function gitCommitOf(root: string): string | undefined {
+  const dirs = gitDirsOf(root);
+  if (!dirs) return undefined;
+  const head = readFirst([path.join(dirs.gitDir, 'HEAD')])?.text.trim();
   if (!head) return undefined;
   if (/^[0-9a-f]{40}$/.test(head)) return head;
   const ref = /^ref: (\S+)$/.exec(head)?.[1];
   if (!ref) return undefined;
-  const loose = readFirst([path.join(git, ref)])?.text.trim();
+  const loose = readFirst([path.join(dirs.refsDir, ref), path.join(dirs.gitDir, ref)])?.text.trim();
   if (loose && /^[0-9a-f]{40}$/.test(loose)) return loose;
-  const packed = readFirst([path.join(git, 'packed-refs')])?.text ?? '';
+  const packed = readFirst([path.join(dirs.refsDir, 'packed-refs')])?.text ?? '';
   return packed
     .split('\n')
     .find((l) => l.endsWith(` ${ref}`))
