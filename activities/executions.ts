@@ -21,7 +21,7 @@ import {
 import { FAILURES, rejectedMessage, type FailureCode } from '../workflows/failures';
 import { JOB_PROTOCOL_PROMPT } from '../workflows/jobStates';
 import { chatRangeEnd, chatStatusAfter, mirrorEvent, mirrorsToChat, mirrorToChat } from './chatStream';
-import { recordEvent } from '../commands/serviceEvents';
+import { recordEvent, recordEvents } from '../commands/serviceEvents';
 import { metaEvent } from '../commands/executions';
 import {
   Agent,
@@ -675,41 +675,42 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     if (ownsChatRange) await mirrorToChat(exec, [...events, ...final], input.status, text);
 
     // Service events (webhooks), keyed so a retried finish records nothing new. A cancelled execution has none.
-    if (input.status !== 'cancelled') {
-      const finalStatus = terminal ? (exec.status as ExecutionStatus) : input.status;
-      if (finalStatus === 'completed' || finalStatus === 'failed')
-        await recordEvent({
-          type: finalStatus === 'completed' ? 'execution.completed' : 'execution.failed',
-          organizationId: exec.organizationId,
-          data: {
-            executionId: exec._id,
-            agentId: exec.agentId,
-            chatId: exec.chatId,
-            status: finalStatus,
-            ...(finalStatus === 'failed'
-              ? {
-                  error: {
-                    message: input.error ?? FAILURES.internal.message,
-                    code: input.errorCode ?? FAILURES.internal.code,
-                  },
-                }
-              : {}),
-            usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
-          },
-          key: `${exec._id}:finished`,
-        });
-    }
-    await recordEvent({
-      type: 'chat.status_changed',
-      organizationId: exec.organizationId,
-      data: {
-        chatId: exec.chatId,
-        status: chatAfter.status,
-        executionId: exec._id,
-        ...(chatAfter.review ? { review: chatAfter.review } : {}),
+    const finalStatus = terminal ? (exec.status as ExecutionStatus) : input.status;
+    await recordEvents(exec.organizationId, [
+      ...(input.status !== 'cancelled' && (finalStatus === 'completed' || finalStatus === 'failed')
+        ? [
+            {
+              type: finalStatus === 'completed' ? ('execution.completed' as const) : ('execution.failed' as const),
+              data: {
+                executionId: exec._id,
+                agentId: exec.agentId,
+                chatId: exec.chatId,
+                status: finalStatus,
+                ...(finalStatus === 'failed'
+                  ? {
+                      error: {
+                        message: input.error ?? FAILURES.internal.message,
+                        code: input.errorCode ?? FAILURES.internal.code,
+                      },
+                    }
+                  : {}),
+                usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+              },
+              key: `${exec._id}:finished`,
+            },
+          ]
+        : []),
+      {
+        type: 'chat.status_changed',
+        data: {
+          chatId: exec.chatId,
+          status: chatAfter.status,
+          executionId: exec._id,
+          ...(chatAfter.review ? { review: chatAfter.review } : {}),
+        },
+        key: `${exec._id}:chat-status:final`,
       },
-      key: `${exec._id}:chat-status:final`,
-    });
+    ]);
 
     log.info({ executionId: exec._id, status: input.status, usage }, 'execution finished');
   }

@@ -116,8 +116,33 @@ function isDuplicateKey(err: unknown): boolean {
  * @returns the event's body and whether this call recorded it.
  */
 export async function recordEvent(input: RecordEventInput): Promise<{ event: ServiceEventBody; created: boolean }> {
+  return recordWith(input, await integrationOf(input.organizationId));
+}
+
+/**
+ * Records events of one organization that one change produces together, in order, reading the organization's
+ * webhook destination once for all of them.
+ * @param organizationId the organization of every event.
+ * @param inputs the events (each with its own type, data and optional key).
+ */
+export async function recordEvents(
+  organizationId: string,
+  inputs: Omit<RecordEventInput, 'organizationId'>[]
+): Promise<void> {
+  if (inputs.length === 0) return;
+  const integration = await integrationOf(organizationId);
+  for (const input of inputs) await recordWith({ ...input, organizationId }, integration);
+}
+
+function integrationOf(organizationId: string): Promise<WebhookIntegrationDoc | null> {
+  return WebhookIntegration.findById(organizationId).lean<WebhookIntegrationDoc>();
+}
+
+async function recordWith(
+  input: RecordEventInput,
+  integration: WebhookIntegrationDoc | null
+): Promise<{ event: ServiceEventBody; created: boolean }> {
   const _id = input.key === undefined ? newId('evt') : eventIdFor(input.key);
-  const integration = await WebhookIntegration.findById(input.organizationId).lean<WebhookIntegrationDoc>();
   const deliver = integrationWants(integration, input.type);
   if (deliver)
     await WebhookOutbox.create({ _id, organizationId: input.organizationId, queue: OUTBOX_QUEUE }).catch(
