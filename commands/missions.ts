@@ -212,35 +212,47 @@ function scheduleOptions(deps: Pick<ExecutionDeps, 'temporal'>, mission: Mission
 }
 
 /**
- * Creates the mission's Schedule, or brings the existing one in line with the mission (idempotent).
+ * Creates the mission's Schedule, or brings the existing one in line with the mission (idempotent): spec, action,
+ * remaining actions and the paused state in one update. A new mission tries the create first, a stored one the
+ * update first (one Temporal round trip fewer each: every call is a chance for a slow server to answer 503); each
+ * falls back to the other.
  * @param deps Temporal.
  * @param mission the mission as stored.
+ * @param known whether the mission existed before this call (its Schedule then normally exists too).
  */
-export async function syncSchedule(deps: Pick<ExecutionDeps, 'temporal'>, mission: MissionDoc): Promise<void> {
+export async function syncSchedule(
+  deps: Pick<ExecutionDeps, 'temporal'>,
+  mission: MissionDoc,
+  known = false
+): Promise<void> {
   const options = scheduleOptions(deps, mission);
+  const create = async (): Promise<boolean> => {
+    try {
+      await deps.temporal.client.schedule.create(options);
+      return true;
+    } catch (err) {
+      if (!(err instanceof ScheduleAlreadyRunning)) throw invalidSchedule(err);
+      return false;
+    }
+  };
+  if (!known && (await create())) return;
   try {
-    await deps.temporal.client.schedule.create(options);
-    return;
-  } catch (err) {
-    if (!(err instanceof ScheduleAlreadyRunning)) throw invalidSchedule(err);
-  }
-  const handle = deps.temporal.client.schedule.getHandle(options.scheduleId);
-  await handle
-    .update((previous) => ({
+    await deps.temporal.client.schedule.getHandle(options.scheduleId).update((previous) => ({
       ...previous,
       spec: options.spec,
       action: options.action as typeof previous.action,
       state: {
         ...previous.state,
+        paused: options.state?.paused ?? false,
+        note: options.state?.note ?? (previous.state.paused ? 'resumed through the api' : previous.state.note),
         ...(options.state?.remainingActions !== undefined ? { remainingActions: options.state.remainingActions } : {}),
       },
-    }))
-    .catch((err: unknown) => {
-      throw invalidSchedule(err);
-    });
-  const paused = (await handle.describe()).state.paused;
-  if (mission.status === 'paused' && !paused) await handle.pause('paused through the api');
-  if (mission.status === 'active' && paused) await handle.unpause('resumed through the api');
+    }));
+  } catch (err) {
+    // A stored mission whose Schedule is gone (deleted by hand): made again.
+    if (known && err instanceof ScheduleNotFoundError && (await create())) return;
+    throw invalidSchedule(err);
+  }
 }
 
 /** A schedule Temporal refuses (INVALID_ARGUMENT) is the client's cron expression: 400 naming it. */
@@ -362,7 +374,7 @@ export async function updateMission(
   }
   const updated = { ...mission, ...set } as MissionDoc;
   // The Schedule first: should Temporal refuse or be away, the record keeps its old values.
-  await syncSchedule(deps, updated);
+  await syncSchedule(deps, updated, true);
   await Mission.updateOne({ _id: mission._id, organizationId: auth.organizationId }, { $set: set });
   const stored = await findMission(auth, id);
   if (Object.keys(set).length > 0)

@@ -71,6 +71,20 @@ async function call(
   return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : {}, ms: Date.now() - started };
 }
 
+/**
+ * Runs assertions; when one fails, its message also carries the stack's last log lines (an answer that is not the
+ * expected 503 is explained there, e.g. an error the service did not recognize as an outage).
+ */
+function withStackOutput(assertions: () => void): void {
+  try {
+    assertions();
+  } catch (err) {
+    if (err instanceof Error)
+      err.message += `\n--- the stack's last log lines ---\n${dev.output().split('\n').slice(-60).join('\n')}`;
+    throw err;
+  }
+}
+
 const MESSAGE = 'Service temporarily unavailable. Please retry.';
 function expectV1Outage(a: Answer): void {
   expect({ status: a.status, body: a.body, retryAfter: a.headers.get('retry-after') }).toEqual({
@@ -291,8 +305,10 @@ it('database killed (FerretDB, then PostgreSQL): requests answer 503 in seconds;
       call('POST', '/api/agent/execute', { token: serviceToken, body: { characterId: agentId, message: 'hello' } }),
       call('GET', '/readyz'),
     ]);
-    expectV1Outage(list);
-    expectCurrentOutage(clientExecute);
+    withStackOutput(() => {
+      expectV1Outage(list);
+      expectCurrentOutage(clientExecute);
+    });
     expect(ready.status).toBe(503);
     expect(ready.body.checks).toEqual({ mongo: 'unavailable', temporal: 'ok' });
     expect(ready.ms).toBeLessThan(READY_ANSWER_MS);
