@@ -15,7 +15,7 @@
  * cost grows with the number of active streams, not with the number of connected clients.
  */
 import mongoose, { type InferSchemaType } from 'mongoose';
-import { wakeStream, WakeupReceiver } from './wakeups';
+import { wakeStream, WakeupReceiver, type Wakeup } from './wakeups';
 
 const schema = new mongoose.Schema(
   {
@@ -82,7 +82,7 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
     }
   }
   await StreamHead.updateOne({ _id: streamId }, { $max: { lastSeq: events[events.length - 1].seq } }, { upsert: true });
-  wakeStream(streamId);
+  wakeStream(streamId, events[events.length - 1].seq);
 }
 
 /**
@@ -252,7 +252,8 @@ export class EventTailer {
   private polling = false;
   private stopped = false;
   /** Streams woken since the last read (read at once). */
-  private woken = new Set<string>();
+  /** With the seq a wake-up named, when it named one (then the head need not be read). */
+  private woken = new Map<string, number | undefined>();
   private receiver: WakeupReceiver | undefined;
   /** The fallback tick came: read every stream. */
   private tickDue = false;
@@ -274,7 +275,7 @@ export class EventTailer {
    * @returns the UDP port.
    */
   async listen(bindHost: string, advertisedHost: string): Promise<number> {
-    this.receiver = new WakeupReceiver((ids) => this.wake(ids), this.onError);
+    this.receiver = new WakeupReceiver((woken) => this.wake(woken), this.onError);
     return this.receiver.start(bindHost, advertisedHost);
   }
 
@@ -301,7 +302,7 @@ export class EventTailer {
     sub.delivered = Math.min(sub.delivered, afterSeq);
     sub.listeners.add(guarded);
     // Events written between the subscriber's replay and now were announced before it listened: read once now.
-    this.wake([streamId]);
+    this.wake([{ streamId }]);
     this.ensureTimer();
     return () => {
       const current = this.streams.get(streamId);
@@ -313,15 +314,17 @@ export class EventTailer {
 
   /**
    * Reads the given streams' new events now (a wake-up arrived). Streams nobody listens to here are ignored.
-   * @param streamIds the streams whose heads moved.
+   * @param woken the streams whose heads moved, each with the seq it moved to when the writer said.
    */
-  wake(streamIds: string[]): void {
+  wake(woken: Wakeup[]): void {
     let any = false;
-    for (const id of streamIds) {
-      if (this.streams.has(id)) {
-        this.woken.add(id);
-        any = true;
-      }
+    for (const { streamId, seq } of woken) {
+      if (!this.streams.has(streamId)) continue;
+      const known = this.woken.get(streamId);
+      // Any wake-up without a seq means: read the head.
+      const merged = this.woken.has(streamId) && known === undefined ? undefined : Math.max(seq ?? 0, known ?? 0);
+      this.woken.set(streamId, seq === undefined ? undefined : merged);
+      any = true;
     }
     if (any) void this.poll();
   }
@@ -361,15 +364,24 @@ export class EventTailer {
     }
     if (!this.tickDue && this.woken.size === 0) return;
     this.polling = true;
-    const ids = this.tickDue ? [...this.streams.keys()] : [...this.woken];
+    const tick = this.tickDue;
+    const woken = this.woken;
+    const ids = tick ? [...this.streams.keys()] : [...woken.keys()];
     this.tickDue = false;
-    this.woken = new Set();
+    this.woken = new Map();
     try {
       const entries = ids.flatMap((id) => {
         const sub = this.streams.get(id);
         return sub ? [[id, sub] as const] : [];
       });
-      const heads = await Promise.all(entries.map(([streamId]) => lastSeq(streamId)));
+      // A wake-up that named its seq, close ahead of what was delivered, saves reading the head; a tick, a seq
+      // far ahead (perhaps forged) or none reads it.
+      const heads = await Promise.all(
+        entries.map(([streamId, sub]) => {
+          const seq = tick ? undefined : woken.get(streamId);
+          return seq !== undefined && seq - sub.delivered <= READ_BATCH ? seq : lastSeq(streamId);
+        })
+      );
       await Promise.all(
         entries.map(async ([streamId, sub], i) => {
           if (heads[i] <= sub.delivered) return;

@@ -7,8 +7,8 @@
  * - Every process that appends events (worker activities, the api itself) wakes every registered target after the
  *   stream's head has moved ({@link wakeStream}, called by lib/eventLog.ts `appendEvents`). Wake-ups of one event
  *   loop turn go out together, one datagram per target.
- * - A wake-up carries stream ids only, never events: readers always read the log, so a lost, late, duplicated or
- *   forged datagram costs at most a read. A lost one is covered by the reader's fallback poll (EVENT_POLL_MS).
+ * - A wake-up carries stream ids and the highest seq written to each, never events: readers always read the log
+ *   (by id, gap-free), so a lost, late, duplicated or forged datagram costs at most a read. A lost one is covered by the reader's fallback poll (EVENT_POLL_MS).
  *
  * It works the same on MongoDB and on the embedded database, needs no replica set, and costs one datagram per api
  * process per batch of appends, whatever the number of connected clients.
@@ -50,15 +50,16 @@ interface Target {
 
 /** The writer side: batches wake-ups per event-loop turn and sends them to every registered api process. */
 class WakeupSender {
-  private pending = new Set<string>();
+  /** Streams to wake, each with the highest seq written since the last send. */
+  private pending = new Map<string, number>();
   private scheduled = false;
   private readonly sockets = new Map<'udp4' | 'udp6', dgram.Socket>();
   private targets: Target[] = [];
   private targetsAt = 0;
   private refreshing: Promise<void> | undefined;
 
-  wake(streamId: string): void {
-    this.pending.add(streamId);
+  wake(streamId: string, seq: number): void {
+    this.pending.set(streamId, Math.max(seq, this.pending.get(streamId) ?? 0));
     if (this.scheduled) return;
     this.scheduled = true;
     setImmediate(() => void this.flush());
@@ -66,8 +67,10 @@ class WakeupSender {
 
   private async flush(): Promise<void> {
     this.scheduled = false;
-    const ids = [...this.pending];
+    const woken = [...this.pending];
     this.pending.clear();
+    const ids = woken.map(([id]) => id);
+    const seqs = woken.map(([, seq]) => seq);
     if (ids.length === 0) return;
     try {
       if (Date.now() - this.targetsAt > TARGETS_TTL_MS) {
@@ -79,7 +82,9 @@ class WakeupSender {
       return; // no list (database unreachable): readers fall back to polling
     }
     for (let i = 0; i < ids.length; i += IDS_PER_DATAGRAM) {
-      const payload = Buffer.from(JSON.stringify({ s: ids.slice(i, i + IDS_PER_DATAGRAM) }));
+      const payload = Buffer.from(
+        JSON.stringify({ s: ids.slice(i, i + IDS_PER_DATAGRAM), q: seqs.slice(i, i + IDS_PER_DATAGRAM) })
+      );
       for (const t of this.targets) this.socketFor(t.host).send(payload, t.port, t.host, () => undefined);
     }
   }
@@ -118,25 +123,33 @@ class WakeupSender {
 const sender = new WakeupSender();
 
 /**
- * Tells every api process that a stream has new events (call after its head moved). Never throws, never waits.
+ * Tells every api process that a stream has new events up to `seq` (call after its head moved), so a reader fetches
+ * them by id without reading the head first. Never throws, never waits.
  * @param streamId the stream.
+ * @param seq the highest seq now written.
  */
-export function wakeStream(streamId: string): void {
-  sender.wake(streamId);
+export function wakeStream(streamId: string, seq: number): void {
+  sender.wake(streamId, seq);
 }
 
-/** The api side: receives wake-ups and passes the stream ids on. */
+/** A stream named by a wake-up, with the highest seq the writer said it wrote (absent from older senders). */
+export interface Wakeup {
+  streamId: string;
+  seq?: number;
+}
+
+/** The api side: receives wake-ups and passes the stream ids (and seqs) on. */
 export class WakeupReceiver {
   private socket: dgram.Socket | undefined;
   private renewTimer: NodeJS.Timeout | undefined;
   private id = '';
 
   /**
-   * @param onWake called with the stream ids of each valid datagram.
+   * @param onWake called with the streams (and their seqs, when named) of each valid datagram.
    * @param onError called when the registration cannot be renewed (the next renewal retries).
    */
   constructor(
-    private readonly onWake: (streamIds: string[]) => void,
+    private readonly onWake: (woken: Wakeup[]) => void,
     private readonly onError: (err: unknown) => void = () => undefined
   ) {}
 
@@ -200,10 +213,16 @@ export class WakeupReceiver {
   private receive(msg: Buffer): void {
     if (msg.length > MAX_DATAGRAM) return;
     try {
-      const parsed = JSON.parse(msg.toString('utf8')) as { s?: unknown };
+      const parsed = JSON.parse(msg.toString('utf8')) as { s?: unknown; q?: unknown };
       if (!Array.isArray(parsed.s)) return;
-      const ids = parsed.s.filter((x): x is string => typeof x === 'string' && x.length <= 200);
-      if (ids.length > 0) this.onWake(ids);
+      const seqs = Array.isArray(parsed.q) ? parsed.q : [];
+      // A forged or garbled seq costs at most a read: readers deliver only events they read, gap-free.
+      const woken = parsed.s.flatMap((id: unknown, i): Wakeup[] => {
+        if (typeof id !== 'string' || id.length > 200) return [];
+        const seq: unknown = seqs[i];
+        return [{ streamId: id, ...(Number.isSafeInteger(seq) && (seq as number) > 0 ? { seq: seq as number } : {}) }];
+      });
+      if (woken.length > 0) this.onWake(woken);
     } catch {
       // not a wake-up: ignored
     }

@@ -95,6 +95,35 @@ describe('event log', () => {
     }
   });
 
+  it('a wake-up naming its seq is read by id without the head; a seq far ahead or none reads the head', async () => {
+    const tailer = new EventTailer(60_000); // no fallback tick within the test: only wake-ups read
+    const insert = (seqs: number[]): Promise<unknown> =>
+      StreamEvent.insertMany(
+        seqs.map((seq) => ({ _id: `s-seq:${seq}`, streamId: 's-seq', seq, event: 'm', data: {} })) // head untouched
+      );
+    try {
+      const got: number[] = [];
+      tailer.subscribe('s-seq', 0, (e) => got.push(e.seq));
+      await new Promise((r) => setTimeout(r, 50)); // the subscription's own first read (head 0: nothing)
+      await insert([1, 2, 3]);
+      tailer.wake([{ streamId: 's-seq', seq: 3 }]);
+      await until(() => got.length === 3);
+      expect(got).toEqual([1, 2, 3]);
+      // Far ahead (a forged datagram): the head decides, and it says nothing more is written.
+      await insert([4]);
+      tailer.wake([{ streamId: 's-seq', seq: 1_000_000 }]);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(got).toEqual([1, 2, 3]);
+      // Without a seq: the head too; once it moves, the event is read.
+      await appendEvents('s-seq', [{ seq: 5, event: 'm', data: {} }]);
+      tailer.wake([{ streamId: 's-seq' }]);
+      await until(() => got.length === 5);
+      expect(got).toEqual([1, 2, 3, 4, 5]);
+    } finally {
+      await tailer.stop();
+    }
+  });
+
   it('a late subscriber starting behind gets its own catch-up without duplicates for the others', async () => {
     const tailer = new EventTailer(10);
     try {
