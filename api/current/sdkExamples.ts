@@ -41,12 +41,12 @@ export function sdkExamples(appUrl: string): {
         typescript: `import createClient from 'openapi-fetch';
 import type { paths } from './${GENERATED_TYPES_FILE}';
 
-const client = createClient<paths>({
-  baseUrl: '${base}',
-  headers: { Authorization: \`Bearer \${process.env.TOKEN}\` },
-});
-
-export async function createAgent(): Promise<string> {
+/** @param token a personal access token (the caller's secret store, never source code). */
+export async function createAgent(token: string): Promise<string> {
+  const client = createClient<paths>({
+    baseUrl: '${base}',
+    headers: { Authorization: \`Bearer \${token}\` },
+  });
   const { data, error } = await client.POST('/api/v1/agents', {
     body: { name: 'Helper', systemPrompt: 'Be brief.' },
   });
@@ -63,10 +63,10 @@ export async function createAgent(): Promise<string> {
   -d '{"message":"Hello","stream":true}'`,
         typescript: `import { createParser } from 'eventsource-parser';
 
-export async function executeStreaming(agentId: string, message: string): Promise<string> {
+export async function executeStreaming(token: string, agentId: string, message: string): Promise<string> {
   const res = await fetch(\`${base}/api/v1/agents/\${agentId}/execute\`, {
     method: 'POST',
-    headers: { Authorization: \`Bearer \${process.env.TOKEN}\`, 'Content-Type': 'application/json' },
+    headers: { Authorization: \`Bearer \${token}\`, 'Content-Type': 'application/json' },
     body: JSON.stringify({ message, stream: true }),
   });
   let text = '';
@@ -94,11 +94,11 @@ export async function executeStreaming(agentId: string, message: string): Promis
 curl -s -X POST ${base}/api/chats/$CHAT_ID/messages -H "Authorization: Bearer $SERVICE_TOKEN" \\
   -H 'Content-Type: application/json' -d '{"message":"Summarise the open tasks"}'
 curl -N ${base}/api/chats/$CHAT_ID/events -H "Authorization: Bearer $SERVICE_TOKEN"`,
-        typescript: `export async function sendChatMessage(chatId: string, message: string): Promise<unknown> {
+        typescript: `export async function sendChatMessage(serviceToken: string, chatId: string, message: string): Promise<unknown> {
   const res = await fetch(\`${base}/api/chats/\${chatId}/messages\`, {
     method: 'POST',
     headers: {
-      Authorization: \`Bearer \${process.env.SERVICE_TOKEN}\`,
+      Authorization: \`Bearer \${serviceToken}\`,
       'Content-Type': 'application/json',
       'Idempotency-Key': crypto.randomUUID(),
     },
