@@ -13,6 +13,7 @@ import { bundleWorkflowsTo } from '../lib/workflowBundle';
 import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic';
 import { freePort, provisionServers, type Provisioned } from '../servers';
 import { projectRoot } from '../servers/paths';
+import { cpuSecondsOf } from '../lib/proc';
 import { supervise, spawnUnit, type Supervisor, type Unit } from '../lib/supervisor';
 
 /** The database every process of the run uses. */
@@ -252,4 +253,26 @@ export async function startStack(say: (line: string) => void, extraEnv: Record<s
     await stop();
     throw err;
   }
+}
+
+/**
+ * CPU seconds (user + system, each process with its children) used so far by every process of the run: the api,
+ * the worker, each server, and this process itself (the benchmark's client side) under `self`.
+ * @param stack the running system.
+ * @param self the name this process's own time is reported under.
+ * @returns seconds per process name.
+ */
+export function cpuSecondsByProcess(stack: Stack, self: string): Record<string, number> {
+  const own = process.cpuUsage();
+  const pids: Record<string, number | undefined> = {
+    api: stack.api.child.pid,
+    worker: stack.worker.child.pid,
+    ...stack.serverPids,
+  };
+  const out: Record<string, number> = { [self]: (own.user + own.system) / 1e6 };
+  for (const [name, pid] of Object.entries(pids)) {
+    const s = cpuSecondsOf(pid);
+    if (s !== undefined) out[name] = s;
+  }
+  return out;
 }

@@ -20,9 +20,8 @@ import { connectMongo, disconnectMongo } from '../../lib/mongo';
 import { createTemporal } from '../../lib/temporal';
 import { WebhookDelivery } from '../../models';
 import { startWebhookReceiver } from '../fakes/webhookReceiver';
-import { cpuSecondsOf } from '../lib/proc';
 import { projectRoot } from '../servers/paths';
-import { BENCH_DB, startStack, type Stack } from './stack';
+import { BENCH_DB, cpuSecondsByProcess, startStack, type Stack } from './stack';
 
 const EVENTS = Number(process.env.WEBHOOK_BENCH_EVENTS ?? 1000);
 /** Events being recorded at once (each: an outbox write, the event insert, the workflow start). */
@@ -46,26 +45,6 @@ function gitCommit(): string {
   } catch {
     return 'unknown';
   }
-}
-
-/**
- * CPU seconds used so far by each process of the run (this one records the events and runs the receiver).
- * @param stack the running system.
- * @returns seconds per process name.
- */
-function cpuNow(stack: Stack): Record<string, number> {
-  const own = process.cpuUsage();
-  const pids: Record<string, number | undefined> = {
-    api: stack.api.child.pid,
-    worker: stack.worker.child.pid,
-    ...stack.serverPids,
-  };
-  const out: Record<string, number> = { 'bench (recorder + receiver)': (own.user + own.system) / 1e6 };
-  for (const [name, pid] of Object.entries(pids)) {
-    const s = cpuSecondsOf(pid);
-    if (s !== undefined) out[name] = s;
-  }
-  return out;
 }
 
 async function run(stack: Stack, receiver: Awaited<ReturnType<typeof startWebhookReceiver>>) {
@@ -97,7 +76,7 @@ async function run(stack: Stack, receiver: Awaited<ReturnType<typeof startWebhoo
     receiver.received.length = 0;
 
     say(`burst: ${EVENTS} events for one organization, ${EMIT_CONCURRENCY} recorded at once`);
-    const cpuBefore = cpuNow(stack);
+    const cpuBefore = cpuSecondsByProcess(stack, 'bench (recorder + receiver)');
     const started = performance.now();
     let next = 0;
     let emitted = 0;
@@ -122,7 +101,7 @@ async function run(stack: Stack, receiver: Awaited<ReturnType<typeof startWebhoo
       await new Promise((r) => setTimeout(r, 20));
     }
     const deliveredS = (performance.now() - started) / 1000;
-    const cpuAfter = cpuNow(stack);
+    const cpuAfter = cpuSecondsByProcess(stack, 'bench (recorder + receiver)');
     const arrivedDistinct = new Set(receiver.received.map((r) => r.headers['service-event-id'])).size;
     await new Promise((r) => setTimeout(r, SETTLE_MS));
     const ids = receiver.received.map((r) => r.headers['service-event-id']);

@@ -4,13 +4,13 @@
  * recorded with its raw body, and a per-event plan of answers (e.g. 503, 503, 200; a large or endless body; no
  * answer at all) so tests drive retries, timeouts and the read cap.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { loopbackCertificate } from './certificate';
 
 export interface ReceivedDelivery {
   headers: Record<string, string>;
@@ -73,32 +73,10 @@ function writeBytes(res: ServerResponse, total: number): void {
 /** @returns a started receiver on 127.0.0.1 with a fresh self-signed certificate for 127.0.0.1 and localhost. */
 export async function startWebhookReceiver(): Promise<WebhookReceiver> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'webhook-receiver-'));
-  const keyFile = path.join(dir, 'key.pem');
-  const caFile = path.join(dir, 'cert.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      keyFile,
-      '-out',
-      caFile,
-      '-days',
-      '1',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1,DNS:localhost',
-    ],
-    { stdio: 'ignore' }
-  );
+  const { certFile: caFile, key, cert } = loopbackCertificate(dir);
   const received: ReceivedDelivery[] = [];
   const plans = new Map<string, Planned[]>();
-  const server = https.createServer({ key: readFileSync(keyFile), cert: readFileSync(caFile) }, (req, res) => {
+  const server = https.createServer({ key, cert }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {

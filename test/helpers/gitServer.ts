@@ -10,6 +10,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { loopbackCertificate } from '../../scripts/fakes/certificate';
 
 export interface GitServer {
   /** `https://localhost:<port>/<name>.git` */
@@ -54,29 +55,7 @@ export async function startGitServer(options: { token?: string; packDelayMs?: nu
   git(root, 'clone', '--quiet', '--bare', work, path.join(root, 'project.git'));
   const commits = git(work, 'log', '--format=%H').split('\n');
 
-  const key = path.join(root, 'key.pem');
-  const cert = path.join(root, 'cert.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-days',
-      '1',
-      '-subj',
-      '/CN=localhost',
-      '-addext',
-      'subjectAltName=DNS:localhost,IP:127.0.0.1',
-    ],
-    { stdio: 'ignore' }
-  );
+  const certificate = loopbackCertificate(root);
 
   const authorizations: (string | undefined)[] = [];
   const children = new Set<ReturnType<typeof spawn>>();
@@ -87,77 +66,74 @@ export async function startGitServer(options: { token?: string; packDelayMs?: nu
     ? `Basic ${Buffer.from(`x-access-token:${options.token}`).toString('base64')}`
     : undefined;
 
-  const server = https.createServer(
-    { key: execFileSync('cat', [key]), cert: execFileSync('cat', [cert]) },
-    (req, res) => {
-      void (async () => {
-        const url = new URL(req.url ?? '/', 'https://localhost');
-        authorizations.push(req.headers.authorization);
-        if (expected && req.headers.authorization !== expected) {
-          res.writeHead(401, { 'www-authenticate': 'Basic realm="git"' });
-          res.end();
+  const server = https.createServer({ key: certificate.key, cert: certificate.cert }, (req, res) => {
+    void (async () => {
+      const url = new URL(req.url ?? '/', 'https://localhost');
+      authorizations.push(req.headers.authorization);
+      if (expected && req.headers.authorization !== expected) {
+        res.writeHead(401, { 'www-authenticate': 'Basic realm="git"' });
+        res.end();
+        return;
+      }
+      const isPack = req.method === 'POST' && url.pathname.endsWith('/git-upload-pack');
+      if (isPack) {
+        packRequests += 1;
+        onPack();
+        if (packRequests === 1 && options.packDelayMs) await new Promise((r) => setTimeout(r, options.packDelayMs));
+      }
+      const cgi = spawn('git', ['http-backend'], {
+        env: {
+          PATH: process.env.PATH,
+          GIT_PROJECT_ROOT: root,
+          GIT_HTTP_EXPORT_ALL: '1',
+          PATH_INFO: url.pathname,
+          QUERY_STRING: url.search.slice(1),
+          REQUEST_METHOD: req.method ?? 'GET',
+          CONTENT_TYPE: req.headers['content-type'] ?? '',
+          HTTP_CONTENT_ENCODING: req.headers['content-encoding'] ?? '',
+          HTTP_GIT_PROTOCOL: String(req.headers['git-protocol'] ?? ''),
+          REMOTE_ADDR: '127.0.0.1',
+        },
+      });
+      children.add(cgi);
+      cgi.on('close', () => children.delete(cgi));
+      // A client that went away (its git killed) leaves nothing behind.
+      res.on('close', () => {
+        if (!res.writableFinished) cgi.kill('SIGKILL');
+      });
+      cgi.stdin.on('error', () => undefined);
+      req.pipe(cgi.stdin);
+      let head = Buffer.alloc(0);
+      let headersDone = false;
+      cgi.stdout.on('data', (chunk: Buffer) => {
+        if (headersDone) {
+          res.write(chunk);
           return;
         }
-        const isPack = req.method === 'POST' && url.pathname.endsWith('/git-upload-pack');
-        if (isPack) {
-          packRequests += 1;
-          onPack();
-          if (packRequests === 1 && options.packDelayMs) await new Promise((r) => setTimeout(r, options.packDelayMs));
+        head = Buffer.concat([head, chunk]);
+        const end = head.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        headersDone = true;
+        let status = 200;
+        const headers: Record<string, string> = {};
+        for (const line of head.subarray(0, end).toString('utf8').split('\r\n')) {
+          const i = line.indexOf(':');
+          const name = line.slice(0, i).trim();
+          const value = line.slice(i + 1).trim();
+          if (name.toLowerCase() === 'status') status = Number(value.split(' ')[0]);
+          else headers[name] = value;
         }
-        const cgi = spawn('git', ['http-backend'], {
-          env: {
-            PATH: process.env.PATH,
-            GIT_PROJECT_ROOT: root,
-            GIT_HTTP_EXPORT_ALL: '1',
-            PATH_INFO: url.pathname,
-            QUERY_STRING: url.search.slice(1),
-            REQUEST_METHOD: req.method ?? 'GET',
-            CONTENT_TYPE: req.headers['content-type'] ?? '',
-            HTTP_CONTENT_ENCODING: req.headers['content-encoding'] ?? '',
-            HTTP_GIT_PROTOCOL: String(req.headers['git-protocol'] ?? ''),
-            REMOTE_ADDR: '127.0.0.1',
-          },
-        });
-        children.add(cgi);
-        cgi.on('close', () => children.delete(cgi));
-        // A client that went away (its git killed) leaves nothing behind.
-        res.on('close', () => {
-          if (!res.writableFinished) cgi.kill('SIGKILL');
-        });
-        cgi.stdin.on('error', () => undefined);
-        req.pipe(cgi.stdin);
-        let head = Buffer.alloc(0);
-        let headersDone = false;
-        cgi.stdout.on('data', (chunk: Buffer) => {
-          if (headersDone) {
-            res.write(chunk);
-            return;
-          }
-          head = Buffer.concat([head, chunk]);
-          const end = head.indexOf('\r\n\r\n');
-          if (end < 0) return;
-          headersDone = true;
-          let status = 200;
-          const headers: Record<string, string> = {};
-          for (const line of head.subarray(0, end).toString('utf8').split('\r\n')) {
-            const i = line.indexOf(':');
-            const name = line.slice(0, i).trim();
-            const value = line.slice(i + 1).trim();
-            if (name.toLowerCase() === 'status') status = Number(value.split(' ')[0]);
-            else headers[name] = value;
-          }
-          res.writeHead(status, headers);
-          res.write(head.subarray(end + 4));
-        });
-        cgi.on('close', () => res.end());
-      })();
-    }
-  );
+        res.writeHead(status, headers);
+        res.write(head.subarray(end + 4));
+      });
+      cgi.on('close', () => res.end());
+    })();
+  });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   const { port } = server.address() as AddressInfo;
   return {
     url: `https://localhost:${port}/project.git`,
-    caFile: cert,
+    caFile: certificate.certFile,
     commits,
     authorizations,
     packRequested,
