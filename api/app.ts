@@ -9,6 +9,7 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import type { Config } from '../lib/config';
 import type { EventTailer } from '../lib/eventLog';
+import { configureCaches } from '../lib/sharedCache';
 import type { Logger } from '../lib/logger';
 import type { TemporalDeps } from '../lib/temporal';
 import { buildInfo } from '../lib/version';
@@ -84,6 +85,7 @@ function rawBodyMatcher(groups: RouteGroup[]): (ctx: AppContext) => boolean {
  */
 export function createApp(deps: AppDeps): Koa<AppState> {
   installWebhookDispatcher(deps.temporal, deps.logger);
+  configureCaches(deps.config.cacheTtlMs);
   // The contract routes serve the document that describes them too: it is read at request time.
   const holder: { contract?: Contract } = {};
   const groups = routeGroups(deps, () => holder.contract!);

@@ -9,7 +9,7 @@
 import type { AuthContext } from './tokens';
 import { ConflictError, ForbiddenError, NotFoundError } from '../lib/errors';
 import { Agent, type AgentDoc, type AgentInstallState } from '../models';
-import { createAgent, findOrganizationAgent } from './agents';
+import { agentsChanged, createAgent, findOrganizationAgent } from './agents';
 
 /** A library agent as shipped. */
 export interface LibraryAgent {
@@ -126,6 +126,7 @@ export async function setInstallState(
     await Agent.updateOne(filter, {
       $set: { archived: true, archivedAt: new Date(), installState: 'uninstalled' },
     });
+    await agentsChanged(auth.organizationId);
     return { agent, agentId: id, installState: 'uninstalled' };
   }
   const installed = {
@@ -148,6 +149,7 @@ export async function setInstallState(
       await Agent.updateOne(filter, { $set: installed });
     }
   }
+  await agentsChanged(auth.organizationId);
   return { agent, agentId: id, installState: 'installed' };
 }
 
@@ -171,4 +173,5 @@ export async function deletePrivateAgent(auth: AuthContext, id: string): Promise
     { $set: { archived: true, archivedAt: new Date() } }
   );
   if (res.matchedCount === 0) throw new NotFoundError('Agent not found');
+  await agentsChanged(auth.organizationId);
 }

@@ -9,6 +9,7 @@
  */
 import mongoose from 'mongoose';
 import type { AuthContext } from './tokens';
+import { invalidate, SharedCache } from '../lib/sharedCache';
 import { ForbiddenError, NotFoundError } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { paginate } from '../lib/pagination';
@@ -135,9 +136,11 @@ export async function createAgent(
       spaceId: space._id,
       agentId,
     });
+    await agentsChanged(auth.organizationId);
     return agent.toObject() as AgentDoc;
   } catch (err) {
     await Chat.deleteOne({ _id: chat._id, organizationId: auth.organizationId });
+    await agentsChanged(auth.organizationId); // the agent may have been written before the failure
     throw err;
   }
 }
@@ -151,12 +154,28 @@ export async function listAgents(
   auth: AuthContext,
   page: { limit: number; cursor?: string }
 ): Promise<{ items: AgentDoc[]; total: number; nextCursor: string | null }> {
-  const filter = listableAgentsFilter(auth);
-  const [{ items, nextCursor }, total] = await Promise.all([
-    paginate<AgentDoc>(Agent, filter, page),
-    Agent.countDocuments(filter),
-  ]);
-  return { items, total, nextCursor };
+  const key = `${auth.organizationId}|${auth.userId}|${page.limit}|${page.cursor ?? ''}`;
+  const listed = await listCache.get(key, async () => {
+    const filter = listableAgentsFilter(auth);
+    const [{ items, nextCursor }, total] = await Promise.all([
+      paginate<AgentDoc>(Agent, filter, page),
+      Agent.countDocuments(filter),
+    ]);
+    return { value: { items, total, nextCursor }, group: auth.organizationId };
+  });
+  return listed!;
+}
+
+/** Pages of agent lists: kept per api process for CACHE_TTL_MS, cleared by every agent write (lib/sharedCache.ts). */
+const AGENT_LISTS = 'agent-lists';
+const listCache = new SharedCache<{ items: AgentDoc[]; total: number; nextCursor: string | null }>(AGENT_LISTS);
+
+/**
+ * Tells every api process that an organization's agents changed (call after the write): its cached list pages go.
+ * @param organizationId the organization.
+ */
+export function agentsChanged(organizationId: string): Promise<void> {
+  return invalidate(AGENT_LISTS, organizationId);
 }
 
 /**
@@ -177,6 +196,7 @@ export async function updateAgent(
     { $set: changes }
   );
   if (res.matchedCount === 0) throw new NotFoundError(NOT_FOUND);
+  await agentsChanged(auth.organizationId);
 }
 
 /**
@@ -191,4 +211,5 @@ export async function archiveAgent(auth: AuthContext, id: string): Promise<void>
     { $set: { archived: true, archivedAt: new Date() } }
   );
   if (res.matchedCount === 0) throw new NotFoundError(NOT_FOUND);
+  await agentsChanged(auth.organizationId);
 }

@@ -4,6 +4,7 @@
  */
 import { expiryFields } from '../lib/expiry';
 import { NotFoundError } from '../lib/errors';
+import { authChanged } from './tokens';
 import { Membership, RateWindow, type RateWindowDoc } from '../models';
 
 /** One counted request. */
@@ -98,4 +99,5 @@ export async function countRequest(identity: string, windowSeconds: number, now 
 export async function setRateLimit(organizationId: string, userId: string, limit: number | null): Promise<void> {
   const res = await Membership.updateOne({ organizationId, userId }, { $set: { rateLimit: limit } });
   if (res.matchedCount === 0) throw new NotFoundError('User is not a member of this organization');
+  await authChanged(organizationId);
 }

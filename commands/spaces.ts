@@ -7,7 +7,7 @@
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import mongoose from 'mongoose';
-import type { AuthContext } from './tokens';
+import { authChanged, type AuthContext } from './tokens';
 import { encryptSecret } from '../lib/crypto';
 import {
   ConflictError,
@@ -128,6 +128,7 @@ export async function selectWorkspace(auth: AuthContext, id: string): Promise<Sp
     { organizationId: auth.organizationId, userId: auth.userId },
     { $set: { activeWorkspaceId: space._id } }
   );
+  await authChanged(auth.organizationId);
   return space;
 }
 

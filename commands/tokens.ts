@@ -3,6 +3,7 @@
  */
 import { generateToken, sha256Hex, TOKEN_PREFIX, type TokenKind } from '../lib/crypto';
 import { NotFoundError, ValidationError } from '../lib/errors';
+import { invalidate, SharedCache } from '../lib/sharedCache';
 import { ApiToken, Membership, SCOPES, type ApiTokenDoc, type Scope } from '../models';
 
 /** Who is calling: set on ctx.state.auth by the auth middleware. */
@@ -61,31 +62,55 @@ export async function createToken(input: CreateTokenInput): Promise<{ token: str
   return { token, record: record.toObject() as ApiTokenDoc };
 }
 
+/** What a token hash resolves to: kept per api process for CACHE_TTL_MS, cleared by every change (lib/sharedCache.ts). */
+interface ResolvedToken {
+  record: ApiTokenDoc;
+  /** Null when the token's user is no longer a member of its organization. */
+  auth: AuthContext | null;
+}
+const AUTH_CACHE = 'auth';
+const tokenCache = new SharedCache<ResolvedToken>(AUTH_CACHE);
+
 /**
- * Resolves a presented clear token.
+ * Tells every api process that an organization's tokens or memberships changed (call after the write).
+ * @param organizationId the organization.
+ */
+export function authChanged(organizationId: string): Promise<void> {
+  return invalidate(AUTH_CACHE, organizationId);
+}
+
+/**
+ * Resolves a presented clear token. The token and its membership are read once per CACHE_TTL_MS per api process;
+ * revocation, a membership's rate limit or workspace change clear them at once (authChanged).
  * @param token the bearer token.
  * @param kind which kind the surface accepts.
  * @returns the caller, or the reason for refusal.
  */
 export async function resolveToken(token: string, kind: TokenKind): Promise<AuthContext | TokenRefusal> {
   if (token.length > 200) return 'invalid';
-  const record = await ApiToken.findOne({ hash: sha256Hex(token) }).lean<ApiTokenDoc>();
-  if (!record || record.kind !== kind || record.revokedAt) return 'invalid';
+  const hash = sha256Hex(token);
+  const resolved = await tokenCache.get(hash, async () => {
+    const record = await ApiToken.findOne({ hash }).lean<ApiTokenDoc>();
+    if (!record) return undefined;
+    const auth = record.revokedAt
+      ? null
+      : await memberContext(record.organizationId, record.userId, record._id, record.scopes, record.kind as TokenKind);
+    if (auth) touchLastUsed(record);
+    // A refusal is not kept: what refused it may be fixed by a write this process never hears of.
+    return { value: { record, auth }, group: record.organizationId, keep: auth !== null };
+  });
+  if (!resolved) return 'invalid';
+  const { record, auth } = resolved;
+  if (record.kind !== kind || record.revokedAt) return 'invalid';
   if (record.expiresAt && record.expiresAt.getTime() <= Date.now()) return 'expired';
-  const auth = await memberContext(
-    record.organizationId,
-    record.userId,
-    record._id,
-    record.scopes,
-    record.kind as TokenKind
-  );
-  if (!auth) return 'invalid';
+  return auth ? { ...auth } : 'invalid';
+}
+
+/** Best effort, at most once per LAST_USED_RESOLUTION_MS: a failed bookkeeping write must not fail the request. */
+function touchLastUsed(record: ApiTokenDoc): void {
   const now = Date.now();
-  if (!record.lastUsedAt || now - record.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
-    // Best effort: a failed bookkeeping write must not fail the request.
+  if (!record.lastUsedAt || now - record.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS)
     ApiToken.updateOne({ _id: record._id }, { $set: { lastUsedAt: new Date(now) } }).catch(() => undefined);
-  }
-  return auth;
 }
 
 /**
@@ -139,6 +164,7 @@ export async function revokeToken(
   if (!found) throw new NotFoundError('Token not found');
   if (!found.revokedAt)
     await ApiToken.updateOne({ _id: found._id, organizationId }, { $set: { revokedAt: new Date() } });
+  await authChanged(organizationId);
 }
 
 /**

@@ -79,6 +79,12 @@ export interface Config {
    * most this; lib/wakeups.ts). @default 1000
    */
   eventPollMs: number;
+  /**
+   * Longest an api process keeps a cached token, membership or agent list (lib/sharedCache.ts): the longest a change
+   * made outside the service, or a lost invalidation, goes unseen by another process; 0 turns the caches off.
+   * @default 1000
+   */
+  cacheTtlMs: number;
   /** Interval of the `: heartbeat` comment on every open event stream (SSE_HEARTBEAT_MS). @default 15000 */
   sseHeartbeatMs: number;
   /** Address other processes send this api's stream wake-ups to. @default HOST (the host name when HOST is a wildcard) */
@@ -244,6 +250,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     },
     validateResponses: bool('VALIDATE_RESPONSES', false),
     eventPollMs: int('EVENT_POLL_MS', 1000, 10, 60_000),
+    cacheTtlMs: int('CACHE_TTL_MS', 1000, 0, 60_000),
     sseHeartbeatMs: int('SSE_HEARTBEAT_MS', 15_000, 50, 600_000),
     gitCommit: nonEmpty(env, 'GIT_COMMIT'),
     workflowBundlePath: nonEmpty(env, 'WORKFLOW_BUNDLE'),

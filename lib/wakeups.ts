@@ -10,6 +10,9 @@
  * - A wake-up carries stream ids and the highest seq written to each, never events: readers always read the log
  *   (by id, gap-free), so a lost, late, duplicated or forged datagram costs at most a read. A lost one is covered by the reader's fallback poll (EVENT_POLL_MS).
  *
+ * - A datagram may also carry cache invalidations (`c`: `<cache>:<group>` names, lib/sharedCache.ts), which the
+ *   receiving process hands to its {@link onInvalidation} handlers: a forged one costs at most a read too.
+ *
  * It works the same on MongoDB and on the embedded database, needs no replica set, and costs one datagram per api
  * process per batch of appends, whatever the number of connected clients.
  */
@@ -52,6 +55,9 @@ interface Target {
 class WakeupSender {
   /** Streams to wake, each with the highest seq written since the last send. */
   private pending = new Map<string, number>();
+  /** Cache invalidations to send, and who waits for them to be sent. */
+  private invalidations = new Set<string>();
+  private sentWaiters: (() => void)[] = [];
   private scheduled = false;
   private readonly sockets = new Map<'udp4' | 'udp6', dgram.Socket>();
   private targets: Target[] = [];
@@ -60,6 +66,18 @@ class WakeupSender {
 
   wake(streamId: string, seq: number): void {
     this.pending.set(streamId, Math.max(seq, this.pending.get(streamId) ?? 0));
+    this.schedule();
+  }
+
+  invalidate(messages: readonly string[]): Promise<void> {
+    for (const m of messages) this.invalidations.add(m);
+    return new Promise<void>((resolve) => {
+      this.sentWaiters.push(resolve);
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
     if (this.scheduled) return;
     this.scheduled = true;
     setImmediate(() => void this.flush());
@@ -67,26 +85,49 @@ class WakeupSender {
 
   private async flush(): Promise<void> {
     this.scheduled = false;
+    const waiters = this.sentWaiters;
+    this.sentWaiters = [];
+    try {
+      await this.send();
+    } finally {
+      for (const resolve of waiters) resolve();
+    }
+  }
+
+  private async send(): Promise<void> {
     const woken = [...this.pending];
     this.pending.clear();
     const ids = woken.map(([id]) => id);
     const seqs = woken.map(([, seq]) => seq);
-    if (ids.length === 0) return;
+    const invalidations = [...this.invalidations];
+    this.invalidations.clear();
+    if (ids.length === 0 && invalidations.length === 0) return;
     try {
       if (Date.now() - this.targetsAt > TARGETS_TTL_MS) {
         // The first send waits for the list; later ones use the current list while it is refreshed.
         const refresh = (this.refreshing ??= this.refresh().finally(() => (this.refreshing = undefined)));
         if (this.targetsAt === 0) await refresh;
+        else refresh.catch(() => undefined); // the current list is used; a failed refresh is retried next time
       }
     } catch {
       return; // no list (database unreachable): readers fall back to polling
     }
+    const payloads: Buffer[] = [];
     for (let i = 0; i < ids.length; i += IDS_PER_DATAGRAM) {
-      const payload = Buffer.from(
-        JSON.stringify({ s: ids.slice(i, i + IDS_PER_DATAGRAM), q: seqs.slice(i, i + IDS_PER_DATAGRAM) })
+      payloads.push(
+        Buffer.from(JSON.stringify({ s: ids.slice(i, i + IDS_PER_DATAGRAM), q: seqs.slice(i, i + IDS_PER_DATAGRAM) }))
       );
-      for (const t of this.targets) this.socketFor(t.host).send(payload, t.port, t.host, () => undefined);
     }
+    for (let i = 0; i < invalidations.length; i += IDS_PER_DATAGRAM)
+      payloads.push(Buffer.from(JSON.stringify({ s: [], c: invalidations.slice(i, i + IDS_PER_DATAGRAM) })));
+    // Resolves once every datagram is handed to the network (so a short-lived process, the admin CLI, can wait).
+    await Promise.all(
+      payloads.flatMap((payload) =>
+        this.targets.map(
+          (t) => new Promise<void>((resolve) => this.socketFor(t.host).send(payload, t.port, t.host, () => resolve()))
+        )
+      )
+    );
   }
 
   private socketFor(host: string): dgram.Socket {
@@ -121,6 +162,23 @@ class WakeupSender {
 }
 
 const sender = new WakeupSender();
+const invalidationHandlers: ((message: string) => void)[] = [];
+
+/**
+ * Sends cache invalidations to every api process (lib/sharedCache.ts `invalidate` is the caller).
+ * @param messages `<cache>:<group>` names.
+ * @returns resolves once they are sent, or once sending is given up (database unreachable); never rejects.
+ */
+export function broadcastInvalidations(messages: readonly string[]): Promise<void> {
+  return sender.invalidate(messages);
+}
+
+/**
+ * @param handler called with each cache invalidation this process receives.
+ */
+export function onInvalidation(handler: (message: string) => void): void {
+  invalidationHandlers.push(handler);
+}
 
 /**
  * Tells every api process that a stream has new events up to `seq` (call after its head moved), so a reader fetches
@@ -213,7 +271,11 @@ export class WakeupReceiver {
   private receive(msg: Buffer): void {
     if (msg.length > MAX_DATAGRAM) return;
     try {
-      const parsed = JSON.parse(msg.toString('utf8')) as { s?: unknown; q?: unknown };
+      const parsed = JSON.parse(msg.toString('utf8')) as { s?: unknown; q?: unknown; c?: unknown };
+      if (Array.isArray(parsed.c)) {
+        for (const m of parsed.c)
+          if (typeof m === 'string' && m.length <= 300) for (const handle of invalidationHandlers) handle(m);
+      }
       if (!Array.isArray(parsed.s)) return;
       const seqs = Array.isArray(parsed.q) ? parsed.q : [];
       // A forged or garbled seq costs at most a read: readers deliver only events they read, gap-free.

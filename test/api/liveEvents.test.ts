@@ -2,8 +2,12 @@
  * Live events are pushed, not polled (lib/wakeups.ts): two real api processes whose fallback poll is a minute
  * apart, one worker, one streamed execution. A client on each api receives every event, in order, without gaps,
  * while the reply streams — which only wake-ups can deliver before the fallback poll's first tick.
+ *
+ * The same channel clears the processes' caches (lib/sharedCache.ts), kept here for a minute: a write on one api is
+ * seen at once on the other, which only an invalidation can do.
  */
 import { randomBytes } from 'node:crypto';
+import { createToken } from '../../commands/tokens';
 import { createTemporal } from '../../lib/temporal';
 import { executionWorkflowId } from '../../workflows/ids';
 import { freePort } from '../../scripts/servers/launch';
@@ -33,6 +37,7 @@ beforeAll(async () => {
     ANTHROPIC_BASE_URL: fake.url,
     DEFAULT_MODEL: 'claude-test',
     EVENT_POLL_MS: FALLBACK_POLL_MS,
+    CACHE_TTL_MS: '60000',
   };
   worker = await startTestWorker(testConfig(env));
   const ports = [await freePort(), await freePort()];
@@ -93,4 +98,38 @@ it('a client on each of two api processes receives the same events, in order, wi
   const temporal = createTemporal(testConfig(env));
   await temporal.client.workflow.getHandle(executionWorkflowId(executionId)).result();
   await temporal.connection.close();
+});
+
+it('a write on one api process clears the cached lists and tokens of the other at once', async () => {
+  const org = await buildOrg();
+  const call = (api: number, method: string, path: string, token: string, body?: unknown): Promise<Response> =>
+    fetch(`${apis[api].url}/api/v1${path}`, {
+      method,
+      headers: { authorization: bearer(token), 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  const list = async (api: number): Promise<{ total: number; names: string[] }> => {
+    const res = await call(api, 'GET', '/agents?limit=20', org.apiToken);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { total: number; agents: Array<{ name: string }> };
+    return { total: body.total, names: body.agents.map((a) => a.name) };
+  };
+
+  const before = await list(1); // cached on B for a minute
+  const created = await call(0, 'POST', '/agents', org.apiToken, { name: 'Fresh', systemPrompt: 'x' });
+  expect(created.status).toBe(200);
+  const after = await list(1);
+  expect(after.total).toBe(before.total + 1);
+  expect(after.names[0]).toBe('Fresh');
+
+  const { id } = (await created.json()) as { id: string };
+  expect((await call(1, 'PATCH', `/agents/${id}`, org.apiToken, { name: 'Renamed' })).status).toBe(200);
+  expect((await list(0)).names[0]).toBe('Renamed');
+
+  const { token, record } = await createToken({ organizationId: org.organizationId, userId: org.userId, kind: 'v1' });
+  expect((await call(1, 'GET', '/profile', token)).status).toBe(200); // resolved and cached on B
+  expect((await call(0, 'DELETE', `/keys/${record._id}`, org.apiToken)).status).toBe(200);
+  const refused = await call(1, 'GET', '/profile', token);
+  expect(refused.status).toBe(401);
+  expect(((await refused.json()) as { message: string }).message).toBe('Invalid or expired token');
 });

@@ -1,0 +1,126 @@
+/**
+ * Read-through caches of small, read-mostly records, kept in each api process and invalidated across processes
+ * (docs/decisions.md "Caches of read-mostly records").
+ *
+ * - A value is read from the database on a miss and kept for at most `ttlMs` (config `CACHE_TTL_MS`).
+ * - Every write the service makes to what a cache holds calls {@link invalidate}: the process clears the group at
+ *   once (a client reads its own writes) and tells every other api process through the wake-up channel
+ *   (lib/wakeups.ts), which clears it there too. A lost datagram, or a change made to the database directly, is seen
+ *   within `ttlMs`.
+ * - A read that started before an invalidation of its cache does not store what it read, so a slow read cannot put a
+ *   value back that an invalidation removed meanwhile.
+ * - Nothing negative is kept: a miss that finds nothing reads the database again next time.
+ *
+ * Entries belong to a group (an organization), which is what an invalidation names.
+ */
+import { broadcastInvalidations, onInvalidation } from './wakeups';
+
+/** Default for {@link configureCaches}: also the value tests get. */
+const DEFAULT_TTL_MS = 1000;
+/** Entries per cache; the oldest insertion goes first. */
+const MAX_ENTRIES = 10_000;
+
+interface Entry<V> {
+  value: V;
+  group: string;
+  expiresAt: number;
+}
+
+const caches = new Map<string, SharedCache<unknown>>();
+let ttlMs = DEFAULT_TTL_MS;
+
+/** A named cache of one kind of record, keyed by a string, grouped by organization. */
+export class SharedCache<V> {
+  private readonly entries = new Map<string, Entry<V>>();
+  private readonly groups = new Map<string, Set<string>>();
+  /** Bumped by every invalidation: a read that started under another generation does not store its value. */
+  private generation = 0;
+
+  /** @param name the cache's name in invalidation messages (unique per process). */
+  constructor(readonly name: string) {
+    if (name.includes(':')) throw new Error(`cache name must not contain ':' (${name})`);
+    caches.set(name, this as SharedCache<unknown>);
+  }
+
+  /**
+   * @param key the record's key.
+   * @param load reads the record: its value and its group (kept unless `keep` is false), or undefined when there is
+   *   none (not kept).
+   * @returns the cached or loaded value, or undefined.
+   */
+  async get(
+    key: string,
+    load: () => Promise<{ value: V; group: string; keep?: boolean } | undefined>
+  ): Promise<V | undefined> {
+    const now = Date.now();
+    const hit = this.entries.get(key);
+    if (hit && hit.expiresAt > now) return hit.value;
+    if (hit) this.drop(key, hit.group);
+    const generation = this.generation;
+    const loaded = await load();
+    if (loaded === undefined) return undefined;
+    if (loaded.keep !== false && generation === this.generation && ttlMs > 0)
+      this.put(key, loaded.value, loaded.group, Date.now() + ttlMs);
+    return loaded.value;
+  }
+
+  /** Removes a group's entries in this process only (see {@link invalidate} for a write's invalidation). */
+  clearLocal(group: string): void {
+    this.generation++;
+    const keys = this.groups.get(group);
+    if (!keys) return;
+    for (const key of keys) this.entries.delete(key);
+    this.groups.delete(group);
+  }
+
+  private put(key: string, value: V, group: string, expiresAt: number): void {
+    const old = this.entries.get(key);
+    if (old) this.drop(key, old.group);
+    if (this.entries.size >= MAX_ENTRIES) {
+      const [oldestKey, oldest] = this.entries.entries().next().value as [string, Entry<V>];
+      this.drop(oldestKey, oldest.group);
+    }
+    this.entries.set(key, { value, group, expiresAt });
+    let keys = this.groups.get(group);
+    if (!keys) this.groups.set(group, (keys = new Set()));
+    keys.add(key);
+  }
+
+  private drop(key: string, group: string): void {
+    this.entries.delete(key);
+    const keys = this.groups.get(group);
+    keys?.delete(key);
+    if (keys?.size === 0) this.groups.delete(group);
+  }
+}
+
+/**
+ * Sets how long an entry lives (CACHE_TTL_MS); 0 turns every cache off.
+ * @param ms milliseconds.
+ */
+export function configureCaches(ms: number): void {
+  ttlMs = ms;
+}
+
+/**
+ * Clears a group of a cache here and in every other api process. Call it after the write that changed what the cache
+ * holds; it resolves once the messages are sent (never rejects: a lost message is covered by the entries' lifetime).
+ * @param name the cache.
+ * @param group the group (organization) whose entries changed.
+ */
+export async function invalidate(name: string, group: string): Promise<void> {
+  clearLocally(`${name}:${group}`);
+  await broadcastInvalidations([`${name}:${group}`]);
+}
+
+/**
+ * Applies an invalidation message (`<cache>:<group>`), made here or received from another process; unknown names
+ * are ignored, so a forged message costs at most a read.
+ * @param message the message.
+ */
+function clearLocally(message: string): void {
+  const at = message.indexOf(':');
+  if (at <= 0) return;
+  caches.get(message.slice(0, at))?.clearLocal(message.slice(at + 1));
+}
+onInvalidation(clearLocally);
