@@ -14,7 +14,7 @@ import { ForbiddenError, NotFoundError } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { paginate } from '../lib/pagination';
 import { Agent, Chat, SpaceAgent, spaceAgentId, type AgentDoc, type AgentVisibility } from '../models';
-import { ensureDefaultSpace } from './spaces';
+import { defaultSpaceId } from './spaces';
 
 const NOT_FOUND = 'Agent not found';
 
@@ -31,6 +31,24 @@ export interface AgentInput {
   skillIds?: string[];
   advanced_tools?: string[];
   tags?: string[];
+}
+
+/**
+ * Agents by id and pages of agent lists: kept per api process for CACHE_TTL_MS, cleared by every agent write of
+ * their organization (lib/sharedCache.ts).
+ */
+const AGENTS = 'agents';
+const AGENT_LISTS = 'agent-lists';
+const agentCache = new SharedCache<AgentDoc>(AGENTS);
+const listCache = new SharedCache<{ items: AgentDoc[]; total: number; nextCursor: string | null }>(AGENT_LISTS);
+
+/**
+ * Tells every api process that an organization's agents changed (call after the write): its cached agents and list
+ * pages go.
+ * @param organizationId the organization.
+ */
+export function agentsChanged(organizationId: string): Promise<void> {
+  return invalidate([AGENTS, AGENT_LISTS], organizationId);
 }
 
 /** Filter of the agents a caller may list: its organization's, minus other users' private ones. */
@@ -55,10 +73,14 @@ function canSee(auth: AuthContext, agent: AgentDoc): boolean {
  * @throws NotFoundError `Agent not found` otherwise (also for archived agents).
  */
 export async function findVisibleAgent(auth: AuthContext, id: string): Promise<AgentDoc> {
-  // By id alone (an index lookup on every server); visibility, tenancy and archiving are checked below.
-  const agent = await Agent.findById(id).lean<AgentDoc>();
+  // By id alone (an index lookup on every server); visibility, tenancy and archiving are checked below. Kept per
+  // api process, grouped by the agent's own organization, whose writes clear it (agentsChanged).
+  const agent = await agentCache.get(id, async () => {
+    const found = await Agent.findById(id).lean<AgentDoc>();
+    return found ? { value: found, group: found.organizationId } : undefined;
+  });
   if (!agent || agent.archived || !canSee(auth, agent)) throw new NotFoundError(NOT_FOUND);
-  return agent;
+  return { ...agent };
 }
 
 /**
@@ -100,11 +122,11 @@ export async function createAgent(
   input: AgentInput,
   library?: { id: string; libraryId: string }
 ): Promise<AgentDoc> {
-  const space = await ensureDefaultSpace(auth);
+  const spaceId = await defaultSpaceId(auth);
   const agentId = library?.id ?? newId('agt');
   const chat = await Chat.create({
     organizationId: auth.organizationId,
-    spaceId: space._id,
+    spaceId,
     agentId,
     ownerId: auth.userId,
     title: input.name,
@@ -126,14 +148,14 @@ export async function createAgent(
       skillIds: input.skillIds ?? [],
       advanced_tools: input.advanced_tools ?? [],
       tags: input.tags ?? [],
-      spaceId: space._id,
+      spaceId,
       chatId: chat._id,
       ...(library ? { libraryId: library.libraryId, installState: 'installed' } : {}),
     });
     await SpaceAgent.create({
-      _id: spaceAgentId(space._id, agentId),
+      _id: spaceAgentId(spaceId, agentId),
       organizationId: auth.organizationId,
-      spaceId: space._id,
+      spaceId,
       agentId,
     });
     await agentsChanged(auth.organizationId);
@@ -164,18 +186,6 @@ export async function listAgents(
     return { value: { items, total, nextCursor }, group: auth.organizationId };
   });
   return listed!;
-}
-
-/** Pages of agent lists: kept per api process for CACHE_TTL_MS, cleared by every agent write (lib/sharedCache.ts). */
-const AGENT_LISTS = 'agent-lists';
-const listCache = new SharedCache<{ items: AgentDoc[]; total: number; nextCursor: string | null }>(AGENT_LISTS);
-
-/**
- * Tells every api process that an organization's agents changed (call after the write): its cached list pages go.
- * @param organizationId the organization.
- */
-export function agentsChanged(organizationId: string): Promise<void> {
-  return invalidate(AGENT_LISTS, organizationId);
 }
 
 /**

@@ -28,7 +28,7 @@ import type { agentExecution, AgentExecutionOutcome } from '../workflows/agentEx
 import { EXECUTION_SHAPE, executionWorkflowId } from '../workflows/ids';
 import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 import { findVisibleAgent } from './agents';
-import { ensureDefaultSpace } from './spaces';
+import { defaultSpaceId } from './spaces';
 import type { AuthContext } from './tokens';
 
 const NOT_FOUND = 'Execution not found';
@@ -51,7 +51,7 @@ export interface ExecutionDeps {
 /**
  * Finds the conversation an execution continues, or opens a new one. A session created here is created already
  * held by the execution (`activeExecutionId`, turn 1), so a new conversation needs no lock round trip.
- * @param defaultSpaceId the default space when the caller already looked it up (a new conversation names none).
+ * @param defaultSpace the default space id when the caller already looked it up (a new conversation names none).
  * @returns the chat and the session, and whether the session still has to be locked.
  */
 async function resolveConversation(
@@ -60,7 +60,7 @@ async function resolveConversation(
   agentName: string,
   executionId: string,
   input: ExecuteInput,
-  defaultSpaceId?: string
+  defaultSpace?: string
 ): Promise<{ chat: ChatDoc; session: SessionDoc; needsLock: boolean }> {
   const org = auth.organizationId;
   const newSession = (chatId: string, sessionId = newId('ses')): Promise<SessionDoc> =>
@@ -105,7 +105,7 @@ async function resolveConversation(
     }
     spaceId = space._id;
   } else {
-    spaceId = defaultSpaceId ?? (await ensureDefaultSpace(auth))._id;
+    spaceId = defaultSpace ?? (await defaultSpaceId(auth));
   }
   // Both ids are made here, so the chat and its session are written together.
   const chatId = newId('chat');
@@ -241,7 +241,7 @@ export async function startExecution(
   const newInDefaultSpace = input.chatId === undefined && input.sessionId === undefined && input.spaceId === undefined;
   const [agent, defaultSpace] = await Promise.all([
     findVisibleAgent(auth, agentId),
-    newInDefaultSpace ? ensureDefaultSpace(auth) : undefined,
+    newInDefaultSpace ? defaultSpaceId(auth) : undefined,
   ]);
   const executionId = newExecutionId();
   const { chat, session, needsLock } = await resolveConversation(
@@ -250,7 +250,7 @@ export async function startExecution(
     agent.name,
     executionId,
     input,
-    defaultSpace?._id
+    defaultSpace
   );
   const busy = (): ConflictError =>
     new ConflictError('Session is busy: an execution is still running in it; wait for it to finish or cancel it');

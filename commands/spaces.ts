@@ -18,6 +18,7 @@ import {
   ValidationError,
 } from '../lib/errors';
 import { paginate } from '../lib/pagination';
+import { invalidate, SharedCache } from '../lib/sharedCache';
 import { spaceDir } from '../lib/workspace';
 import { Chat, Membership, Space, SpaceAgent, type SpaceDoc, type SpaceInitType } from '../models';
 
@@ -68,6 +69,22 @@ export async function ensureDefaultSpace(auth: AuthContext): Promise<SpaceDoc> {
     if (existing && existing.isDefault && !existing.deletedAt) return existing; // made at the same moment
     return create();
   }
+}
+
+/** Default space ids by organization: kept per api process for CACHE_TTL_MS, cleared when a space is deleted. */
+const DEFAULT_SPACES = 'default-space';
+const defaultSpaceIds = new SharedCache<string>(DEFAULT_SPACES);
+
+/**
+ * @param auth the caller.
+ * @returns the id of the organization's default space, made on first use ({@link ensureDefaultSpace}).
+ */
+export async function defaultSpaceId(auth: AuthContext): Promise<string> {
+  const id = await defaultSpaceIds.get(auth.organizationId, async () => ({
+    value: (await ensureDefaultSpace(auth))._id,
+    group: auth.organizationId,
+  }));
+  return id!;
 }
 
 function canSee(auth: AuthContext, space: SpaceDoc): boolean {
@@ -201,6 +218,7 @@ export async function deleteSpace(auth: AuthContext, id: string): Promise<void> 
     { _id: id, organizationId: auth.organizationId },
     { $set: { deletedAt: new Date(), isDefault: false } }
   );
+  await invalidate(DEFAULT_SPACES, auth.organizationId); // it may have been the default space
 }
 
 const STARTER_KIT: Record<string, (name: string) => string> = {

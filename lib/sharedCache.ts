@@ -15,8 +15,6 @@
  */
 import { broadcastInvalidations, onInvalidation } from './wakeups';
 
-/** Default for {@link configureCaches}: also the value tests get. */
-const DEFAULT_TTL_MS = 1000;
 /** Entries per cache; the oldest insertion goes first. */
 const MAX_ENTRIES = 10_000;
 
@@ -27,7 +25,11 @@ interface Entry<V> {
 }
 
 const caches = new Map<string, SharedCache<unknown>>();
-let ttlMs = DEFAULT_TTL_MS;
+/**
+ * Off until {@link configureCaches}: only api processes turn caches on (api/app.ts), because only they receive
+ * invalidations; the worker and the admin CLI always read the database.
+ */
+let ttlMs = 0;
 
 /** A named cache of one kind of record, keyed by a string, grouped by organization. */
 export class SharedCache<V> {
@@ -103,14 +105,15 @@ export function configureCaches(ms: number): void {
 }
 
 /**
- * Clears a group of a cache here and in every other api process. Call it after the write that changed what the cache
- * holds; it resolves once the messages are sent (never rejects: a lost message is covered by the entries' lifetime).
- * @param name the cache.
+ * Clears a group of caches here and in every other api process. Call it after the write that changed what the caches
+ * hold; it resolves once the messages are sent (never rejects: a lost message is covered by the entries' lifetime).
+ * @param names the caches.
  * @param group the group (organization) whose entries changed.
  */
-export async function invalidate(name: string, group: string): Promise<void> {
-  clearLocally(`${name}:${group}`);
-  await broadcastInvalidations([`${name}:${group}`]);
+export async function invalidate(names: string | readonly string[], group: string): Promise<void> {
+  const messages = (typeof names === 'string' ? [names] : names).map((name) => `${name}:${group}`);
+  for (const m of messages) clearLocally(m);
+  await broadcastInvalidations(messages);
 }
 
 /**

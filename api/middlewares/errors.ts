@@ -54,6 +54,11 @@ const GRPC_OUTAGE_CODES = new Set([14, 4]);
  * connect`, `terminating connection`, `connection refused`, `conn closed`).
  */
 const FERRETDB_BACKEND_DOWN = /failed to connect|terminating connection|connection refused|conn closed|unexpected EOF/i;
+/**
+ * Socket errors that the MongoDB driver sometimes passes on unwrapped: a command written to a connection whose server
+ * just went away fails with node's own `This socket has been ended by the other party` (EPIPE) or a reset.
+ */
+const SOCKET_LOST_CODES = new Set(['EPIPE', 'ECONNRESET']);
 
 /**
  * Whether an error means that MongoDB or Temporal is unreachable, looking through `cause` chains (the Temporal
@@ -68,6 +73,7 @@ export function isDependencyOutage(err: unknown): boolean {
     if (e.name === 'MongoServerError' && e.code === 1 && FERRETDB_BACKEND_DOWN.test(String(e.message))) return true;
     if (isGrpcServiceError(e) && GRPC_OUTAGE_CODES.has(e.code)) return true;
     if (e.name === 'TransportError') return true;
+    if (e.name === 'Error' && typeof e.code === 'string' && SOCKET_LOST_CODES.has(e.code)) return true;
   }
   return false;
 }

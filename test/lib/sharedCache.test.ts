@@ -13,7 +13,8 @@ let n = 0;
 const fresh = (): SharedCache<string> => new SharedCache<string>(`test-${++n}`);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-afterEach(() => configureCaches(1000));
+beforeEach(() => configureCaches(1000));
+afterAll(() => configureCaches(0));
 
 function counter(
   value: string,

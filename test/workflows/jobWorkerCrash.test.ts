@@ -15,6 +15,7 @@ import { childTestEnv } from '../helpers/env';
 import { buildOrg } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
 import { spawnScript, type Spawned } from '../helpers/processes';
+import { until } from '../helpers/until';
 
 const db = useTestDatabase();
 let fake: FakeAnthropic;
@@ -29,16 +30,6 @@ afterAll(async () => {
   await t?.close();
   await fake?.close();
 });
-
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out; last value ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 it('a worker killed mid-iteration: the job continues where it was, nothing lost or repeated', async () => {
   const env = {
