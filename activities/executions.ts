@@ -22,9 +22,9 @@ import { FAILURES, rejectedMessage, type FailureCode } from '../workflows/failur
 import { JOB_PROTOCOL_PROMPT } from '../workflows/jobStates';
 import { chatRangeEnd, chatStatusAfter, mirrorEvent, mirrorsToChat, mirrorToChat } from './chatStream';
 import { recordEvent, recordEvents } from '../commands/serviceEvents';
+import { findAgentById } from '../commands/agents';
 import { metaEvent } from '../commands/executions';
 import {
-  Agent,
   Chat,
   chatStatusOf,
   ChatMessage,
@@ -316,7 +316,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     const [, agent, history, existing] = await Promise.all([
       claimed ? announceRunning(exec) : undefined,
       // The system prompt is read now, so an update applies to the next execution.
-      Agent.findById(exec.agentId).select({ systemPrompt: 1 }).lean(),
+      findAgentById(exec.agentId),
       // The first turn of a session has no history.
       exec.turn > 1 ? sessionHistory(exec.sessionId, exec._id) : [],
       // The execution this call claimed has nothing in its stream yet but the api's `meta` event.

@@ -73,14 +73,24 @@ function canSee(auth: AuthContext, agent: AgentDoc): boolean {
  * @throws NotFoundError `Agent not found` otherwise (also for archived agents).
  */
 export async function findVisibleAgent(auth: AuthContext, id: string): Promise<AgentDoc> {
-  // By id alone (an index lookup on every server); visibility, tenancy and archiving are checked below. Kept per
-  // api process, grouped by the agent's own organization, whose writes clear it (agentsChanged).
+  // By id alone (an index lookup on every server); visibility, tenancy and archiving are checked below.
+  const agent = await findAgentById(id);
+  if (!agent || agent.archived || !canSee(auth, agent)) throw new NotFoundError(NOT_FOUND);
+  return agent;
+}
+
+/**
+ * An agent by id, archived or not, with no access check (the worker's read of an execution's agent). Kept per
+ * process, grouped by the agent's own organization, whose writes clear it (agentsChanged).
+ * @param id agent id.
+ * @returns a copy of the agent, or null.
+ */
+export async function findAgentById(id: string): Promise<AgentDoc | null> {
   const agent = await agentCache.get(id, async () => {
     const found = await Agent.findById(id).lean<AgentDoc>();
     return found ? { value: found, group: found.organizationId } : undefined;
   });
-  if (!agent || agent.archived || !canSee(auth, agent)) throw new NotFoundError(NOT_FOUND);
-  return { ...agent };
+  return agent ? { ...agent } : null;
 }
 
 /**

@@ -14,6 +14,7 @@
  */
 import { sha256Hex } from '../lib/crypto';
 import { newId } from '../lib/ids';
+import { invalidate, SharedCache } from '../lib/sharedCache';
 import {
   OUTBOX_QUEUE,
   ServiceEvent,
@@ -134,8 +135,27 @@ export async function recordEvents(
   for (const input of inputs) await recordWith({ ...input, organizationId }, integration);
 }
 
-function integrationOf(organizationId: string): Promise<WebhookIntegrationDoc | null> {
-  return WebhookIntegration.findById(organizationId).lean<WebhookIntegrationDoc>();
+/**
+ * Webhook destinations by organization, none included (most organizations have none): kept per process for
+ * CACHE_TTL_MS, cleared by every change of the destination (integrationChanged).
+ */
+const WEBHOOK_INTEGRATIONS = 'webhook-integration';
+const integrations = new SharedCache<{ doc: WebhookIntegrationDoc | null }>(WEBHOOK_INTEGRATIONS);
+
+async function integrationOf(organizationId: string): Promise<WebhookIntegrationDoc | null> {
+  const found = await integrations.get(organizationId, async () => ({
+    value: { doc: await WebhookIntegration.findById(organizationId).lean<WebhookIntegrationDoc>() },
+    group: organizationId,
+  }));
+  return found!.doc;
+}
+
+/**
+ * Tells every process that an organization's webhook destination changed (call after the write).
+ * @param organizationId the organization.
+ */
+export function integrationChanged(organizationId: string): Promise<void> {
+  return invalidate(WEBHOOK_INTEGRATIONS, organizationId);
 }
 
 async function recordWith(

@@ -28,7 +28,13 @@ import {
 } from '../models';
 import { organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 import { WEBHOOK_POLICY, webhookWorkflowId } from '../workflows/webhookPolicy';
-import { serviceEventBody, setEventDispatcher, type ServiceEventBody, type ServiceEventType } from './serviceEvents';
+import {
+  integrationChanged,
+  serviceEventBody,
+  setEventDispatcher,
+  type ServiceEventBody,
+  type ServiceEventType,
+} from './serviceEvents';
 import type { webhookDelivery } from '../workflows/webhookDelivery';
 import type { webhookTest } from '../workflows/webhookTest';
 
@@ -168,6 +174,7 @@ export async function putIntegration(
         ...fields,
         secrets: [{ sealed: encryptSecret(key, secret), createdAt: new Date(), expiresAt: null }],
       });
+      await integrationChanged(auth.organizationId);
       return { integration: doc.toObject() as WebhookIntegrationDoc, signingSecret: secret, created: true };
     } catch (err) {
       if ((err as { code?: unknown }).code !== 11000) throw err;
@@ -175,6 +182,7 @@ export async function putIntegration(
     }
   }
   await WebhookIntegration.updateOne({ _id: auth.organizationId }, { $set: fields });
+  await integrationChanged(auth.organizationId);
   return { integration: await getIntegration(auth), signingSecret: null, created: false };
 }
 
@@ -208,6 +216,7 @@ export async function rotateSigningSecret(
     });
   const secrets = [{ sealed: encryptSecret(key, secret), createdAt: now, expiresAt: null }, ...kept];
   await WebhookIntegration.updateOne({ _id: auth.organizationId }, { $set: { secrets } });
+  await integrationChanged(auth.organizationId);
   return { integration: await getIntegration(auth), signingSecret: secret };
 }
 

@@ -80,8 +80,9 @@ export interface Config {
    */
   eventPollMs: number;
   /**
-   * Longest an api process keeps a cached token, membership or agent list (lib/sharedCache.ts): the longest a change
-   * made outside the service, or a lost invalidation, goes unseen by another process; 0 turns the caches off.
+   * Longest a process keeps a cached token, agent, agent list page, default space id or webhook destination
+   * (lib/sharedCache.ts): the longest a change made outside the service, or a lost invalidation, goes unseen; 0 turns
+   * the caches off.
    * @default 1000
    */
   cacheTtlMs: number;

@@ -1,10 +1,10 @@
 /**
- * Read-through caches of small, read-mostly records, kept in each api process and invalidated across processes
+ * Read-through caches of small, read-mostly records, kept in each api process and the worker, invalidated across them
  * (docs/decisions.md "Caches of read-mostly records").
  *
  * - A value is read from the database on a miss and kept for at most `ttlMs` (config `CACHE_TTL_MS`).
  * - Every write the service makes to what a cache holds calls {@link invalidate}: the process clears the group at
- *   once (a client reads its own writes) and tells every other api process through the wake-up channel
+ *   once (a client reads its own writes) and tells every other process through the wake-up channel
  *   (lib/wakeups.ts), which clears it there too. A lost datagram, or a change made to the database directly, is seen
  *   within `ttlMs`.
  * - A read that started before an invalidation of its cache does not store what it read, so a slow read cannot put a
@@ -26,8 +26,8 @@ interface Entry<V> {
 
 const caches = new Map<string, SharedCache<unknown>>();
 /**
- * Off until {@link configureCaches}: only api processes turn caches on (api/app.ts), because only they receive
- * invalidations; the worker and the admin CLI always read the database.
+ * Off until {@link configureCaches}: only processes that receive invalidations turn caches on (api/app.ts,
+ * worker/main.ts); the admin CLI always reads the database.
  */
 let ttlMs = 0;
 

@@ -10,6 +10,8 @@ import { HEARTBEAT_THROTTLE } from '../activities/executions';
 import { loadConfigOrExit } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
 import { connectMongo, disconnectMongo } from '../lib/mongo';
+import { configureCaches } from '../lib/sharedCache';
+import { WakeupReceiver } from '../lib/wakeups';
 import '../models';
 import type { StopSignals } from '../lib/signals';
 
@@ -54,6 +56,17 @@ export async function main(stop: StopSignals): Promise<void> {
 
   await connectMongo(config.mongodbUri, { timeoutMs: config.dependencyTimeoutMs });
   installRuntimeLogger(logger);
+  // The worker caches what the api does (lib/sharedCache.ts) only once it receives their invalidations like an api.
+  const invalidations = new WakeupReceiver(
+    () => undefined, // stream wake-ups are for api processes
+    (err) => logger.warn({ err }, 'cannot register for cache invalidations (retried)')
+  );
+  try {
+    await invalidations.start(config.host, config.wakeupHost);
+    configureCaches(config.cacheTtlMs);
+  } catch (err) {
+    logger.warn({ err }, `no cache invalidations on ${config.host}: the worker reads without caches`);
+  }
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   // Events recorded by activities start their webhook deliveries; the sweep starts whatever an outage left behind.
   const temporal = createTemporal(config);
@@ -79,6 +92,7 @@ export async function main(stop: StopSignals): Promise<void> {
     await running;
   }
   stopSweep();
+  await invalidations.stop();
   await temporal.connection.close();
   await connection.close();
   await disconnectMongo();
