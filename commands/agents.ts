@@ -12,6 +12,7 @@ import type { AuthContext } from './tokens';
 import { invalidate, SharedCache } from '../lib/sharedCache';
 import { ForbiddenError, NotFoundError } from '../lib/errors';
 import { newId } from '../lib/ids';
+import { insertDocument } from '../lib/mongo';
 import { paginate } from '../lib/pagination';
 import { Agent, Chat, SpaceAgent, spaceAgentId, type AgentDoc, type AgentVisibility } from '../models';
 import { defaultSpaceId } from './spaces';
@@ -134,7 +135,7 @@ export async function createAgent(
 ): Promise<AgentDoc> {
   const spaceId = await defaultSpaceId(auth);
   const agentId = library?.id ?? newId('agt');
-  const chat = await Chat.create({
+  const chat = await insertDocument(Chat, {
     organizationId: auth.organizationId,
     spaceId,
     agentId,
@@ -142,7 +143,7 @@ export async function createAgent(
     title: input.name,
   });
   try {
-    const agent = await Agent.create({
+    const agent = await insertDocument(Agent, {
       _id: agentId,
       organizationId: auth.organizationId,
       userId: auth.userId,
@@ -162,14 +163,14 @@ export async function createAgent(
       chatId: chat._id,
       ...(library ? { libraryId: library.libraryId, installState: 'installed' } : {}),
     });
-    await SpaceAgent.create({
+    await insertDocument(SpaceAgent, {
       _id: spaceAgentId(spaceId, agentId),
       organizationId: auth.organizationId,
       spaceId,
       agentId,
     });
     await agentsChanged(auth.organizationId);
-    return agent.toObject() as AgentDoc;
+    return agent as AgentDoc;
   } catch (err) {
     await Chat.deleteOne({ _id: chat._id, organizationId: auth.organizationId });
     await agentsChanged(auth.organizationId); // the agent may have been written before the failure

@@ -8,6 +8,7 @@ import type { Config } from '../lib/config';
 import { appendEvents, type LoggedEvent } from '../lib/eventLog';
 import { AppError, ConflictError, NotFoundError, ServiceUnavailableError, ValidationError } from '../lib/errors';
 import { newExecutionId, newId } from '../lib/ids';
+import { insertDocument } from '../lib/mongo';
 import { paginate } from '../lib/pagination';
 import { resolveModel } from '../lib/providers';
 import { whileTemporalAnswers, type TemporalDeps } from '../lib/temporal';
@@ -64,14 +65,14 @@ async function resolveConversation(
 ): Promise<{ chat: ChatDoc; session: SessionDoc; needsLock: boolean }> {
   const org = auth.organizationId;
   const newSession = (chatId: string, sessionId = newId('ses')): Promise<SessionDoc> =>
-    Session.create({
+    insertDocument(Session, {
       _id: sessionId,
       organizationId: org,
       chatId,
       agentId,
       activeExecutionId: executionId,
       turns: 1,
-    }).then((d) => d.toObject() as SessionDoc);
+    }) as Promise<SessionDoc>;
   if (input.chatId !== undefined) {
     const chat = await Chat.findOne({ _id: input.chatId, organizationId: org }).lean<ChatDoc>();
     if (!chat) throw new NotFoundError('Chat not found');
@@ -111,7 +112,7 @@ async function resolveConversation(
   const chatId = newId('chat');
   const sessionId = newId('ses');
   const [chat, session] = await Promise.all([
-    Chat.create({
+    insertDocument(Chat, {
       _id: chatId,
       organizationId: org,
       spaceId,
@@ -119,7 +120,7 @@ async function resolveConversation(
       ownerId: auth.userId,
       title: agentName,
       sessionId,
-    }).then((d) => d.toObject() as ChatDoc),
+    }) as Promise<ChatDoc>,
     newSession(chatId, sessionId),
   ]);
   return { chat, session, needsLock: false };
@@ -199,14 +200,13 @@ export async function recordPendingExecution(p: PendingExecution): Promise<Execu
   const { message, ...fields } = p;
   // Three inserts by known ids, independent of each other: written together (each is idempotent).
   const [stored] = await Promise.all([
-    Execution.create({ ...fields, input: { message } }).then(
-      (doc) => doc.toObject() as ExecutionDoc,
+    (insertDocument(Execution, { ...fields, input: { message } }) as Promise<ExecutionDoc>).catch(
       async (err: unknown) => {
         ignoreDuplicate(err);
         return Execution.findById(p._id).lean<ExecutionDoc>();
       }
     ),
-    ChatMessage.create({
+    insertDocument(ChatMessage, {
       _id: `${p._id}:user`,
       organizationId: p.organizationId,
       chatId: p.chatId,

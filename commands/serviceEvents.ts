@@ -14,6 +14,7 @@
  */
 import { sha256Hex } from '../lib/crypto';
 import { newId } from '../lib/ids';
+import { insertDocument } from '../lib/mongo';
 import { invalidate, SharedCache } from '../lib/sharedCache';
 import {
   OUTBOX_QUEUE,
@@ -165,7 +166,7 @@ async function recordWith(
   const _id = input.key === undefined ? newId('evt') : eventIdFor(input.key);
   const deliver = integrationWants(integration, input.type);
   if (deliver)
-    await WebhookOutbox.create({ _id, organizationId: input.organizationId, queue: OUTBOX_QUEUE }).catch(
+    await insertDocument(WebhookOutbox, { _id, organizationId: input.organizationId, queue: OUTBOX_QUEUE }).catch(
       (err: unknown) => {
         if (!isDuplicateKey(err)) throw err; // a repeat wrote it
       }
@@ -173,13 +174,13 @@ async function recordWith(
   let event: ServiceEventBody;
   let created = true;
   try {
-    const doc = await ServiceEvent.create({
+    const doc = await insertDocument(ServiceEvent, {
       _id,
       organizationId: input.organizationId,
       type: input.type,
       data: JSON.stringify(input.data),
     });
-    event = serviceEventBody(doc.toObject() as ServiceEventDoc);
+    event = serviceEventBody(doc as ServiceEventDoc);
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
     const existing = await ServiceEvent.findById(_id).lean<ServiceEventDoc>();

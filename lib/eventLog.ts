@@ -66,9 +66,18 @@ export interface LoggedEvent {
 export async function appendEvents(streamId: string, events: LoggedEvent[]): Promise<void> {
   if (events.length === 0) return;
   try {
+    // Plain objects, written as they are (lean: no mongoose document per event); the fields are all given here.
+    const createdAt = new Date();
     await StreamEvent.insertMany(
-      events.map((e) => ({ _id: eventId(streamId, e.seq), streamId, seq: e.seq, event: e.event, data: e.data })),
-      { ordered: true }
+      events.map((e) => ({
+        _id: eventId(streamId, e.seq),
+        streamId,
+        seq: e.seq,
+        event: e.event,
+        data: e.data,
+        createdAt,
+      })),
+      { ordered: true, lean: true }
     );
   } catch (err) {
     if ((err as { code?: number }).code !== 11000) throw err;
