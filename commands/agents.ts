@@ -133,19 +133,16 @@ export async function createAgent(
   input: AgentInput,
   library?: { id: string; libraryId: string }
 ): Promise<AgentDoc> {
+  const organizationId = auth.organizationId;
   const spaceId = await defaultSpaceId(auth);
   const agentId = library?.id ?? newId('agt');
-  const chat = await insertDocument(Chat, {
-    organizationId: auth.organizationId,
-    spaceId,
-    agentId,
-    ownerId: auth.userId,
-    title: input.name,
-  });
-  try {
-    const agent = await insertDocument(Agent, {
+  const chatId = newId('chat');
+  // The chat and the agent name each other by id: both are written at once, then the agent's space entry.
+  const [chat, agent] = await Promise.allSettled([
+    insertDocument(Chat, { _id: chatId, organizationId, spaceId, agentId, ownerId: auth.userId, title: input.name }),
+    insertDocument(Agent, {
       _id: agentId,
-      organizationId: auth.organizationId,
+      organizationId,
       userId: auth.userId,
       ownerId: input.ownerId ?? auth.userId,
       name: input.name,
@@ -160,22 +157,26 @@ export async function createAgent(
       advanced_tools: input.advanced_tools ?? [],
       tags: input.tags ?? [],
       spaceId,
-      chatId: chat._id,
+      chatId,
       ...(library ? { libraryId: library.libraryId, installState: 'installed' } : {}),
-    });
-    await insertDocument(SpaceAgent, {
-      _id: spaceAgentId(spaceId, agentId),
-      organizationId: auth.organizationId,
-      spaceId,
-      agentId,
-    });
-    await agentsChanged(auth.organizationId);
-    return agent as AgentDoc;
+    }),
+  ]);
+  try {
+    if (chat.status === 'rejected') throw chat.reason;
+    if (agent.status === 'rejected') throw agent.reason;
+    await insertDocument(SpaceAgent, { _id: spaceAgentId(spaceId, agentId), organizationId, spaceId, agentId });
   } catch (err) {
-    await Chat.deleteOne({ _id: chat._id, organizationId: auth.organizationId });
-    await agentsChanged(auth.organizationId); // the agent may have been written before the failure
+    // Undo what this call wrote (an agent refused as a duplicate is another request's, and stays); a failed undo
+    // leaves the rest as a failure between the writes always did.
+    await Promise.all([
+      chat.status === 'fulfilled' ? Chat.deleteOne({ _id: chatId, organizationId }) : undefined,
+      agent.status === 'fulfilled' ? Agent.deleteOne({ _id: agentId, organizationId }) : undefined,
+    ]).catch(() => undefined);
+    await agentsChanged(organizationId);
     throw err;
   }
+  await agentsChanged(organizationId);
+  return agent.value as AgentDoc;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { libraryAgentId, AGENT_LIBRARY } from '../../../commands/agentLibrary';
+import { Agent, Chat } from '../../../models';
 import { useTestApp } from '../../helpers/app';
 import { currentAs, currentError } from '../../helpers/current';
 import { buildMember, buildOrg } from '../../helpers/factories';
@@ -184,6 +185,10 @@ describe('PATCH /api/agents/{id}/install-state', () => {
     );
     expect(all.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     expect((await api.get('/agents')).body.total).toBe(1);
+    // The installs that lost the race took back the chats they had written with their copy; the winner's stays.
+    const chats = await Chat.find({ organizationId: org.organizationId, agentId: id }).lean();
+    expect(chats).toHaveLength(1);
+    expect((await Agent.findById(id).lean())?.chatId).toBe(chats[0]._id);
   });
 
   it('409 for an agent that is not a library agent; 400 for an unknown state; 403 for members', async () => {
