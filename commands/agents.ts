@@ -41,7 +41,8 @@ export interface AgentInput {
 const AGENTS = 'agents';
 const AGENT_LISTS = 'agent-lists';
 const agentCache = new SharedCache<AgentDoc>(AGENTS);
-const listCache = new SharedCache<{ items: AgentDoc[]; total: number; nextCursor: string | null }>(AGENT_LISTS);
+/** Pages hold up to 1,000 agents each: fewer of them are kept. */
+const listCache = new SharedCache<{ items: AgentDoc[]; total: number; nextCursor: string | null }>(AGENT_LISTS, 500);
 
 /**
  * Tells every api process that an organization's agents changed (call after the write): its cached agents and list

@@ -15,8 +15,8 @@
  */
 import { broadcastInvalidations, onInvalidation } from './wakeups';
 
-/** Entries per cache; the oldest insertion goes first. */
-const MAX_ENTRIES = 10_000;
+/** Default entries per cache; past it, the oldest insertion goes first. */
+const DEFAULT_MAX_ENTRIES = 10_000;
 
 interface Entry<V> {
   value: V;
@@ -38,8 +38,14 @@ export class SharedCache<V> {
   /** Bumped by every invalidation: a read that started under another generation does not store its value. */
   private generation = 0;
 
-  /** @param name the cache's name in invalidation messages (unique per process). */
-  constructor(readonly name: string) {
+  /**
+   * @param name the cache's name in invalidation messages (unique per process).
+   * @param maxEntries the most entries kept (bounds the memory of large values).
+   */
+  constructor(
+    readonly name: string,
+    private readonly maxEntries = DEFAULT_MAX_ENTRIES
+  ) {
     if (name.includes(':')) throw new Error(`cache name must not contain ':' (${name})`);
     caches.set(name, this as SharedCache<unknown>);
   }
@@ -66,6 +72,11 @@ export class SharedCache<V> {
     return loaded.value;
   }
 
+  /** Entries held now (expired ones included until a later insertion removes them). */
+  get size(): number {
+    return this.entries.size;
+  }
+
   /** Removes a group's entries in this process only (see {@link invalidate} for a write's invalidation). */
   clearLocal(group: string): void {
     this.generation++;
@@ -78,8 +89,11 @@ export class SharedCache<V> {
   private put(key: string, value: V, group: string, expiresAt: number): void {
     const old = this.entries.get(key);
     if (old) this.drop(key, old.group);
-    if (this.entries.size >= MAX_ENTRIES) {
-      const [oldestKey, oldest] = this.entries.entries().next().value as [string, Entry<V>];
+    // Entries are in insertion order, which is expiry order (one lifetime for all): expired ones go from the front,
+    // so entries nobody reads again do not stay in memory; then the oldest, when the cache is full.
+    const now = Date.now();
+    for (const [oldestKey, oldest] of this.entries) {
+      if (oldest.expiresAt > now && this.entries.size < this.maxEntries) break;
       this.drop(oldestKey, oldest.group);
     }
     this.entries.set(key, { value, group, expiresAt });

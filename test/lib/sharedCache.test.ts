@@ -41,6 +41,17 @@ it('keeps a value for its lifetime, then reads it again', async () => {
   expect(await cache.get('k', c.load)).toBe('v2');
 });
 
+it('holds at most its entries, and lets expired ones go as others come in', async () => {
+  configureCaches(50);
+  const cache = new SharedCache<string>(`test-${++n}`, 3);
+  const load = async (): Promise<{ value: string; group: string }> => ({ value: 'v', group: 'org_a' });
+  for (const key of ['a', 'b', 'c', 'd', 'e']) await cache.get(key, load);
+  expect(cache.size).toBe(3);
+  await sleep(70);
+  await cache.get('f', load);
+  expect(cache.size).toBe(1);
+});
+
 it('an invalidation clears its group in this process at once, and only that group', async () => {
   const cache = fresh();
   const a = counter('a', 'org_a');
