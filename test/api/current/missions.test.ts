@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { syncSchedule } from '../../../commands/missions';
 import { Mission, ServiceEvent, Task } from '../../../models';
+import { createTemporal, type TemporalDeps } from '../../../lib/temporal';
 import { missionScheduleId } from '../../../workflows/ids';
 import { startFakeAnthropic, type FakeAnthropic } from '../../../scripts/fakes/anthropic';
 import { createTestApp, type TestApp } from '../../helpers/app';
@@ -19,6 +20,11 @@ useTestDatabase();
 let t: TestApp;
 let fake: FakeAnthropic;
 let worker: TestWorker;
+/**
+ * The test's own Temporal client, for its direct reads and triggers of Schedules: they wait as long as a loaded
+ * server needs (the app's calls stop at DEPENDENCY_TIMEOUT_MS, which a busy CI machine once exceeded here).
+ */
+let temporal: TemporalDeps;
 
 beforeAll(async () => {
   fake = await startFakeAnthropic();
@@ -29,8 +35,10 @@ beforeAll(async () => {
     TEMPORAL_TASK_QUEUE: `missions-${randomBytes(4).toString('hex')}`,
   });
   worker = await startTestWorker(t.config);
+  temporal = createTemporal({ ...t.config, dependencyTimeoutMs: 30_000 });
 });
 afterAll(async () => {
+  await temporal?.connection.close();
   await worker?.stop();
   await t?.close();
   await fake?.close();
@@ -44,7 +52,7 @@ async function setup() {
   return { org, api, agent, workspace };
 }
 
-const schedules = () => t.temporal.client.schedule;
+const schedules = () => temporal.client.schedule;
 
 /** The workflow id of the run a trigger started (the Schedule's most recent action). */
 async function lastRun(missionId: string, before: number): Promise<string> {
