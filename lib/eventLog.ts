@@ -260,8 +260,7 @@ export class EventTailer {
   private timer: NodeJS.Timeout | undefined;
   private polling = false;
   private stopped = false;
-  /** Streams woken since the last read (read at once). */
-  /** With the seq a wake-up named, when it named one (then the head need not be read). */
+  /** Streams woken since the last read (read at once), with the seq a wake-up named when it named one. */
   private woken = new Map<string, number | undefined>();
   private receiver: WakeupReceiver | undefined;
   /** The fallback tick came: read every stream. */

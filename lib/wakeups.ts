@@ -8,10 +8,11 @@
  *   stream's head has moved ({@link wakeStream}, called by lib/eventLog.ts `appendEvents`). Wake-ups of one event
  *   loop turn go out together, one datagram per target.
  * - A wake-up carries stream ids and the highest seq written to each, never events: readers always read the log
- *   (by id, gap-free), so a lost, late, duplicated or forged datagram costs at most a read. A lost one is covered by the reader's fallback poll (EVENT_POLL_MS).
- *
+ *   (by id, gap-free), so a lost, late, duplicated or forged datagram costs at most a read. A lost one is covered by
+ *   the reader's fallback poll (EVENT_POLL_MS).
  * - A datagram may also carry cache invalidations (`c`: `<cache>:<group>` names, lib/sharedCache.ts), which the
- *   receiving process hands to its {@link onInvalidation} handlers: a forged one costs at most a read too.
+ *   receiving process hands to its {@link onInvalidation} handlers: a forged one costs at most a read too. The
+ *   worker registers for invalidations only (`streams: false`): stream wake-ups are not sent to it.
  *
  * It works the same on MongoDB and on the embedded database, needs no replica set, and costs one datagram per api
  * process per batch of appends, whatever the number of connected clients.
@@ -28,6 +29,8 @@ const targetSchema = new mongoose.Schema(
     host: { type: String, required: true },
     port: { type: Number, required: true },
     expiresAt: { type: Date, required: true },
+    /** Whether the process reads streams (api) or only receives cache invalidations (worker). */
+    streams: { type: Boolean, default: true },
   },
   { versionKey: false }
 );
@@ -49,6 +52,7 @@ const MAX_DATAGRAM = 4096;
 interface Target {
   host: string;
   port: number;
+  streams: boolean;
 }
 
 /** The writer side: batches wake-ups per event-loop turn and sends them to every registered api process. */
@@ -112,18 +116,20 @@ class WakeupSender {
     } catch {
       return; // no list (database unreachable): readers fall back to polling
     }
-    const payloads: Buffer[] = [];
+    const sends: { payload: Buffer; to: Target[] }[] = [];
+    const readers = this.targets.filter((t) => t.streams);
     for (let i = 0; i < ids.length; i += IDS_PER_DATAGRAM) {
-      payloads.push(
-        Buffer.from(JSON.stringify({ s: ids.slice(i, i + IDS_PER_DATAGRAM), q: seqs.slice(i, i + IDS_PER_DATAGRAM) }))
-      );
+      const payload = { s: ids.slice(i, i + IDS_PER_DATAGRAM), q: seqs.slice(i, i + IDS_PER_DATAGRAM) };
+      sends.push({ payload: Buffer.from(JSON.stringify(payload)), to: readers });
     }
-    for (let i = 0; i < invalidations.length; i += IDS_PER_DATAGRAM)
-      payloads.push(Buffer.from(JSON.stringify({ s: [], c: invalidations.slice(i, i + IDS_PER_DATAGRAM) })));
+    for (let i = 0; i < invalidations.length; i += IDS_PER_DATAGRAM) {
+      const payload = { s: [], c: invalidations.slice(i, i + IDS_PER_DATAGRAM) };
+      sends.push({ payload: Buffer.from(JSON.stringify(payload)), to: this.targets });
+    }
     // Resolves once every datagram is handed to the network (so a short-lived process, the admin CLI, can wait).
     await Promise.all(
-      payloads.flatMap((payload) =>
-        this.targets.map(
+      sends.flatMap(({ payload, to }) =>
+        to.map(
           (t) => new Promise<void>((resolve) => this.socketFor(t.host).send(payload, t.port, t.host, () => resolve()))
         )
       )
@@ -151,9 +157,10 @@ class WakeupSender {
     // Host names (WAKEUP_HOST in a container) are resolved once per refresh, not once per datagram.
     const resolved = await Promise.all(
       live.map(async (d) => {
-        if (isIP(d.host)) return { host: d.host, port: d.port };
+        const streams = d.streams !== false;
+        if (isIP(d.host)) return { host: d.host, port: d.port, streams };
         const a = await lookup(d.host).catch(() => undefined);
-        return a ? { host: a.address, port: d.port } : undefined;
+        return a ? { host: a.address, port: d.port, streams } : undefined;
       })
     );
     this.targets = resolved.filter((t): t is Target => t !== undefined);
@@ -196,18 +203,19 @@ export interface Wakeup {
   seq?: number;
 }
 
-/** The api side: receives wake-ups and passes the stream ids (and seqs) on. */
+/** The receiving side: passes stream wake-ups (api) and cache invalidations (api and worker) on. */
 export class WakeupReceiver {
   private socket: dgram.Socket | undefined;
   private renewTimer: NodeJS.Timeout | undefined;
   private id = '';
 
   /**
-   * @param onWake called with the streams (and their seqs, when named) of each valid datagram.
+   * @param onWake called with the streams (and their seqs, when named) of each valid datagram; null registers for
+   *   cache invalidations only, so writers send no stream wake-ups here.
    * @param onError called when the registration cannot be renewed (the next renewal retries).
    */
   constructor(
-    private readonly onWake: (woken: Wakeup[]) => void,
+    private readonly onWake: ((woken: Wakeup[]) => void) | null,
     private readonly onError: (err: unknown) => void = () => undefined
   ) {}
 
@@ -235,7 +243,14 @@ export class WakeupReceiver {
     const register = (): Promise<unknown> =>
       WakeupTarget.updateOne(
         { _id: this.id },
-        { $set: { host: advertisedHost, port, expiresAt: new Date(Date.now() + EXPIRE_MS) } },
+        {
+          $set: {
+            host: advertisedHost,
+            port,
+            streams: this.onWake !== null,
+            expiresAt: new Date(Date.now() + EXPIRE_MS),
+          },
+        },
         { upsert: true }
       );
     // A registration that fails (the database is not reachable yet: commands are not queued) is retried soon,
@@ -284,7 +299,7 @@ export class WakeupReceiver {
         const seq: unknown = seqs[i];
         return [{ streamId: id, ...(Number.isSafeInteger(seq) && (seq as number) > 0 ? { seq: seq as number } : {}) }];
       });
-      if (woken.length > 0) this.onWake(woken);
+      if (woken.length > 0) this.onWake?.(woken);
     } catch {
       // not a wake-up: ignored
     }

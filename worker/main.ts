@@ -57,9 +57,8 @@ export async function main(stop: StopSignals): Promise<void> {
   await connectMongo(config.mongodbUri, { timeoutMs: config.dependencyTimeoutMs });
   installRuntimeLogger(logger);
   // The worker caches what the api does (lib/sharedCache.ts) only once it receives their invalidations like an api.
-  const invalidations = new WakeupReceiver(
-    () => undefined, // stream wake-ups are for api processes
-    (err) => logger.warn({ err }, 'cannot register for cache invalidations (retried)')
+  const invalidations = new WakeupReceiver(null, (err) =>
+    logger.warn({ err }, 'cannot register for cache invalidations (retried)')
   );
   try {
     await invalidations.start(config.host, config.wakeupHost);

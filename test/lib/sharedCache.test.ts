@@ -110,7 +110,7 @@ it('a lifetime of 0 turns the cache off', async () => {
 it('an invalidation datagram from another process clears the group; a garbled or unknown one changes nothing', async () => {
   const cache = fresh();
   const c = counter('v');
-  const receiver = new WakeupReceiver(() => undefined);
+  const receiver = new WakeupReceiver(null); // invalidations only, as the worker registers
   const port = await receiver.start('127.0.0.1', '127.0.0.1');
   const socket = dgram.createSocket('udp4');
   const send = (payload: string): Promise<void> =>
