@@ -1,12 +1,12 @@
 /** Access token record → public JSON (never the token or its hash). */
 import type { ApiTokenDoc } from '../models';
+import { iso } from './time';
 
 /**
  * @param token the stored token.
  * @returns the public record.
  */
 export function presentApiKey(token: ApiTokenDoc): Record<string, unknown> {
-  const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
   return {
     id: token._id,
     name: token.name ?? '',

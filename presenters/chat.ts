@@ -1,7 +1,6 @@
 /** Chat, chat message and the work linked to a chat → the current surface's JSON (snake_case). */
 import type { ChatDoc, ChatMessageDoc, ExecutionDoc } from '../models';
-
-const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
+import { iso } from './time';
 
 /**
  * @param chat the stored chat.

@@ -1,12 +1,12 @@
 /** Execution → public JSON (docs/decisions.md "Executions"). */
 import type { ExecutionDoc } from '../models';
+import { iso } from './time';
 
 /**
  * @param e the stored execution.
  * @returns the public record.
  */
 export function presentExecution(e: ExecutionDoc): Record<string, unknown> {
-  const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
   const end = e.completedAt ?? null;
   return {
     id: e._id,

@@ -1,7 +1,6 @@
 /** Job → the current surface's JSON (snake_case), and its lineage. */
 import type { JobDoc } from '../models';
-
-const iso = (d: Date | null | undefined): string | null => (d ? new Date(d).toISOString() : null);
+import { iso } from './time';
 
 /**
  * @param job the stored job.

@@ -1,7 +1,6 @@
 /** Mission → the current surface's JSON, with the field names the spec gives its Mission record (camelCase). */
 import type { MissionDoc } from '../models';
-
-const iso = (d: Date | null | undefined): string | null => (d ? new Date(d).toISOString() : null);
+import { iso } from './time';
 
 /**
  * @param mission the stored mission.

@@ -3,6 +3,7 @@
  * `…/repos` routes and the `git` initialization of `POST /api/spaces/{id}/init`.
  */
 import type { WorkspaceRepoDoc } from '../models';
+import { iso } from './time';
 
 /**
  * @param r the stored repository.
@@ -20,7 +21,7 @@ export function presentRepo(r: WorkspaceRepoDoc): Record<string, unknown> {
     status: r.status,
     commit: r.commit ?? null,
     error: r.error ?? null,
-    cloned_at: r.clonedAt ? r.clonedAt.toISOString() : null,
+    cloned_at: iso(r.clonedAt),
     created_at: r.createdAt.toISOString(),
   };
 }
