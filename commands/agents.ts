@@ -35,7 +35,7 @@ export interface AgentInput {
 }
 
 /**
- * Agents by id and pages of agent lists: kept per api process for CACHE_TTL_MS, cleared by every agent write of
+ * Agents by id and pages of agent lists: kept per process for CACHE_TTL_MS, cleared by every agent write of
  * their organization (lib/sharedCache.ts).
  */
 const AGENTS = 'agents';
@@ -45,7 +45,7 @@ const agentCache = new SharedCache<AgentDoc>(AGENTS);
 const listCache = new SharedCache<{ items: AgentDoc[]; total: number; nextCursor: string | null }>(AGENT_LISTS, 500);
 
 /**
- * Tells every api process that an organization's agents changed (call after the write): its cached agents and list
+ * Tells every process that an organization's agents changed (call after the write): its cached agents and list
  * pages go.
  * @param organizationId the organization.
  */

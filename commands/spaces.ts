@@ -71,7 +71,7 @@ export async function ensureDefaultSpace(auth: AuthContext): Promise<SpaceDoc> {
   }
 }
 
-/** Default space ids by organization: kept per api process for CACHE_TTL_MS, cleared when a space is deleted. */
+/** Default space ids by organization: kept per process for CACHE_TTL_MS, cleared when a space is deleted. */
 const DEFAULT_SPACES = 'default-space';
 const defaultSpaceIds = new SharedCache<string>(DEFAULT_SPACES);
 
