@@ -2,12 +2,15 @@
  * A real Temporal worker inside the test process, on the test file's own task queue, running the real workflows
  * (bundled once by the global setup) and the real activities.
  */
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { HEARTBEAT_THROTTLE } from '../../activities/executions';
 import type { Config } from '../../lib/config';
 import type { Logger } from '../../lib/logger';
+import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
+import { createTestApp, type TestApp } from './app';
 import { testLogger } from './env';
 
 export interface TestWorker {
@@ -43,4 +46,44 @@ export async function startTestWorker(config: Readonly<Config>, logger: Logger =
       await connection.close();
     },
   };
+}
+
+/** What {@link useExecutionStack} starts; its fields are set once the file's `beforeAll` hooks ran. */
+export interface ExecutionStack {
+  /** The fake Anthropic API the app's provider points to. */
+  fake: FakeAnthropic;
+  /** The app, listening on a loopback port. */
+  t: TestApp;
+  /** Its base URL. */
+  base: string;
+  /** The in-process worker on the file's own task queue (a test may stop it and start another). */
+  worker: TestWorker;
+}
+
+/**
+ * The execution stack of a whole test file: a fake Anthropic API, the app configured for it and listening, and an
+ * in-process worker on a task queue of the file's own; stopped after the file's tests.
+ * @param name the task queue's prefix.
+ * @param overrides further environment overrides of the app's configuration.
+ * @returns the stack, filled in by `beforeAll`.
+ */
+export function useExecutionStack(name: string, overrides: Record<string, string> = {}): ExecutionStack {
+  const stack = {} as ExecutionStack;
+  beforeAll(async () => {
+    stack.fake = await startFakeAnthropic();
+    stack.t = createTestApp({
+      ANTHROPIC_API_KEY: 'test-key',
+      ANTHROPIC_BASE_URL: stack.fake.url,
+      TEMPORAL_TASK_QUEUE: `${name}-${randomBytes(4).toString('hex')}`,
+      ...overrides,
+    });
+    stack.worker = await startTestWorker(stack.t.config);
+    stack.base = await stack.t.listen();
+  });
+  afterAll(async () => {
+    await stack.worker?.stop();
+    await stack.t?.close();
+    await stack.fake?.close();
+  }, 60_000);
+  return stack;
 }

@@ -6,39 +6,18 @@
  * the input `shape` (its patch markers, search-attribute upserts and deadline timer; encoded
  * temporal.api.history.v1.History). The second test records a current-shape execution live and replays it.
  */
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
-import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
-import { createTestApp, type TestApp } from '../helpers/app';
 import { buildOrg } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
 import { v1As } from '../helpers/v1';
-import { startTestWorker, type TestWorker } from '../helpers/worker';
+import { useExecutionStack } from '../helpers/worker';
 import { executionWorkflowId } from '../../workflows/ids';
 
 useTestDatabase();
-let t: TestApp;
-let fake: FakeAnthropic;
-let worker: TestWorker;
-
-beforeAll(async () => {
-  fake = await startFakeAnthropic();
-  t = createTestApp({
-    ANTHROPIC_API_KEY: 'test-key',
-    ANTHROPIC_BASE_URL: fake.url,
-    TEMPORAL_TASK_QUEUE: `replay-${randomBytes(4).toString('hex')}`,
-  });
-  worker = await startTestWorker(t.config);
-  await t.listen();
-});
-afterAll(async () => {
-  await worker?.stop();
-  await t?.close();
-  await fake?.close();
-});
+const stack = useExecutionStack('replay');
 
 /** The same workflow code the workers run (the global setup's bundle), else bundled from source. */
 function workflowSource(): { workflowBundle: { code: string } } | { workflowsPath: string } {
@@ -62,11 +41,13 @@ it('an execution recorded before the input shape (patch markers, timer) replays 
 
 it('a current execution has no patch markers or search-attribute upserts, and replays', async () => {
   const org = await buildOrg();
-  const as = v1As(t, org.apiToken);
+  const as = v1As(stack.t, org.apiToken);
   const agent = await as.post('/agents', { name: 'Echo', systemPrompt: 'x' });
   const res = await as.post(`/agents/${agent.body.id}/execute`, { message: '[chunks:5] hi' });
   expect(res.status).toBe(200);
-  const history = await t.temporal.client.workflow.getHandle(executionWorkflowId(res.body.executionId)).fetchHistory();
+  const history = await stack.t.temporal.client.workflow
+    .getHandle(executionWorkflowId(res.body.executionId))
+    .fetchHistory();
   const types = eventTypes(history);
   expect(types).not.toContain('EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES');
   // One marker: the local finish.

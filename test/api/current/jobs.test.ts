@@ -6,40 +6,17 @@
  * workflow and the record agreeing after every action, lineage and the execution tree after iterations, the
  * transcript pages, the job stream (gap-free, ends at the terminal status) and the service events.
  */
-import { randomBytes } from 'node:crypto';
 import { Execution, Job, ServiceEvent } from '../../../models';
 import { jobWorkflowId } from '../../../workflows/ids';
 import { jobStatusQuery } from '../../../workflows/definitions';
-import { startFakeAnthropic, type FakeAnthropic } from '../../../scripts/fakes/anthropic';
-import { createTestApp, type TestApp } from '../../helpers/app';
 import { currentAs } from '../../helpers/current';
 import { bearer, buildOrg } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
 import { openSse } from '../../helpers/sse';
-import { startTestWorker, type TestWorker } from '../../helpers/worker';
+import { startTestWorker, useExecutionStack } from '../../helpers/worker';
 
 useTestDatabase();
-let t: TestApp;
-let fake: FakeAnthropic;
-let worker: TestWorker;
-let base: string;
-
-beforeAll(async () => {
-  fake = await startFakeAnthropic();
-  t = createTestApp({
-    ANTHROPIC_API_KEY: 'test-key',
-    ANTHROPIC_BASE_URL: fake.url,
-    DEFAULT_MODEL: 'claude-test',
-    TEMPORAL_TASK_QUEUE: `jobs-${randomBytes(4).toString('hex')}`,
-  });
-  worker = await startTestWorker(t.config);
-  base = await t.listen();
-});
-afterAll(async () => {
-  await worker?.stop();
-  await t?.close();
-  await fake?.close();
-});
+const stack = useExecutionStack('jobs', { DEFAULT_MODEL: 'claude-test' });
 
 interface Setup {
   token: string;
@@ -51,7 +28,7 @@ interface Setup {
 
 async function setup(): Promise<Setup> {
   const org = await buildOrg();
-  const api = currentAs(t, org.serviceToken);
+  const api = currentAs(stack.t, org.serviceToken);
   const agent = await api.post('/agents', { name: 'Worker', system_prompt: 'Do the work.' });
   const ws = await api.post('/workspaces', { name: 'Jobs' });
   return {
@@ -91,7 +68,7 @@ async function waitForStatus(s: Setup, id: string, status: string, timeoutMs = 2
 
 /** The workflow's own view, which the record must agree with. */
 async function workflowStatus(id: string): Promise<string> {
-  return (await t.temporal.client.workflow.getHandle(jobWorkflowId(id)).query(jobStatusQuery)).status;
+  return (await stack.t.temporal.client.workflow.getHandle(jobWorkflowId(id)).query(jobStatusQuery)).status;
 }
 
 async function agreed(s: Setup, id: string): Promise<string> {
@@ -103,7 +80,7 @@ async function agreed(s: Setup, id: string): Promise<string> {
 it('the review loop: run → awaiting_review → iterate → awaiting_review → approve → completed', async () => {
   const s = await setup();
   const id = await newJob(s, 'Write the report [[request_review]]', { title: 'Report' });
-  const stream = await openSse(`${base}/api/jobs/${id}/events`, { headers: { authorization: bearer(s.token) } });
+  const stream = await openSse(`${stack.base}/api/jobs/${id}/events`, { headers: { authorization: bearer(s.token) } });
   let job = await waitForStatus(s, id, 'awaiting_review');
   expect(await agreed(s, id)).toBe('awaiting_review');
   expect(job.review.state).toBe('pending');
@@ -126,12 +103,12 @@ it('the review loop: run → awaiting_review → iterate → awaiting_review →
   const approved = await s.api.post(`/jobs/${id}/approve`, {});
   expect(approved.status).toBe(200);
   expect(approved.body.job).toMatchObject({ status: 'completed', review: { state: 'approved' } });
-  expect(await t.temporal.client.workflow.getHandle(jobWorkflowId(id)).result()).toMatchObject({
+  expect(await stack.t.temporal.client.workflow.getHandle(jobWorkflowId(id)).result()).toMatchObject({
     status: 'completed',
   });
 
   // The second iteration saw the first in its history (same session), and was told the protocol.
-  const second = fake.requests.find((r) => JSON.stringify(r.messages).includes('Shorter please'))!;
+  const second = stack.fake.requests.find((r) => JSON.stringify(r.messages).includes('Shorter please'))!;
   expect(second.messages!.length).toBe(3);
   expect(JSON.stringify(second.system)).toContain('[[request_review]]');
 
@@ -276,14 +253,14 @@ it('cancel while running aborts the iteration before it answers', async () => {
   const first = (await s.api.get(`/jobs/${id}`)).body.job.iterations[0].execution_id;
   for (let i = 0; i < 100 && (await Execution.findById(first).lean())?.status !== 'running'; i++)
     await new Promise((r) => setTimeout(r, 50));
-  const abortedBefore = fake.aborted;
+  const abortedBefore = stack.fake.aborted;
   const res = await s.api.post(`/jobs/${id}/cancel`, {});
   expect(res.status).toBe(200);
   expect(res.body.job.status).toBe('cancelled');
   // By the time the action answers, the iteration was stopped and the model request aborted.
   expect(await Execution.findById(first).lean()).toMatchObject({ status: 'cancelled' });
   expect(res.body.job.iterations.map((i: { status: string }) => i.status)).toEqual(['cancelled']);
-  expect(fake.aborted).toBeGreaterThan(abortedBefore);
+  expect(stack.fake.aborted).toBeGreaterThan(abortedBefore);
   expect(await workflowStatus(id)).toBe('cancelled');
 }, 30_000);
 
@@ -303,21 +280,21 @@ it('cancel while awaiting review and while blocked', async () => {
 
 it('cancel while queued: no worker has picked the job up yet; no iteration runs', async () => {
   const s = await setup();
-  await worker.stop();
+  await stack.worker.stop();
   let restarted = false;
   try {
     const id = await newJob(s, 'Never runs [[request_review]]');
     expect((await s.api.get(`/jobs/${id}`)).body.job.status).toBe('queued');
     const cancelling = s.api.post(`/jobs/${id}/cancel`, {}).then((r) => r);
     await new Promise((r) => setTimeout(r, 500));
-    worker = await startTestWorker(t.config);
+    stack.worker = await startTestWorker(stack.t.config);
     restarted = true;
     const res = await cancelling;
     expect([res.status, res.body.job.status]).toEqual([200, 'cancelled']);
     expect(res.body.job.iterations).toEqual([]);
     expect(await Execution.countDocuments({ jobId: id })).toBe(0);
   } finally {
-    if (!restarted) worker = await startTestWorker(t.config);
+    if (!restarted) stack.worker = await startTestWorker(stack.t.config);
   }
 }, 60_000);
 
@@ -368,7 +345,7 @@ it('the job’s chat shows a job waiting for a human: chat.status needs_attentio
   ];
   for (const [id, waiting] of expectations) {
     const chatId = await chatOf(id);
-    const stream = await openSse(`${base}/api/chats/${chatId}/events?lastEventId=0`, {
+    const stream = await openSse(`${stack.base}/api/chats/${chatId}/events?lastEventId=0`, {
       headers: { authorization: bearer(s.token) },
     });
     const last = (): { status?: string; review?: object } =>

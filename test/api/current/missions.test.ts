@@ -4,49 +4,32 @@
  * a job linked to the mission (its goal listing the open tasks), a paused mission not firing, PATCH pausing and
  * resuming the Schedule, mission tasks with the v1 task state machine, and start-work creating a linked job.
  */
-import { randomBytes } from 'node:crypto';
 import { syncSchedule } from '../../../commands/missions';
 import { Mission, ServiceEvent, Task } from '../../../models';
 import { createTemporal, type TemporalDeps } from '../../../lib/temporal';
 import { missionScheduleId } from '../../../workflows/ids';
-import { startFakeAnthropic, type FakeAnthropic } from '../../../scripts/fakes/anthropic';
-import { createTestApp, type TestApp } from '../../helpers/app';
 import { currentAs } from '../../helpers/current';
 import { buildOrg } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
-import { startTestWorker, type TestWorker } from '../../helpers/worker';
+import { useExecutionStack } from '../../helpers/worker';
 
 useTestDatabase();
-let t: TestApp;
-let fake: FakeAnthropic;
-let worker: TestWorker;
+const stack = useExecutionStack('missions', { DEFAULT_MODEL: 'claude-test' });
 /**
  * The test's own Temporal client, for its direct reads and triggers of Schedules: they wait as long as a loaded
  * server needs (the app's calls stop at DEPENDENCY_TIMEOUT_MS, which a busy CI machine once exceeded here).
  */
 let temporal: TemporalDeps;
-
-beforeAll(async () => {
-  fake = await startFakeAnthropic();
-  t = createTestApp({
-    ANTHROPIC_API_KEY: 'test-key',
-    ANTHROPIC_BASE_URL: fake.url,
-    DEFAULT_MODEL: 'claude-test',
-    TEMPORAL_TASK_QUEUE: `missions-${randomBytes(4).toString('hex')}`,
-  });
-  worker = await startTestWorker(t.config);
-  temporal = createTemporal({ ...t.config, dependencyTimeoutMs: 30_000 });
+beforeAll(() => {
+  temporal = createTemporal({ ...stack.t.config, dependencyTimeoutMs: 30_000 });
 });
 afterAll(async () => {
   await temporal?.connection.close();
-  await worker?.stop();
-  await t?.close();
-  await fake?.close();
-}, 60_000);
+});
 
 async function setup() {
   const org = await buildOrg();
-  const api = currentAs(t, org.serviceToken);
+  const api = currentAs(stack.t, org.serviceToken);
   const agent = (await api.post('/agents', { name: 'Planner', system_prompt: 'Plan.' })).body.agent.id as string;
   const workspace = (await api.post('/workspaces', { name: 'Missions' })).body.workspace.id as string;
   return { org, api, agent, workspace };
@@ -93,7 +76,7 @@ it('creates a mission with its Schedule; reads its next run times; refuses a bad
   const read = await api.get(`/missions/${mission.id}`);
   expect(read.body.mission.nextRunTimes).toEqual(mission.nextRunTimes);
   // Creating the Schedule again (a retried create) is a no-op, not an error.
-  await syncSchedule(t, (await Mission.findById(mission.id).lean())!);
+  await syncSchedule(stack.t, (await Mission.findById(mission.id).lean())!);
 
   const bad = async (schedule: object, message: RegExp) => {
     const r = await api.post('/missions', { title: 'x', goal: 'g', agentType: agent, schedule });
@@ -134,7 +117,7 @@ it('a triggered run creates a job for the mission’s goal and open tasks, linke
 
   await schedules().getHandle(missionScheduleId(mission.id)).trigger();
   const runId = await lastRun(mission.id, 0);
-  const result = await t.temporal.client.workflow.getHandle(runId).result();
+  const result = await stack.t.temporal.client.workflow.getHandle(runId).result();
   expect(result.jobId).toMatch(/^job_/);
 
   const jobs = (await api.get(`/jobs?mission_id=${mission.id}`)).body.jobs;
@@ -174,7 +157,7 @@ it('a paused mission does not fire; PATCH pauses and resumes its Schedule', asyn
 
   await handle.trigger();
   const runId = await lastRun(mission.id, 0);
-  expect(await t.temporal.client.workflow.getHandle(runId).result()).toEqual({ jobId: null });
+  expect(await stack.t.temporal.client.workflow.getHandle(runId).result()).toEqual({ jobId: null });
   expect((await api.get(`/jobs?mission_id=${mission.id}`)).body.jobs).toEqual([]);
 
   const resumed = await api.patch(`/missions/${mission.id}`, {

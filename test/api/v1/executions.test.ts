@@ -4,40 +4,18 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Execution, Session } from '../../../models';
-import { createTestApp, type TestApp } from '../../helpers/app';
 import { bearer, buildOrg } from '../../helpers/factories';
-import { startFakeAnthropic, type FakeAnthropic } from '../../../scripts/fakes/anthropic';
 import { useTestDatabase } from '../../helpers/mongo';
 import { openSse, parseSse, type SseEvent } from '../../helpers/sse';
 import { v1As, v1Error } from '../../helpers/v1';
-import { startTestWorker, type TestWorker } from '../../helpers/worker';
+import { useExecutionStack } from '../../helpers/worker';
 import { executionWorkflowId } from '../../../workflows/ids';
 import { agentIdKey, organizationIdKey, workKindKey } from '../../../workflows/searchAttributes';
 
 useTestDatabase();
-let t: TestApp;
-let fake: FakeAnthropic;
-let worker: TestWorker;
-let base: string;
+const stack = useExecutionStack('executions', { DEFAULT_MODEL: 'claude-test' });
 
-beforeAll(async () => {
-  fake = await startFakeAnthropic();
-  t = createTestApp({
-    ANTHROPIC_API_KEY: 'test-key',
-    ANTHROPIC_BASE_URL: fake.url,
-    DEFAULT_MODEL: 'claude-test',
-    TEMPORAL_TASK_QUEUE: `executions-${randomBytes(4).toString('hex')}`,
-  });
-  worker = await startTestWorker(t.config);
-  base = await t.listen();
-});
-afterAll(async () => {
-  await worker?.stop();
-  await t?.close();
-  await fake?.close();
-});
-
-const as = (token: string): ReturnType<typeof v1As> => v1As(t, token);
+const as = (token: string): ReturnType<typeof v1As> => v1As(stack.t, token);
 
 async function setup(systemPrompt = 'You are terse.'): Promise<{ token: string; agentId: string; orgId: string }> {
   const org = await buildOrg();
@@ -74,7 +52,7 @@ describe('POST /api/v1/agents/{id}/execute (JSON)', () => {
       sessionId: expect.stringMatching(/^ses_/),
       result: 'Echo: hello there',
     });
-    const sent = fake.requests.at(-1)!;
+    const sent = stack.fake.requests.at(-1)!;
     expect(sent.system).toBe('You are terse.');
     expect(sent.model).toBe('claude-test');
     expect(sent.messages).toEqual([{ role: 'user', content: 'hello there' }]);
@@ -106,33 +84,33 @@ describe('POST /api/v1/agents/{id}/execute (JSON)', () => {
       chatId: first.chatId,
     });
     expect(second.body).toMatchObject({ result: 'Echo: two', sessionId: first.sessionId, chatId: first.chatId });
-    expect(fake.requests.at(-1)!.messages).toEqual([
+    expect(stack.fake.requests.at(-1)!.messages).toEqual([
       { role: 'user', content: 'one' },
       { role: 'assistant', content: 'Echo: one' },
       { role: 'user', content: 'two' },
     ]);
     const third = await as(token).post(`/agents/${agentId}/execute`, { message: 'three', sessionId: first.sessionId });
     expect(third.body.chatId).toBe(first.chatId);
-    expect(fake.requests.at(-1)!.messages).toHaveLength(5);
+    expect(stack.fake.requests.at(-1)!.messages).toHaveLength(5);
   });
 
   it('a systemPrompt change applies to the next execution', async () => {
     const { token, agentId } = await setup('Old prompt');
     await as(token).post(`/agents/${agentId}/execute`, { message: 'a' });
-    expect(fake.requests.at(-1)!.system).toBe('Old prompt');
+    expect(stack.fake.requests.at(-1)!.system).toBe('Old prompt');
     await as(token).patch(`/agents/${agentId}`, { systemPrompt: 'New prompt' });
     await as(token).post(`/agents/${agentId}/execute`, { message: 'b' });
-    expect(fake.requests.at(-1)!.system).toBe('New prompt');
+    expect(stack.fake.requests.at(-1)!.system).toBe('New prompt');
   });
 
   it('retries a transient provider error before any output, then succeeds', async () => {
     const { token, agentId } = await setup();
     const message = `flaky ${randomBytes(3).toString('hex')} [fail:529][fail-times:1]`;
-    const before = fake.requests.length;
+    const before = stack.fake.requests.length;
     const res = await as(token).post(`/agents/${agentId}/execute`, { message });
     expect(res.status).toBe(200);
     expect(res.body.result).toBe(`Echo: ${message}`);
-    expect(fake.requests.length - before).toBe(2);
+    expect(stack.fake.requests.length - before).toBe(2);
   });
 
   it('a permanent provider error: 500 Chat execution failed, execution failed', async () => {
@@ -183,7 +161,7 @@ describe('POST /api/v1/agents/{id}/execute (JSON)', () => {
 describe('POST /api/v1/agents/{id}/execute (stream)', () => {
   it('meta first, text deltas, the assistant message, result last; every event has an id', async () => {
     const { token, agentId } = await setup();
-    const res = await t.request
+    const res = await stack.t.request
       .post(`/api/v1/agents/${agentId}/execute`)
       .set('Authorization', bearer(token))
       .send({ message: 'stream me please', stream: true })
@@ -231,7 +209,7 @@ describe('POST /api/v1/agents/{id}/execute (stream)', () => {
 
   it('Accept: text/event-stream also streams; concatenated deltas equal the JSON result of the same prompt', async () => {
     const { token, agentId } = await setup();
-    const live = await openSse(`${base}/api/v1/agents/${agentId}/execute`, {
+    const live = await openSse(`${stack.base}/api/v1/agents/${agentId}/execute`, {
       method: 'POST',
       headers: { authorization: bearer(token) },
       body: { message: '[chunks:12]' },
@@ -244,7 +222,7 @@ describe('POST /api/v1/agents/{id}/execute (stream)', () => {
 
   it('an error after output started: error event, execution failed, partial text kept', async () => {
     const { token, agentId } = await setup();
-    const live = await openSse(`${base}/api/v1/agents/${agentId}/execute`, {
+    const live = await openSse(`${stack.base}/api/v1/agents/${agentId}/execute`, {
       method: 'POST',
       headers: { authorization: bearer(token) },
       body: { message: '[chunks:10][fail-after:3]', stream: true },
@@ -263,8 +241,8 @@ describe('POST /api/v1/agents/{id}/execute (stream)', () => {
 describe('cancel, join and resume', () => {
   it('cancels mid-stream within a second: the provider request is aborted, the stream ends with an error event', async () => {
     const { token, agentId } = await setup();
-    const abortedBefore = fake.aborted;
-    const live = await openSse(`${base}/api/v1/agents/${agentId}/execute`, {
+    const abortedBefore = stack.fake.aborted;
+    const live = await openSse(`${stack.base}/api/v1/agents/${agentId}/execute`, {
       method: 'POST',
       headers: { authorization: bearer(token) },
       body: { message: '[chunks:100][slow:100]', stream: true },
@@ -281,7 +259,7 @@ describe('cancel, join and resume', () => {
       event: 'error',
       data: JSON.stringify({ message: 'Execution cancelled' }),
     });
-    expect(fake.aborted).toBeGreaterThan(abortedBefore);
+    expect(stack.fake.aborted).toBeGreaterThan(abortedBefore);
     const exec = (await as(token).get(`/executions/${executionId}`)).body.execution;
     expect(exec.result).toBe(deltas(live.events));
     expect(exec.result.length).toBeGreaterThan(0);
@@ -295,7 +273,7 @@ describe('cancel, join and resume', () => {
 
   it('joins with Last-Event-ID after a disconnect: no gap, no duplicate; the disconnect did not cancel', async () => {
     const { token, agentId } = await setup();
-    const first = await openSse(`${base}/api/v1/agents/${agentId}/execute`, {
+    const first = await openSse(`${stack.base}/api/v1/agents/${agentId}/execute`, {
       method: 'POST',
       headers: { authorization: bearer(token) },
       body: { message: '[chunks:30][slow:40]', stream: true },
@@ -305,7 +283,7 @@ describe('cancel, join and resume', () => {
     const seen = first.events.slice();
     const { executionId } = JSON.parse(seen[0].data);
     const lastId = seen.at(-1)!.id!;
-    const rest = await openSse(`${base}/api/v1/executions/${executionId}/stream`, {
+    const rest = await openSse(`${stack.base}/api/v1/executions/${executionId}/stream`, {
       headers: { authorization: bearer(token), 'last-event-id': lastId },
     });
     await rest.ended;
@@ -313,7 +291,7 @@ describe('cancel, join and resume', () => {
     expect(all.map((e) => Number(e.id))).toEqual(all.map((_, i) => i + 1));
     expect(all.at(-1)!.event).toBe('result');
     expect(deltas(all)).toBe(Array.from({ length: 30 }, (_, i) => `tok${i + 1} `).join(''));
-    const replay = await openSse(`${base}/api/v1/executions/${executionId}/stream`, {
+    const replay = await openSse(`${stack.base}/api/v1/executions/${executionId}/stream`, {
       headers: { authorization: bearer(token) },
     });
     await replay.ended;
@@ -324,7 +302,7 @@ describe('cancel, join and resume', () => {
   it('a join at or past the end of a finished execution replays the terminal event once and ends', async () => {
     const { token, agentId } = await setup();
     const { executionId } = (await as(token).post(`/agents/${agentId}/execute`, { message: '[chunks:5]' })).body;
-    const all = await openSse(`${base}/api/v1/executions/${executionId}/stream`, {
+    const all = await openSse(`${stack.base}/api/v1/executions/${executionId}/stream`, {
       headers: { authorization: bearer(token) },
     });
     await all.ended;
@@ -338,7 +316,7 @@ describe('cancel, join and resume', () => {
       { path: '?lastEventId=9999' },
     ];
     for (const join of joins) {
-      const rest = await openSse(`${base}/api/v1/executions/${executionId}/stream${join.path}`, {
+      const rest = await openSse(`${stack.base}/api/v1/executions/${executionId}/stream${join.path}`, {
         headers: { authorization: bearer(token), ...join.headers },
       });
       expect(rest.status).toBe(200);
@@ -346,7 +324,7 @@ describe('cancel, join and resume', () => {
       expect(rest.events).toEqual([terminal]);
     }
     // One before the end: only the terminal event, once.
-    const before = await openSse(`${base}/api/v1/executions/${executionId}/stream`, {
+    const before = await openSse(`${stack.base}/api/v1/executions/${executionId}/stream`, {
       headers: { authorization: bearer(token), 'last-event-id': String(Number(terminal.id) - 1) },
     });
     await before.ended;
@@ -355,14 +333,14 @@ describe('cancel, join and resume', () => {
 
   it('a join past the head of a running execution ends when the execution ends', async () => {
     const { token, agentId } = await setup();
-    const live = await openSse(`${base}/api/v1/agents/${agentId}/execute`, {
+    const live = await openSse(`${stack.base}/api/v1/agents/${agentId}/execute`, {
       method: 'POST',
       headers: { authorization: bearer(token) },
       body: { message: '[chunks:20][slow:50]', stream: true },
     });
     await live.waitFor(2);
     const { executionId } = JSON.parse(live.events[0].data);
-    const ahead = await openSse(`${base}/api/v1/executions/${executionId}/stream?lastEventId=500`, {
+    const ahead = await openSse(`${stack.base}/api/v1/executions/${executionId}/stream?lastEventId=500`, {
       headers: { authorization: bearer(token) },
     });
     await Promise.all([live.ended, ahead.ended]);
@@ -394,7 +372,7 @@ describe('cancel, join and resume', () => {
 
   it('a second message while the session runs is refused with 409; the session frees afterwards', async () => {
     const { token, agentId } = await setup();
-    const live = await openSse(`${base}/api/v1/agents/${agentId}/execute`, {
+    const live = await openSse(`${stack.base}/api/v1/agents/${agentId}/execute`, {
       method: 'POST',
       headers: { authorization: bearer(token) },
       body: { message: '[chunks:20][slow:30]', stream: true },
@@ -436,7 +414,7 @@ describe('operators', () => {
   it('one workflow per execution, tagged with organization, agent and kind, with a readable memo', async () => {
     const { token, agentId, orgId } = await setup();
     const { executionId } = (await as(token).post(`/agents/${agentId}/execute`, { message: 'tagged' })).body;
-    const description = await t.temporal.client.workflow.getHandle(executionWorkflowId(executionId)).describe();
+    const description = await stack.t.temporal.client.workflow.getHandle(executionWorkflowId(executionId)).describe();
     expect(description.type).toBe('agentExecution');
     expect(description.status.name).toBe('COMPLETED');
     expect(description.typedSearchAttributes.get(organizationIdKey)).toBe(orgId);
@@ -449,7 +427,7 @@ describe('operators', () => {
 describe('client-library endpoints', () => {
   it('POST /api/agent/execute runs the same engine; GET /api/usage/organization/{orgId} totals the usage', async () => {
     const { token, agentId, orgId } = await setup();
-    const res = await t.request
+    const res = await stack.t.request
       .post('/api/agent/execute')
       .set('Authorization', bearer(token))
       .send({ characterId: agentId, message: 'client' });
@@ -457,7 +435,7 @@ describe('client-library endpoints', () => {
     expect(res.body).toMatchObject({ success: true, result: 'Echo: client' });
     await as(token).post(`/agents/${agentId}/execute`, { message: 'v1' });
     const today = new Date().toISOString().slice(0, 10);
-    const usage = await t.request
+    const usage = await stack.t.request
       .get(`/api/usage/organization/${orgId}?period=daily&start=${today}&end=${today}`)
       .set('Authorization', bearer(token));
     expect(usage.status).toBe(200);
@@ -465,17 +443,21 @@ describe('client-library endpoints', () => {
     expect(usage.body.totals).toMatchObject({ executions: 2, completed: 2, output_tokens: 3 + 2 });
     expect(usage.body.periods).toHaveLength(1);
     expect(usage.body.periods[0]).toMatchObject({ start: today, executions: 2, agents: [{ agentId, executions: 2 }] });
-    const weekly = await t.request
+    const weekly = await stack.t.request
       .get(`/api/usage/organization/${orgId}?period=weekly`)
       .set('Authorization', bearer(token));
     expect(weekly.body.totals.executions).toBe(2);
     const foreign = await buildOrg();
     expect(
-      (await t.request.get(`/api/usage/organization/${foreign.organizationId}`).set('Authorization', bearer(token)))
-        .status
+      (
+        await stack.t.request
+          .get(`/api/usage/organization/${foreign.organizationId}`)
+          .set('Authorization', bearer(token))
+      ).status
     ).toBe(404);
     expect(
-      (await t.request.get(`/api/usage/organization/${orgId}?period=hourly`).set('Authorization', bearer(token))).body
+      (await stack.t.request.get(`/api/usage/organization/${orgId}?period=hourly`).set('Authorization', bearer(token)))
+        .body
     ).toEqual({
       error: { code: 'validation_failed', message: 'Invalid period. Must be: daily, weekly, monthly' },
     });
