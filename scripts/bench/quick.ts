@@ -4,11 +4,13 @@
  * PostgreSQL, and this process: the client and the fake model). CPU per execution is read from /proc for the
  * stack's own processes, so it holds even when other work shares the machine, unlike the rate.
  * QUICK_TOTAL (300), QUICK_CONCURRENCY (20), QUICK_MESSAGE ('[chunks:200] hi': a 200-delta reply); BENCH_CPU_PROF=<dir>
- * for CPU profiles of the api and the worker (scripts/bench/stack.ts).
+ * for CPU profiles of the api and the worker (scripts/bench/stack.ts). Ends with the api's and the worker's resident
+ * memory (VmRSS, and its peak).
  */
 import os from 'node:os';
 import { bootstrapOrganization } from '../../commands/bootstrap';
 import { connectMongo, disconnectMongo } from '../../lib/mongo';
+import { memoryOf } from '../lib/proc';
 import { ApiClient } from './client';
 import { executeJson, throughput } from './scenarios';
 import { BENCH_DB, cpuSecondsByProcess, startStack } from './stack';
@@ -51,6 +53,11 @@ async function main(): Promise<void> {
       .loadavg()
       .map((l) => l.toFixed(2))
       .join(' ');
+    const mib = (pid: number | undefined): string => {
+      const { rssKib, peakKib } = memoryOf(pid);
+      return `${((rssKib ?? 0) / 1024).toFixed(0)} MiB (peak ${((peakKib ?? 0) / 1024).toFixed(0)})`;
+    };
+    say(`resident: api ${mib(stack.api.child.pid)}, worker ${mib(stack.worker.child.pid)}`);
     say(`load average ${load}`);
     await disconnectMongo();
   } finally {
