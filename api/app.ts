@@ -79,6 +79,9 @@ function rawBodyMatcher(groups: RouteGroup[]): (ctx: AppContext) => boolean {
   return (ctx) => router.match(ctx.path, ctx.method).route;
 }
 
+/** Error codes of a response whose client disconnected before it ended. */
+const CLIENT_GONE = new Set(['ERR_STREAM_PREMATURE_CLOSE', 'ECONNRESET', 'EPIPE']);
+
 /**
  * @param deps configuration, logger, Temporal client, event tailer and the shutdown signal.
  * @returns the Koa app.
@@ -103,6 +106,12 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     const options = { validateResponses: deps.config.validateResponses, ...group.options };
     app.use(mountRoutes(group.prefix, group.routes, options).routes());
   }
-  app.on('error', (err: unknown) => deps.logger.warn({ err }, 'response error'));
+  app.on('error', (err: unknown) => {
+    // A client that goes away mid-response (an event stream it closes, a download it stops) ends that response;
+    // it is not a problem of the service.
+    if (CLIENT_GONE.has((err as { code?: unknown })?.code as string))
+      deps.logger.debug({ code: (err as { code: string }).code }, 'client closed the response early');
+    else deps.logger.warn({ err }, 'response error');
+  });
   return app;
 }

@@ -7,6 +7,7 @@ import supertest from 'supertest';
 import { createApp } from '../../api/app';
 import { createTemporal, type TemporalDeps } from '../../lib/temporal';
 import type { Config } from '../../lib/config';
+import type { Logger } from '../../lib/logger';
 import { EventTailer } from '../../lib/eventLog';
 import { testConfig, testLogger } from './env';
 
@@ -24,9 +25,10 @@ export interface TestApp {
 
 /**
  * @param overrides environment overrides for the app's configuration.
+ * @param logger the app's logger (default: testLogger(), silent unless TEST_LOG_LEVEL is set).
  * @returns the app under test; call close() in afterAll.
  */
-export function createTestApp(overrides: Record<string, string> = {}): TestApp {
+export function createTestApp(overrides: Record<string, string> = {}, logger: Logger = testLogger()): TestApp {
   const config = testConfig(overrides);
   const temporal = createTemporal(config);
   const shutdown = new AbortController();
@@ -34,7 +36,7 @@ export function createTestApp(overrides: Record<string, string> = {}): TestApp {
   // Wake-ups as in the api process (registered in the test file's database once it is connected).
   const listening = events.listen(config.host, config.wakeupHost);
   listening.catch(() => undefined); // awaited by listen() and close(), which report a failure
-  const app = createApp({ config, logger: testLogger(), temporal, events, shutdown: shutdown.signal });
+  const app = createApp({ config, logger, temporal, events, shutdown: shutdown.signal });
   let server: http.Server | undefined;
   return {
     request: supertest(app.callback()),
