@@ -48,6 +48,10 @@ it('a client closing a chat event stream is logged at debug level, with no warni
     stream.close();
   }
   const gone = (): number => logLines.filter((l) => l.msg === 'client closed the response early').length;
-  await until(async () => gone(), (n) => n === 3, 10_000);
+  await until(
+    async () => gone(),
+    (n) => n === 3,
+    10_000
+  );
   expect(logLines.filter((l) => l.level >= 40)).toEqual([]);
 });
