@@ -260,6 +260,21 @@ async function sessionHistory(sessionId: string, currentExecutionId: string): Pr
   });
 }
 
+/**
+ * Waits for every write of a step, even when one fails first (a retry must not race this attempt's writes).
+ * @param work the step's writes, started together.
+ * @returns their results, in order.
+ * @throws the first failure, once all have settled.
+ */
+async function allDone<T extends readonly unknown[]>(work: T): Promise<{ -readonly [K in keyof T]: Awaited<T[K]> }> {
+  const settled = await Promise.allSettled(work);
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((r) => (r as PromiseFulfilledResult<unknown>).value) as {
+    -readonly [K in keyof T]: Awaited<T[K]>;
+  };
+}
+
 /** Earlier turns whose messages one query of {@link sessionHistory} reads. */
 const HISTORY_BATCH = 50;
 
@@ -600,31 +615,33 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     // Order matters: the reply joins the history and the session is free BEFORE anyone can observe the
     // terminal status or event, so a client may send its next message as soon as it sees the result. The same
     // write tells the next execution where its chat events start (activities/chatStream.ts).
-    if (input.status === 'completed') {
-      await ChatMessage.updateOne(
-        { _id: `${exec._id}:assistant` },
-        {
-          $setOnInsert: {
-            organizationId: exec.organizationId,
-            chatId: exec.chatId,
-            sessionId: exec.sessionId,
-            executionId: exec._id,
-            role: 'assistant',
-            content: text || ' ',
-            position: exec.turn * 2 + 1,
-          },
-        },
-        { upsert: true }
-      );
-    }
     // The chat's status changes while the execution still holds the session, so the next execution's `working`
     // always comes after it (a retried finish that already freed the session leaves the chat alone). A completed
-    // reply joins the history in the same round trip that reads who holds the session.
-    const session =
+    // reply joins the history in the same round trip that reads who holds the session, while its message is
+    // written (nothing reads the history before the session is free).
+    const [, session] = await allDone([
+      input.status === 'completed'
+        ? ChatMessage.updateOne(
+            { _id: `${exec._id}:assistant` },
+            {
+              $setOnInsert: {
+                organizationId: exec.organizationId,
+                chatId: exec.chatId,
+                sessionId: exec.sessionId,
+                executionId: exec._id,
+                role: 'assistant',
+                content: text || ' ',
+                position: exec.turn * 2 + 1,
+              },
+            },
+            { upsert: true }
+          )
+        : undefined,
       input.status === 'completed'
         ? // (no projection: the embedded database's findAndModify does not take one)
-          await Session.findOneAndUpdate({ _id: exec.sessionId }, { $addToSet: { history: exec._id } }).lean()
-        : await Session.findById(exec.sessionId).select({ activeExecutionId: 1 }).lean();
+          Session.findOneAndUpdate({ _id: exec.sessionId }, { $addToSet: { history: exec._id } }).lean()
+        : Session.findById(exec.sessionId).select({ activeExecutionId: 1 }).lean(),
+    ] as const);
     if (session?.activeExecutionId === exec._id)
       await Chat.updateOne(
         { _id: exec.chatId },
@@ -671,45 +688,50 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         }
       );
 
-    await appendEvents(exec._id, final);
-    if (ownsChatRange) await mirrorToChat(exec, [...events, ...final], input.status, text);
-
-    // Service events (webhooks), keyed so a retried finish records nothing new. A cancelled execution has none.
+    // The final stream events and the service events (webhooks, keyed so a retried finish records nothing new; a
+    // cancelled execution has none) both follow the terminal status, and are written together.
     const finalStatus = terminal ? (exec.status as ExecutionStatus) : input.status;
-    await recordEvents(exec.organizationId, [
-      ...(input.status !== 'cancelled' && (finalStatus === 'completed' || finalStatus === 'failed')
-        ? [
-            {
-              type: finalStatus === 'completed' ? ('execution.completed' as const) : ('execution.failed' as const),
-              data: {
-                executionId: exec._id,
-                agentId: exec.agentId,
-                chatId: exec.chatId,
-                status: finalStatus,
-                ...(finalStatus === 'failed'
-                  ? {
-                      error: {
-                        message: input.error ?? FAILURES.internal.message,
-                        code: input.errorCode ?? FAILURES.internal.code,
-                      },
-                    }
-                  : {}),
-                usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+    const streamed = async (): Promise<void> => {
+      await appendEvents(exec._id, final);
+      if (ownsChatRange) await mirrorToChat(exec, [...events, ...final], input.status, text);
+    };
+    await allDone([
+      streamed(),
+      recordEvents(exec.organizationId, [
+        ...(input.status !== 'cancelled' && (finalStatus === 'completed' || finalStatus === 'failed')
+          ? [
+              {
+                type: finalStatus === 'completed' ? ('execution.completed' as const) : ('execution.failed' as const),
+                data: {
+                  executionId: exec._id,
+                  agentId: exec.agentId,
+                  chatId: exec.chatId,
+                  status: finalStatus,
+                  ...(finalStatus === 'failed'
+                    ? {
+                        error: {
+                          message: input.error ?? FAILURES.internal.message,
+                          code: input.errorCode ?? FAILURES.internal.code,
+                        },
+                      }
+                    : {}),
+                  usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+                },
+                key: `${exec._id}:finished`,
               },
-              key: `${exec._id}:finished`,
-            },
-          ]
-        : []),
-      {
-        type: 'chat.status_changed',
-        data: {
-          chatId: exec.chatId,
-          status: chatAfter.status,
-          executionId: exec._id,
-          ...(chatAfter.review ? { review: chatAfter.review } : {}),
+            ]
+          : []),
+        {
+          type: 'chat.status_changed',
+          data: {
+            chatId: exec.chatId,
+            status: chatAfter.status,
+            executionId: exec._id,
+            ...(chatAfter.review ? { review: chatAfter.review } : {}),
+          },
+          key: `${exec._id}:chat-status:final`,
         },
-        key: `${exec._id}:chat-status:final`,
-      },
+      ]),
     ]);
 
     log.info({ executionId: exec._id, status: input.status, usage }, 'execution finished');
