@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
+import { TEMPORAL_DYNAMIC_CONFIG } from '../scripts/servers/launch';
 import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -15,6 +16,7 @@ interface Service {
   environment?: Record<string, string | number>;
   depends_on?: Record<string, { condition: string }>;
   healthcheck?: { test: string[] };
+  volumes?: string[];
 }
 const compose = parse(readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
   services: Record<string, Service>;
@@ -81,6 +83,20 @@ describe('docker-compose.yml', () => {
       expect(type).toBe('Keyword'); // the setup script registers Keyword attributes
     }
     expect(s['temporal-setup'].depends_on).toEqual({ temporal: { condition: 'service_healthy' } });
+  });
+
+  it('gives Temporal the same dynamic configuration as the dev server', () => {
+    const temporal = s.temporal;
+    const file = String(temporal.environment?.DYNAMIC_CONFIG_FILE_PATH);
+    const mount = (temporal.volumes ?? []).find((v) => v.split(':')[1] === `/etc/temporal/${file}`);
+    expect(mount).toBeDefined();
+    const values = parse(readFileSync(path.join(ROOT, mount!.split(':')[0]), 'utf8')) as Record<
+      string,
+      Array<{ value: unknown }>
+    >;
+    expect(Object.fromEntries(Object.entries(values).map(([key, [first]]) => [key, first.value]))).toEqual(
+      TEMPORAL_DYNAMIC_CONFIG
+    );
   });
 
   it('the Dockerfile builds the compiled entrypoints the services run', () => {

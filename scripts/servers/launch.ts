@@ -155,6 +155,20 @@ function ensurePortFree(port: number, name: string, hint: string): Promise<void>
 }
 
 /**
+ * Dynamic configuration of the Temporal server, the same for the dev server (these values as
+ * `--dynamic-config-value`) and for docker-compose.yml (deploy/temporal/dynamicconfig.yaml, checked against this by
+ * test/dockerCompose.test.ts):
+ * - eager activity dispatch: an activity scheduled by a workflow task goes straight back to that worker;
+ * - the history service hands each new workflow task to matching from its transfer queue, whose reader loads at most
+ *   20 times a second by default: a task waited ~25 ms on average (up to 50) before any worker could see it, twice
+ *   per execution. 100 loads a second: a JSON execution alone on the stack 151 → 90 ms p50, with the same
+ *   throughput at concurrency 20 and 100 (docs/benchmarks.md "Workflow tasks held by the transfer queue").
+ */
+export const TEMPORAL_DYNAMIC_CONFIG: Readonly<Record<string, boolean | number>> = {
+  'system.enableActivityEagerExecution': true,
+  'history.transferProcessorMaxPollRPS': 100,
+};
+/**
  * Starts the temporal CLI dev server.
  * @param opts binary, data directory, ports (uiPort undefined = headless).
  * @returns the running server; `address` is 127.0.0.1:port.
@@ -193,15 +207,10 @@ export async function startTemporal(opts: {
     'journal_mode=wal',
     '--sqlite-pragma',
     'synchronous=normal',
-    // Eager activity dispatch: an activity scheduled by a workflow task goes straight back to that worker.
-    '--dynamic-config-value',
-    'system.enableActivityEagerExecution=true',
-    // The history service hands each new workflow task to matching from its transfer queue, whose reader loads at
-    // most 20 times a second by default: a task waited ~25 ms on average (up to 50) before any worker could see it,
-    // twice per execution. 100 loads a second: a JSON execution alone on the stack 151 → 90 ms p50, with the same
-    // throughput and CPU at concurrency 20 (docs/benchmarks.md "Workflow tasks held by the transfer queue").
-    '--dynamic-config-value',
-    'history.transferProcessorMaxPollRPS=100',
+    ...Object.entries(TEMPORAL_DYNAMIC_CONFIG).flatMap(([key, value]) => [
+      '--dynamic-config-value',
+      `${key}=${JSON.stringify(value)}`,
+    ]),
     ...(opts.uiPort ? ['--ui-port', String(opts.uiPort)] : ['--headless']),
     ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
   ];
