@@ -109,8 +109,9 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.on('error', (err: unknown) => {
     // A client that goes away mid-response (an event stream it closes, a download it stops) ends that response;
     // it is not a problem of the service.
-    if (CLIENT_GONE.has((err as { code?: unknown })?.code as string))
-      deps.logger.debug({ code: (err as { code: string }).code }, 'client closed the response early');
+    const code = (err as { code?: unknown } | null)?.code;
+    if (typeof code === 'string' && CLIENT_GONE.has(code))
+      deps.logger.debug({ code }, 'client closed the response early');
     else deps.logger.warn({ err }, 'response error');
   });
   return app;

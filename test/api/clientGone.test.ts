@@ -2,10 +2,9 @@
  * A client that closes a live event stream is a normal end of the response, not a server problem: the api notes it
  * at debug level and logs no warning (200 warnings with stacks per fan-out run hid real ones in the service log).
  */
-import { Writable } from 'node:stream';
-import { createLogger } from '../../lib/logger';
 import { createTestApp, type TestApp } from '../helpers/app';
 import { currentAs } from '../helpers/current';
+import { capturingLogger } from '../helpers/env';
 import { bearer, buildOrg } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
 import { openSse } from '../helpers/sse';
@@ -13,19 +12,13 @@ import { until } from '../helpers/until';
 
 useTestDatabase();
 
-/** The app's log lines (JSON), debug level and up. */
-const logLines: Array<{ level: number; msg: string }> = [];
+/** The app's logger, and its log lines (JSON), debug level and up. */
+const { logger, lines: logLines } = capturingLogger('api', 'debug');
 let t: TestApp;
 let base: string;
 
 beforeAll(async () => {
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) logLines.push(JSON.parse(line));
-      done();
-    },
-  });
-  t = createTestApp({}, createLogger({ logLevel: 'debug', logPretty: false }, 'api', sink));
+  t = createTestApp({}, logger);
   base = await t.listen();
 });
 afterAll(async () => {
@@ -53,5 +46,5 @@ it('a client closing a chat event stream is logged at debug level, with no warni
     (n) => n === 3,
     10_000
   );
-  expect(logLines.filter((l) => l.level >= 40)).toEqual([]);
+  expect(logLines.filter((l) => (l.level as number) >= 40)).toEqual([]);
 });

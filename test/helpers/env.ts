@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import { loadConfig, type Config } from '../../lib/config';
 import { createLogger, type Logger } from '../../lib/logger';
 
@@ -31,6 +32,26 @@ export function testLogger(): Logger {
     { logLevel: (process.env.TEST_LOG_LEVEL as Config['logLevel']) ?? 'silent', logPretty: false },
     'test'
   );
+}
+
+/**
+ * A logger whose entries a test reads back.
+ * @param name the logger's name.
+ * @param level the lowest level kept.
+ * @returns the logger, and its entries (parsed JSON lines) as they are written.
+ */
+export function capturingLogger(
+  name: string,
+  level: Config['logLevel']
+): { logger: Logger; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { logger: createLogger({ logLevel: level, logPretty: false }, name, sink), lines };
 }
 
 /** @returns the environment for a child process started by a test (api, worker, admin CLI). */

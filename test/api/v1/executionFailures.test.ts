@@ -5,12 +5,11 @@
  * official Anthropic SDK against the fake Anthropic server; short limits (idle 1 s, deadline 5 s) keep it fast.
  */
 import { randomBytes } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { Execution, Session } from '../../../models';
 import { createTestApp, type TestApp } from '../../helpers/app';
 import { bearer, buildOrg } from '../../helpers/factories';
 import { startFakeAnthropic, type FakeAnthropic } from '../../../scripts/fakes/anthropic';
-import { createLogger } from '../../../lib/logger';
+import { capturingLogger } from '../../helpers/env';
 import { useTestDatabase } from '../../helpers/mongo';
 import { openSse, type LiveStream, type SseEvent } from '../../helpers/sse';
 import { v1As, v1Error } from '../../helpers/v1';
@@ -21,8 +20,8 @@ let t: TestApp;
 let fake: FakeAnthropic;
 let worker: TestWorker;
 let base: string;
-/** The worker's log lines (JSON). */
-const logLines: Array<Record<string, unknown>> = [];
+/** The worker's logger, and its log lines (JSON). */
+const { logger: workerLogger, lines: logLines } = capturingLogger('worker', 'info');
 
 const DEADLINE_SECONDS = 5;
 
@@ -36,13 +35,7 @@ beforeAll(async () => {
     MODEL_IDLE_TIMEOUT_SECONDS: '1',
     EXECUTION_DEADLINE_SECONDS: String(DEADLINE_SECONDS),
   });
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) logLines.push(JSON.parse(line));
-      done();
-    },
-  });
-  worker = await startTestWorker(t.config, createLogger({ logLevel: 'info', logPretty: false }, 'worker', sink));
+  worker = await startTestWorker(t.config, workerLogger);
   base = await t.listen();
 });
 afterAll(async () => {
