@@ -19,6 +19,22 @@ export const strArray = (maxItems = 100, maxLength = 200): Schema => ({
   maxItems,
   items: { type: 'string', maxLength },
 });
+/** Lowercase words of letters and digits joined by single hyphens (`web-research`): skill and MCP server names. */
+export const KEBAB_CASE = '^[a-z0-9]+(?:-[a-z0-9]+)*$';
+/**
+ * A kebab-case name (skills, the MCP server instances skills name).
+ * @param maxLength the length cap.
+ * @param what what the name names, for the error message.
+ * @param extra more keywords (a description).
+ */
+export const kebabName = (maxLength: number, what: string, extra: Schema = {}): Schema => ({
+  type: 'string',
+  minLength: 1,
+  maxLength,
+  pattern: KEBAB_CASE,
+  'x-message': `Invalid {field}: ${what} is kebab-case (lowercase letters and digits, words joined by single hyphens, e.g. web-research)`,
+  ...extra,
+});
 /**
  * A field holding a URL: an absolute `http:` or `https:` URL with a host, nothing else (no `javascript:`, `data:`,
  * `file:` …) [docs/decisions.md "URLs"]. Every URL field of a request schema uses this one helper.

@@ -40,7 +40,8 @@ export type IdPrefix =
   | 'app'
   | 'repo'
   | 'oac'
-  | 'mcps';
+  | 'mcps'
+  | 'skl';
 
 /**
  * A new resource id such as `agt_3fK9...`.

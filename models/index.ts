@@ -25,3 +25,6 @@ export * from './WorkspaceRepo';
 export * from './OAuthClient';
 export * from './OAuthGrant';
 export * from './McpSession';
+export * from './Skill';
+export * from './SkillVersion';
+export * from './SkillName';

@@ -4,6 +4,7 @@ import { agentRoutes } from './agents';
 import { executionRoutes, type ExecutionRouteDeps } from './executions';
 import { keyRoutes } from './keys';
 import { profileRoutes } from './profile';
+import { skillRoutes } from './skills';
 import { spaceRoutes } from './spaces';
 import { taskRoutes } from './tasks';
 
@@ -21,5 +22,6 @@ export function v1Routes(deps: ExecutionRouteDeps): RouteSpec[] {
     ...spaceRoutes(),
     ...keyRoutes(),
     ...profileRoutes(),
+    ...skillRoutes(),
   ];
 }
