@@ -98,7 +98,15 @@ export function libraryAgentFor(auth: AuthContext, id: string): LibraryAgent | u
 }
 
 function libraryFields(agent: LibraryAgent): Record<string, unknown> {
-  return { name: agent.name, role: agent.role, systemPrompt: agent.systemPrompt, model: null };
+  // Skills and built-in tools the organization gave it are its edits too (library agents ship with none).
+  return {
+    name: agent.name,
+    role: agent.role,
+    systemPrompt: agent.systemPrompt,
+    model: null,
+    skillIds: [],
+    advanced_tools: [],
+  };
 }
 
 /**

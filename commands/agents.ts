@@ -205,12 +205,15 @@ export async function listAgents(
  * Updates the updatable fields; omitted ones stay unchanged.
  * @param auth the caller.
  * @param id agent id.
- * @param changes name, role, systemPrompt, visibility (and model on the current surface).
+ * @param changes name, role, systemPrompt, visibility, skillIds (checked by commands/skills.ts checkSkillIds),
+ *   advanced_tools (and model on the current surface).
  */
 export async function updateAgent(
   auth: AuthContext,
   id: string,
-  changes: Partial<Pick<AgentInput, 'name' | 'role' | 'systemPrompt' | 'visibility' | 'model'>>
+  changes: Partial<
+    Pick<AgentInput, 'name' | 'role' | 'systemPrompt' | 'visibility' | 'model' | 'skillIds' | 'advanced_tools'>
+  >
 ): Promise<void> {
   const agent = await findModifiableAgent(auth, id);
   if (Object.keys(changes).length === 0) return;

@@ -50,6 +50,8 @@ export function presentCurrentAgent(agent: AgentDoc): Record<string, unknown> {
     owner_id: agent.ownerId,
     workspace_id: agent.spaceId,
     chat_id: agent.chatId,
+    skill_ids: agent.skillIds ?? [],
+    advanced_tools: agent.advanced_tools ?? [],
     created_at: agent.createdAt.toISOString(),
     updated_at: agent.updatedAt.toISOString(),
   };

@@ -2,7 +2,8 @@
 import type { Schema } from '../../lib/ajv';
 import { AGENT_INSTALL_STATES, AGENT_VISIBILITIES } from '../../models/Agent';
 import { nextCursor, record, requiredStr, str, strArray, timestamp } from '../schemas';
-import { AGENT_LIMITS, VISIBILITY_MESSAGE } from '../v1/agents.schema';
+import { ADVANCED_TOOLS, AGENT_LIMITS, VISIBILITY_MESSAGE } from '../v1/agents.schema';
+import { skillIdList } from '../v1/skills.schema';
 
 const nullableString: Schema = { type: ['string', 'null'] };
 
@@ -17,6 +18,8 @@ export const currentAgentCreateBody: Schema = {
     model: str(AGENT_LIMITS.model, { description: 'Model name; default DEFAULT_MODEL' }),
     initial_greeting: str(10_000),
     tags: strArray(),
+    skill_ids: skillIdList,
+    advanced_tools: ADVANCED_TOOLS,
   },
 };
 
@@ -27,6 +30,8 @@ export interface CurrentAgentCreateBody {
   model?: string;
   initial_greeting?: string;
   tags?: string[];
+  skill_ids?: string[];
+  advanced_tools?: string[];
 }
 
 export const currentAgentUpdateBody: Schema = {
@@ -38,6 +43,8 @@ export const currentAgentUpdateBody: Schema = {
     system_prompt: requiredStr(AGENT_LIMITS.systemPrompt),
     model: str(AGENT_LIMITS.model),
     visibility: { type: 'string', enum: [...AGENT_VISIBILITIES], 'x-message': VISIBILITY_MESSAGE },
+    skill_ids: skillIdList,
+    advanced_tools: ADVANCED_TOOLS,
   },
 };
 
@@ -47,6 +54,8 @@ export interface CurrentAgentUpdateBody {
   system_prompt?: string;
   model?: string;
   visibility?: (typeof AGENT_VISIBILITIES)[number];
+  skill_ids?: string[];
+  advanced_tools?: string[];
 }
 
 export const INSTALL_STATE_CHANGES = [...AGENT_INSTALL_STATES, 'restore'] as const;
@@ -79,6 +88,8 @@ export const currentAgentSchema: Schema = record({
   owner_id: { type: 'string' },
   workspace_id: { type: 'string' },
   chat_id: { type: 'string' },
+  skill_ids: { type: 'array', items: { type: 'string' }, description: 'Skills (v1 /api/v1/skills), in order' },
+  advanced_tools: { type: 'array', items: { type: 'string' } },
   created_at: timestamp,
   updated_at: timestamp,
 });

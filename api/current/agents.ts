@@ -5,6 +5,7 @@
  */
 import { deletePrivateAgent, listLibrary, setInstallState, type InstallStateChange } from '../../commands/agentLibrary';
 import { createAgent, findOrganizationAgent, listAgents, updateAgent } from '../../commands/agents';
+import { checkSkillIds } from '../../commands/skills';
 import { presentCurrentAgent, presentLibraryEntry } from '../../presenters/agent';
 import { input, type RouteSpec } from '../route';
 import { idParams, pageQuery } from '../schemas';
@@ -59,6 +60,7 @@ export function currentAgentRoutes(): RouteSpec[] {
       responses: { 201: currentAgentResponse },
       handler: async (ctx) => {
         const body = input<CurrentAgentCreateBody>(ctx).body;
+        await checkSkillIds(ctx.state.auth, body.skill_ids ?? [], 'skill_ids');
         const agent = await createAgent(ctx.state.auth, {
           name: body.name,
           systemPrompt: body.system_prompt,
@@ -66,6 +68,8 @@ export function currentAgentRoutes(): RouteSpec[] {
           model: body.model,
           initialGreeting: body.initial_greeting,
           tags: body.tags,
+          skillIds: body.skill_ids,
+          advanced_tools: body.advanced_tools,
           visibility: 'private',
         });
         ctx.status = 201;
@@ -84,9 +88,14 @@ export function currentAgentRoutes(): RouteSpec[] {
       responses: { 200: currentAgentResponse },
       handler: async (ctx) => {
         const { id } = input(ctx).params;
-        const { system_prompt: systemPrompt, ...rest } = input<CurrentAgentUpdateBody>(ctx).body;
+        const { system_prompt: systemPrompt, skill_ids: skillIds, ...rest } = input<CurrentAgentUpdateBody>(ctx).body;
         await findOrganizationAgent(ctx.state.auth, id);
-        await updateAgent(ctx.state.auth, id, { ...rest, ...(systemPrompt !== undefined ? { systemPrompt } : {}) });
+        if (skillIds) await checkSkillIds(ctx.state.auth, skillIds, 'skill_ids');
+        await updateAgent(ctx.state.auth, id, {
+          ...rest,
+          ...(systemPrompt !== undefined ? { systemPrompt } : {}),
+          ...(skillIds !== undefined ? { skillIds } : {}),
+        });
         ctx.body = { agent: presentCurrentAgent(await findOrganizationAgent(ctx.state.auth, id)) };
       },
     },

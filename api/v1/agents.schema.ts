@@ -3,6 +3,7 @@ import type { AgentInput } from '../../commands/agents';
 import type { Schema } from '../../lib/ajv';
 import { AGENT_VISIBILITIES } from '../../models/Agent';
 import { nextCursor, record, requiredStr, str, strArray, timestamp } from '../schemas';
+import { builtInToolList, skillIdList } from './skills.schema';
 
 export const VISIBILITY_MESSAGE = 'Invalid visibility value. Must be: private, organization, public, or unlisted';
 
@@ -10,6 +11,9 @@ const visibility: Schema = { type: 'string', enum: [...AGENT_VISIBILITIES], 'x-m
 
 /** Limits: generous caps, well above the spec's recommendations (name < 50, prompt < 2000). */
 export const AGENT_LIMITS = { name: 200, role: 200, systemPrompt: 100_000, model: 200 } as const;
+
+/** An agent's `advanced_tools`: built-in tools it asks for beyond the default ones (commands/builtInTools.ts). */
+export const ADVANCED_TOOLS = builtInToolList('Built-in tools the agent asks for beyond the default ones');
 
 export const agentCreateBody: Schema = {
   type: 'object',
@@ -28,8 +32,8 @@ export const agentCreateBody: Schema = {
     image: str(2000),
     color: str(50),
     ownerId: str(100),
-    skillIds: strArray(),
-    advanced_tools: strArray(),
+    skillIds: skillIdList,
+    advanced_tools: ADVANCED_TOOLS,
     tags: strArray(),
   },
 };
@@ -46,6 +50,8 @@ export const agentUpdateBody: Schema = {
     systemPrompt: requiredStr(AGENT_LIMITS.systemPrompt),
     system_message: requiredStr(AGENT_LIMITS.systemPrompt),
     visibility,
+    skillIds: skillIdList,
+    advanced_tools: ADVANCED_TOOLS,
   },
 };
 
@@ -55,6 +61,8 @@ export interface AgentUpdateBody {
   systemPrompt?: string;
   system_message?: string;
   visibility?: (typeof AGENT_VISIBILITIES)[number];
+  skillIds?: string[];
+  advanced_tools?: string[];
 }
 
 export const agentSchema: Schema = record(

@@ -1,7 +1,15 @@
 /**
  * /api/v1/agents: list, create, read, update, soft delete (SPEC "v1 surface: agents").
  */
-import { archiveAgent, createAgent, findVisibleAgent, listAgents, updateAgent } from '../../commands/agents';
+import {
+  archiveAgent,
+  createAgent,
+  findModifiableAgent,
+  findVisibleAgent,
+  listAgents,
+  updateAgent,
+} from '../../commands/agents';
+import { checkSkillIds } from '../../commands/skills';
 import { ValidationError } from '../../lib/errors';
 import { presentAgent } from '../../presenters/agent';
 import { input, type RouteSpec } from '../route';
@@ -47,6 +55,7 @@ export function agentRoutes(): RouteSpec[] {
         const { system_message: alias, systemPrompt, ...rest } = input<AgentCreateBody>(ctx).body;
         const prompt = systemPrompt ?? alias;
         if (!prompt) throw new ValidationError('Missing required field: systemPrompt');
+        await checkSkillIds(ctx.state.auth, rest.skillIds ?? [], 'skillIds');
         const agent = await createAgent(ctx.state.auth, { ...rest, systemPrompt: prompt });
         ctx.body = {
           success: true,
@@ -73,7 +82,7 @@ export function agentRoutes(): RouteSpec[] {
     {
       method: 'patch',
       path: '/agents/:id',
-      summary: 'Update name, role, systemPrompt or visibility (omitted fields unchanged)',
+      summary: 'Update name, role, systemPrompt, visibility, skillIds or advanced_tools (omitted fields unchanged)',
       tags,
       auth: 'v1',
       params: idParams,
@@ -82,7 +91,12 @@ export function agentRoutes(): RouteSpec[] {
       handler: async (ctx) => {
         const { system_message: alias, systemPrompt, ...rest } = input<AgentUpdateBody>(ctx).body;
         const prompt = systemPrompt ?? alias;
-        await updateAgent(ctx.state.auth, input(ctx).params.id, {
+        const { id } = input(ctx).params;
+        if (rest.skillIds) {
+          await findModifiableAgent(ctx.state.auth, id); // 404 / 403 before the skills are looked at
+          await checkSkillIds(ctx.state.auth, rest.skillIds, 'skillIds');
+        }
+        await updateAgent(ctx.state.auth, id, {
           ...rest,
           ...(prompt !== undefined ? { systemPrompt: prompt } : {}),
         });

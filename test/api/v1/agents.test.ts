@@ -69,6 +69,7 @@ describe('POST /api/v1/agents', () => {
 
   it('stores model, the client-record fields and the system_message alias', async () => {
     const org = await buildOrg();
+    const skill = (await as(org.apiToken).post('/skills', { name: 's1', prompt: 'p' })).body.skill.id;
     const id = await createAgent(org.apiToken, {
       systemPrompt: undefined,
       system_message: 'Alias prompt',
@@ -78,8 +79,8 @@ describe('POST /api/v1/agents', () => {
       initialGreeting: 'Hi!',
       image: 'https://example.com/a.png',
       color: '#ff0000',
-      skillIds: ['s1'],
-      advanced_tools: ['web'],
+      skillIds: [skill],
+      advanced_tools: ['read_file'],
       tags: ['research', 'beta'],
     });
     const { agent } = (await as(org.apiToken).get(`/agents/${id}`)).body;
@@ -91,8 +92,8 @@ describe('POST /api/v1/agents', () => {
       initialGreeting: 'Hi!',
       image: 'https://example.com/a.png',
       color: '#ff0000',
-      skillIds: ['s1'],
-      advanced_tools: ['web'],
+      skillIds: [skill],
+      advanced_tools: ['read_file'],
       tags: ['research', 'beta'],
     });
   });
