@@ -4,7 +4,10 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { AgentFileTools, FILE_TOOLS, type ToolOutcome } from '../commands/agentFileTools';
+import { AgentFileTools, type ToolOutcome } from '../commands/agentFileTools';
+import { enabledTools } from '../commands/builtInTools';
+import { agentWithSkills } from '../commands/skills';
+import { composeSystemPrompt } from '../commands/systemPrompt';
 import type { Config } from '../lib/config';
 import { appendEvents, CoalescingWriter, readEvents, type LoggedEvent } from '../lib/eventLog';
 import type { Logger } from '../lib/logger';
@@ -22,7 +25,6 @@ import { FAILURES, rejectedMessage, type FailureCode } from '../workflows/failur
 import { JOB_PROTOCOL_PROMPT } from '../workflows/jobStates';
 import { chatRangeEnd, chatStatusAfter, mirrorEvent, mirrorsToChat, mirrorToChat } from './chatStream';
 import { recordEvent, recordEvents } from '../commands/serviceEvents';
-import { findAgentById } from '../commands/agents';
 import { metaEvent } from '../commands/executions';
 import {
   Chat,
@@ -328,16 +330,19 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     if (exec.error?.code === 'start_failed')
       throw ApplicationFailure.nonRetryable('The execution could not be started', 'StartFailed');
     // The reads are independent of each other: they go out together (time to first token).
-    const [, agent, history, existing] = await Promise.all([
+    const [, found, history, existing] = await Promise.all([
       claimed ? announceRunning(exec) : undefined,
-      // The system prompt is read now, so an update applies to the next execution.
-      findAgentById(exec.agentId),
+      // The system prompt and the skills are read now, so an update applies to the next execution.
+      agentWithSkills(exec.agentId),
       // The first turn of a session has no history.
       exec.turn > 1 ? sessionHistory(exec.sessionId, exec._id) : [],
       // The execution this call claimed has nothing in its stream yet but the api's `meta` event.
       claimed ? [metaEvent(exec)] : readEvents(executionId),
     ]);
-    if (!agent) throw failure(FAILURES.agentNotFound, false);
+    if (!found) throw failure(FAILURES.agentNotFound, false);
+    const { agent, skills } = found;
+    // The agent's prompt, then its skills' (commands/systemPrompt.ts).
+    const system = composeSystemPrompt(agent, skills);
     const messages: ModelMessage[] = [...history, { role: 'user', content: exec.input?.message ?? '' }];
     const earlier = deliveredText(existing);
     // The chat stream gets the user message, the working status and whatever an earlier attempt delivered, then
@@ -360,9 +365,11 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         : undefined
     );
     const provider = createProvider({ provider: exec.provider as 'anthropic', model: exec.model }, deps.config);
-    // An agent running in a workspace may list, read and write its files (the built-in model calls no tools).
+    // The built-in tools it offers (commands/builtInTools.ts): an agent running in a workspace may list, read and
+    // write its files (the built-in model calls no tools).
+    const offered = enabledTools({ toolUse: provider.name !== 'builtin', workspace: !!exec.spaceId, agent, skills });
     const tools =
-      provider.name !== 'builtin' && exec.spaceId
+      offered.length > 0 && exec.spaceId
         ? new AgentFileTools(deps.config, { organizationId: exec.organizationId, spaceId: exec.spaceId })
         : null;
     const replay = replayToolRounds(existing);
@@ -408,11 +415,11 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         const events = provider.stream({
           model: exec.model,
           // A job's iteration is also told how to ask for review or input (workflows/jobStates.ts).
-          system: exec.jobId ? `${agent.systemPrompt}\n\n${JOB_PROTOCOL_PROMPT}` : agent.systemPrompt,
+          system: exec.jobId ? `${system}\n\n${JOB_PROTOCOL_PROMPT}` : system,
           messages: conversation,
           prefill: prefill || undefined,
           maxTokens: MAX_OUTPUT_TOKENS,
-          ...(tools ? { tools: FILE_TOOLS } : {}),
+          ...(tools ? { tools: offered } : {}),
           signal,
           note: exec.modelNote ?? undefined,
         });

@@ -9,7 +9,7 @@
  */
 import mongoose from 'mongoose';
 import type { AuthContext } from './tokens';
-import { agentsChanged } from './agents';
+import { agentsChanged, findAgentById } from './agents';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { insertDocument } from '../lib/mongo';
@@ -396,4 +396,14 @@ export async function agentSkills(agent: Pick<AgentDoc, 'organizationId' | 'skil
     (found ?? []).filter((s) => s.organizationId === agent.organizationId && !s.deletedAt).map((s) => [s._id, s])
   );
   return ids.flatMap((id) => live.get(id) ?? []);
+}
+
+/**
+ * An execution's agent and its skills, read at each execution (the skills right after the agent).
+ * @param agentId the execution's agent.
+ * @returns the agent (archived or not, as findAgentById) and its skills, or null without an agent.
+ */
+export async function agentWithSkills(agentId: string): Promise<{ agent: AgentDoc; skills: SkillDoc[] } | null> {
+  const agent = await findAgentById(agentId);
+  return agent && { agent, skills: await agentSkills(agent) };
 }
