@@ -12,7 +12,7 @@ import {
   type ScheduleSpec,
 } from '@temporalio/client';
 import { Cron } from 'croner';
-import { NotFoundError, ValidationError } from '../lib/errors';
+import { ForbiddenError, NotFoundError, ValidationError } from '../lib/errors';
 import { paginate } from '../lib/pagination';
 import {
   Mission,
@@ -384,6 +384,29 @@ export async function updateMission(
       data: { mission_id: stored._id, changed: Object.keys(set), status: stored.status },
     });
   return stored;
+}
+
+/**
+ * Deletes a mission: its Schedule first (one already gone is fine; should Temporal be away, nothing changed), then
+ * the record. Its tasks and the jobs its runs made stay, still naming it. The creator and the organization's
+ * owners and admins may delete one; other members get 403.
+ * @param deps Temporal.
+ * @param auth the caller.
+ * @param id mission id.
+ */
+export async function deleteMission(
+  deps: Pick<ExecutionDeps, 'temporal'>,
+  auth: AuthContext,
+  id: string
+): Promise<void> {
+  const mission = await findMission(auth, id);
+  if (mission.userId !== auth.userId && auth.role === 'member') throw new ForbiddenError();
+  try {
+    await deps.temporal.client.schedule.getHandle(missionScheduleId(mission._id)).delete();
+  } catch (err) {
+    if (!(err instanceof ScheduleNotFoundError)) throw err;
+  }
+  await Mission.deleteOne({ _id: mission._id, organizationId: auth.organizationId });
 }
 
 /**

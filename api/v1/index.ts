@@ -3,6 +3,7 @@ import type { RouteSpec } from '../route';
 import { agentRoutes } from './agents';
 import { executionRoutes, type ExecutionRouteDeps } from './executions';
 import { keyRoutes } from './keys';
+import { v1MissionRoutes } from './missions';
 import { profileRoutes } from './profile';
 import { skillRoutes } from './skills';
 import { spaceRoutes } from './spaces';
@@ -23,5 +24,6 @@ export function v1Routes(deps: ExecutionRouteDeps): RouteSpec[] {
     ...keyRoutes(),
     ...profileRoutes(),
     ...skillRoutes(),
+    ...v1MissionRoutes(deps),
   ];
 }

@@ -1,0 +1,21 @@
+/**
+ * JSON Schemas of /api/v1/missions: the same bodies and Mission record as the current surface's /api/missions (the
+ * record keeps the spec's camelCase names on both), in the v1 envelopes (`success`, `nextCursor`).
+ */
+import type { Schema } from '../../lib/ajv';
+import { nextCursor, record } from '../schemas';
+import { missionSchema } from '../current/missions.schema';
+
+export {
+  missionCreateBody,
+  missionListQuery,
+  missionUpdateBody,
+  type MissionCreateBody,
+} from '../current/missions.schema';
+
+export const v1MissionResponse: Schema = record({ success: { type: 'boolean' }, mission: missionSchema });
+export const v1MissionListResponse: Schema = record({
+  success: { type: 'boolean' },
+  missions: { type: 'array', items: missionSchema },
+  nextCursor,
+});

@@ -1,0 +1,112 @@
+/**
+ * /api/v1/missions: the current surface's missions (commands/missions.ts: one record, one Temporal Schedule per
+ * mission) in the v1 envelopes and errors: list, create, read (with next run times), update, delete.
+ */
+import {
+  createMission,
+  deleteMission,
+  findMission,
+  listMissions,
+  nextRunTimes,
+  parseSchedule,
+  scheduleInput,
+  updateMission,
+} from '../../commands/missions';
+import type { MissionStatus } from '../../models';
+import { presentMission } from '../../presenters/mission';
+import { input, type RouteSpec } from '../route';
+import { idParams, successMessage } from '../schemas';
+import type { ExecutionRouteDeps } from './executions';
+import {
+  missionCreateBody,
+  missionListQuery,
+  missionUpdateBody,
+  v1MissionListResponse,
+  v1MissionResponse,
+  type MissionCreateBody,
+} from './missions.schema';
+
+const tags = ['Missions'];
+
+/**
+ * @param deps app dependencies (Temporal: each mission's Schedule).
+ * @returns the route declarations.
+ */
+export function v1MissionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
+  return [
+    {
+      method: 'get',
+      path: '/missions',
+      summary: 'List the organization’s missions, newest first (filter: status)',
+      tags,
+      auth: 'v1',
+      query: missionListQuery,
+      responses: { 200: v1MissionListResponse },
+      handler: async (ctx) => {
+        const q = input<unknown, { limit: number; cursor?: string; status?: MissionStatus }>(ctx).query;
+        const { items, nextCursor } = await listMissions(ctx.state.auth, { status: q.status }, q);
+        ctx.body = { success: true, missions: items.map((m) => presentMission(m, null)), nextCursor };
+      },
+    },
+    {
+      method: 'post',
+      path: '/missions',
+      summary: 'Create a mission: a goal, an agent and a schedule (cron, once, or manual) on a Temporal Schedule',
+      tags,
+      auth: 'v1',
+      body: missionCreateBody,
+      responses: { 200: v1MissionResponse },
+      handler: async (ctx) => {
+        const body = input<MissionCreateBody>(ctx).body;
+        const schedule = scheduleInput(body.schedule);
+        parseSchedule(schedule); // 400 before anything is written
+        const mission = await createMission(deps, ctx.state.auth, { ...body, schedule });
+        ctx.body = { success: true, mission: presentMission(mission, await nextRunTimes(deps, mission)) };
+      },
+    },
+    {
+      method: 'get',
+      path: '/missions/:id',
+      summary: 'A mission, with its next run times from its Temporal Schedule',
+      tags,
+      auth: 'v1',
+      params: idParams,
+      responses: { 200: v1MissionResponse },
+      handler: async (ctx) => {
+        const mission = await findMission(ctx.state.auth, input(ctx).params.id);
+        ctx.body = { success: true, mission: presentMission(mission, await nextRunTimes(deps, mission)) };
+      },
+    },
+    {
+      method: 'patch',
+      path: '/missions/:id',
+      summary: 'Update a mission: title, goal, schedule, status (`paused` pauses its Schedule, `active` resumes it)',
+      tags,
+      auth: 'v1',
+      params: idParams,
+      body: missionUpdateBody,
+      responses: { 200: v1MissionResponse },
+      handler: async (ctx) => {
+        const body = input<Omit<MissionCreateBody, 'agentType' | 'workspaceId'>>(ctx).body;
+        const mission = await updateMission(deps, ctx.state.auth, input(ctx).params.id, {
+          ...body,
+          schedule: scheduleInput(body.schedule),
+        });
+        ctx.body = { success: true, mission: presentMission(mission, await nextRunTimes(deps, mission)) };
+      },
+    },
+    {
+      method: 'delete',
+      path: '/missions/:id',
+      summary: 'Delete a mission and its Schedule (its tasks and jobs stay)',
+      tags,
+      auth: 'v1',
+      params: idParams,
+      responses: { 200: successMessage },
+      handler: async (ctx) => {
+        await deleteMission(deps, ctx.state.auth, input(ctx).params.id);
+        ctx.body = { success: true, message: 'Mission deleted successfully' };
+      },
+    },
+  ];
+}
