@@ -119,7 +119,7 @@ export function contractRoutes(config: Readonly<Config>, contract: () => Contrac
     {
       method: 'get',
       path: '/agent-readiness',
-      summary: 'Machine-readable manifest: auth schemes, scopes, rate limits, contract, MCP, webhooks, streams',
+      summary: 'Machine-readable manifest: auth, scopes, rate limits, contract, v1 groups, MCP, webhooks, streams',
       tags,
       auth: 'public',
       responses: { 200: anyObject },
@@ -220,6 +220,12 @@ export function wellKnownRoutes(config: Readonly<Config>, contract: () => Contra
  */
 function readinessManifest(base: string, contract: Contract, config: Readonly<Config>): Record<string, unknown> {
   const streams: Array<Record<string, unknown>> = [];
+  // The v1 surface's groups (agents, skills, missions, …), each with its paths and their methods, from the document.
+  const v1Groups: Record<string, Array<{ path: string; methods: string[] }>> = {};
+  for (const [path, ops] of Object.entries(contract.document.paths)) {
+    const group = /^\/api\/v1\/([^/]+)/.exec(path)?.[1];
+    if (group) (v1Groups[group] ??= []).push({ path, methods: Object.keys(ops).map((m) => m.toUpperCase()) });
+  }
   for (const [path, ops] of Object.entries(contract.document.paths)) {
     for (const [method, op] of Object.entries(ops) as Array<[string, Record<string, unknown>]>) {
       const ok = (op.responses as Record<string, { content?: Record<string, { 'x-events'?: object }> }>)['200'];
@@ -265,6 +271,7 @@ function readinessManifest(base: string, contract: Contract, config: Readonly<Co
       },
       v1: 'not enforced',
     },
+    v1: { base: `${base}/api/v1`, groups: v1Groups },
     idempotency: { header: 'Idempotency-Key', maxLength: 255, retentionHours: 24 },
     mcp: { endpoint: `${base}/mcp`, transport: 'streamable-http', scope: MCP_SCOPE },
     webhooks: {

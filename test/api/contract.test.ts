@@ -163,6 +163,21 @@ describe('public manifests', () => {
       undefined,
     ]);
     expect(res.body.auth.schemes[1].scopes).toContain('agents:read');
+    // The v1 surface's groups, each with its paths (skills and missions among them).
+    expect(res.body.v1.base).toBe(`${base}/api/v1`);
+    expect(res.body.v1.groups.skills).toEqual([
+      { path: '/api/v1/skills', methods: ['GET', 'POST'] },
+      { path: '/api/v1/skills/{id}', methods: ['GET', 'PATCH', 'DELETE'] },
+      { path: '/api/v1/skills/{id}/versions', methods: ['GET'] },
+      { path: '/api/v1/skills/{id}/versions/{version}', methods: ['GET'] },
+    ]);
+    expect(res.body.v1.groups.missions).toEqual([
+      { path: '/api/v1/missions', methods: ['GET', 'POST'] },
+      { path: '/api/v1/missions/{id}', methods: ['GET', 'PATCH', 'DELETE'] },
+    ]);
+    expect(Object.keys(res.body.v1.groups)).toEqual(
+      expect.arrayContaining(['agents', 'executions', 'tasks', 'spaces', 'keys', 'profile'])
+    );
     expect(res.body.streams).toContainEqual({
       method: 'GET',
       path: '/api/v1/executions/{id}/stream',
