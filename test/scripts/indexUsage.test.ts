@@ -14,11 +14,22 @@ import { listAgents } from '../../commands/agents';
 import { chatMessages } from '../../commands/chats';
 import { claimIdempotencyKey, completeIdempotencyKey } from '../../commands/idempotency';
 import { countRequest } from '../../commands/rateLimits';
+import { checkSkillIds, findSkillVersion, listSkills, listSkillVersions } from '../../commands/skills';
 import { listDeliveries } from '../../commands/webhooks';
 import type { AuthContext } from '../../commands/tokens';
 import { appendEvents, lastSeq, readEvents, StreamEvent, StreamHead } from '../../lib/eventLog';
 import { EXPIRY_BUCKET_MS, sweepExpired } from '../../lib/expiry';
-import { Agent, Chat, ChatMessage, IdempotencyRecord, RateWindow, SpaceAgent, WebhookDelivery } from '../../models';
+import {
+  Agent,
+  Chat,
+  ChatMessage,
+  IdempotencyRecord,
+  RateWindow,
+  Skill,
+  SkillVersion,
+  SpaceAgent,
+  WebhookDelivery,
+} from '../../models';
 import { useTestDatabase } from '../helpers/mongo';
 
 const { dbName } = useTestDatabase();
@@ -46,6 +57,10 @@ const MESSAGES_PER_CHAT = 50;
 const DELIVERIES = 20_000;
 /** Chats and space-agent assignments seeded (over 500 spaces). */
 const SPACE_ROWS = 20_000;
+/** Skills over ORGS organizations, and versions: SKILL_VERSIONS each for the first VERSIONED_SKILLS of them. */
+const SKILLS = 20_000;
+const VERSIONED_SKILLS = 400;
+const SKILL_VERSIONS = 50;
 
 const auth = (org: number): AuthContext => ({
   organizationId: `org_${org}`,
@@ -231,6 +246,52 @@ beforeAll(async () => {
       })) as never[]
     );
   }
+  await Skill.init();
+  await SkillVersion.init();
+  const skillFields = {
+    displayName: 's',
+    description: '',
+    prompt: 'p',
+    category: 'other',
+    builtInTools: [],
+    requiredMCPs: [],
+  };
+  for (let k = 0; k < SKILLS; k += batch) {
+    await Skill.collection.insertMany(
+      Array.from({ length: batch }, (_, i) => ({
+        _id: `skl_${k + i}`,
+        organizationId: `org_${(k + i) % ORGS}`,
+        ownerId: `usr_${(k + i) % ORGS}`,
+        name: `skill-${k + i}`,
+        ...skillFields,
+        visibility: 'organization',
+        version: 1,
+        deletedAt: null,
+        createdAt: new Date(1_700_000_000_000 + (k + i) * 1000),
+        updatedAt: new Date(),
+      })) as never[]
+    );
+  }
+  for (let k = 0; k < VERSIONED_SKILLS * SKILL_VERSIONS; k += batch) {
+    await SkillVersion.collection.insertMany(
+      Array.from({ length: batch }, (_, i) => {
+        const skill = Math.floor((k + i) / SKILL_VERSIONS);
+        const version = ((k + i) % SKILL_VERSIONS) + 1;
+        return {
+          _id: `skl_${skill}:${version}`,
+          skillId: `skl_${skill}`,
+          organizationId: `org_${skill % ORGS}`,
+          ownerId: `usr_${skill % ORGS}`,
+          version,
+          name: `skill-${skill}`,
+          ...skillFields,
+          visibility: 'organization',
+          createdBy: `usr_${skill % ORGS}`,
+          createdAt: new Date(),
+        };
+      }) as never[]
+    );
+  }
   await control.createIndex({ k: 1 });
   for (let c = 0; c < CONTROL; c += batch) {
     await control.insertMany(
@@ -253,8 +314,9 @@ beforeAll(async () => {
       );
       // The leading field of each index: agents _id, organizationId; stream_events _id; stream_heads _id;
       // rate_windows and idempotency_records _id, expiryBucket; control _id, k; FerretDB's metadata _id, table.
-      // chat_messages _id, organizationId, chatId; chats _id, organizationId; webhook_deliveries _id, organizationId.
-      if (Number(rows[0].n) >= 19 || Date.now() > deadline) break;
+      // chat_messages _id, organizationId, chatId; chats _id, organizationId; webhook_deliveries _id, organizationId;
+      // skills _id, organizationId; skill_versions _id, skillId.
+      if (Number(rows[0].n) >= 23 || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 200));
     }
     await client.query(`ANALYZE`); // as autovacuum would after a bulk load; plans then reflect the data
@@ -342,6 +404,37 @@ const shapes: Array<[string, string, () => Promise<unknown>]> = [
     },
   ],
   [
+    'skills: first page and count, next page (one organization of 100)',
+    'skills',
+    async () => {
+      const first = await listSkills(auth(7), {}, { limit: 20 });
+      expect([first.total, first.items.length]).toEqual([SKILLS / ORGS, 20]);
+      const next = await listSkills(auth(7), {}, { limit: 20, cursor: first.nextCursor! });
+      expect(next.items[0].createdAt.getTime()).toBeLessThan(first.items[19].createdAt.getTime());
+    },
+  ],
+  [
+    'skills of an agent: up to 20 by _id in one $or (validation, execution)',
+    'skills',
+    () => checkSkillIds(auth(7), ['skl_7', 'skl_107', 'skl_207', 'skl_19907'], 'skillIds'),
+  ],
+  [
+    'skill versions: newest page, next page; one version by _id',
+    'skill_versions',
+    async () => {
+      const first = await listSkillVersions(auth(7), 'skl_7', { limit: 20 });
+      expect(first.items.map((v) => v.version).slice(0, 2)).toEqual([SKILL_VERSIONS, SKILL_VERSIONS - 1]);
+      const next = await listSkillVersions(auth(7), 'skl_7', { limit: 20, cursor: first.nextCursor! });
+      expect(next.items[0].version).toBe(SKILL_VERSIONS - 20);
+      expect((await findSkillVersion(auth(7), 'skl_7', 3)).version).toBe(3);
+    },
+  ],
+  [
+    'deleting a skill detaches it from the organization’s agents',
+    'agents',
+    () => Agent.updateMany({ organizationId: 'org_7', skillIds: 'skl_7' }, { $pull: { skillIds: 'skl_7' } }),
+  ],
+  [
     'webhook delivery log: write an attempt (by _id)',
     'webhook_deliveries',
     () => WebhookDelivery.updateOne({ _id: 'evt_4242' }, { $set: { status: 'failed' } }),
@@ -361,6 +454,8 @@ if (postgresUrl) {
         'chats',
         'space_agents',
         'webhook_deliveries',
+        'skills',
+        'skill_versions',
         'control',
       ];
       const before = await settledStats(collections);
@@ -387,6 +482,8 @@ if (postgresUrl) {
         chats: { seqScans: 0, indexScans: expect.any(Number) },
         space_agents: { seqScans: 0, indexScans: expect.any(Number) },
         webhook_deliveries: { seqScans: 0, indexScans: expect.any(Number) },
+        skills: { seqScans: 0, indexScans: expect.any(Number) },
+        skill_versions: { seqScans: 0, indexScans: expect.any(Number) },
         control: { seqScans: 1, indexScans: 0 },
       });
       // Every shape touched its table, so each was answered by index scans: at least one per shape.
@@ -400,6 +497,8 @@ if (postgresUrl) {
         'chats',
         'space_agents',
         'webhook_deliveries',
+        'skills',
+        'skill_versions',
       ] as const;
       for (const c of indexed) {
         const uses = shapes.filter(([, coll]) => coll === c).length;
@@ -426,6 +525,11 @@ if (postgresUrl) {
         IdempotencyRecord.find({ _id: 'org_1:usr_1:0' }).explain('queryPlanner'),
         ChatMessage.find({ chatId: 'chat_7', organizationId: 'org_7' }).sort({ position: 1 }).explain('queryPlanner'),
         WebhookDelivery.find({ organizationId: 'org_7' }).sort({ createdAt: -1, _id: -1 }).explain('queryPlanner'),
+        Skill.find({ organizationId: 'org_7', deletedAt: null })
+          .sort({ createdAt: -1, _id: -1 })
+          .explain('queryPlanner'),
+        SkillVersion.find({ skillId: 'skl_7', organizationId: 'org_7' }).sort({ version: -1 }).explain('queryPlanner'),
+        Agent.find({ organizationId: 'org_7', skillIds: 'skl_7' }).explain('queryPlanner'),
       ]);
       expect(JSON.stringify(plans)).not.toContain('COLLSCAN');
     });
