@@ -59,7 +59,9 @@ const CONTENT_KEYS = [
 /** How long a name's reservation may name a skill that does not (yet) carry that name before another takes it. */
 const RESERVATION_GRACE_MS = 60_000;
 /** Concurrent updates one update retries on top of before it answers 409. */
-const UPDATE_ATTEMPTS = 5;
+const UPDATE_ATTEMPTS = 10;
+/** Versions one settle moves a skill's record through at most (a bound, never reached in practice). */
+const SETTLE_STEPS = 100;
 
 /** The skills of agents' executions: kept per process for CACHE_TTL_MS, cleared by every skill write. */
 const SKILLS = 'skills';
@@ -121,23 +123,26 @@ export async function findModifiableSkill(auth: AuthContext, id: string): Promis
  */
 async function reserveName(organizationId: string, name: string, skillId: string): Promise<void> {
   const _id = skillNameId(organizationId, name);
-  try {
-    await SkillName.create({ _id, organizationId, skillId });
-    return;
-  } catch (err) {
-    if (!isDuplicate(err)) throw err;
-  }
   const taken = new ConflictError(`A skill named ${name} already exists in the organization`);
-  const held = await SkillName.findById(_id).lean();
-  if (!held) throw taken; // released meanwhile: the client may retry
-  const holder = await Skill.findOne({ _id: held.skillId, organizationId }).lean<SkillDoc>();
-  const settled = Date.now() - held.createdAt.getTime() > RESERVATION_GRACE_MS;
-  // A reservation left by a deleted skill, or (once a create or rename in flight had time to finish) by a skill
-  // that never carried the name, is taken over.
-  const leftover = holder?.deletedAt || (settled && (!holder || holder.name !== name));
-  if (!leftover) throw taken;
-  const res = await SkillName.updateOne({ _id, skillId: held.skillId }, { $set: { skillId } });
-  if (res.matchedCount === 0) throw taken;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      await SkillName.create({ _id, organizationId, skillId });
+      return;
+    } catch (err) {
+      if (!isDuplicate(err)) throw err;
+    }
+    const held = await SkillName.findById(_id).lean();
+    if (!held) continue; // released meanwhile
+    const holder = await Skill.findOne({ _id: held.skillId, organizationId }).lean<SkillDoc>();
+    const settled = Date.now() - held.createdAt.getTime() > RESERVATION_GRACE_MS;
+    // A reservation left by a deleted skill, or (once a create or rename in flight had time to finish) by a skill
+    // that never carried the name, is removed, and the name claimed by insert again: of several requests doing
+    // this at once, one gets it.
+    const leftover = holder?.deletedAt || (settled && (!holder || holder.name !== name));
+    if (!leftover) throw taken;
+    await SkillName.deleteOne({ _id, skillId: held.skillId });
+  }
+  throw taken;
 }
 
 /** Releases a skill's reservation of a name (only its own). */
@@ -219,30 +224,31 @@ export async function listSkills(
 }
 
 /**
- * Brings a skill's record to its newest version when an update wrote the version but not the record (its process
- * died between the two writes).
- * @param skill the record as read.
- * @param version a version known to exist.
+ * Moves a skill's record to its newest version: while a snapshot of the version after the record's exists, the
+ * record takes it (never backwards: the write is conditional on an older version). The snapshots are the truth;
+ * every update settles after writing its own, so the record ends at the newest version whichever update finishes
+ * last, and a version whose record never moved (its process died between the writes) is caught up by the next one.
+ * @param id skill id.
+ * @param organizationId its organization.
  * @returns the record as it is now.
+ * @throws NotFoundError when the skill is gone or deleted.
  */
-async function catchUp(skill: SkillDoc, version: number): Promise<SkillDoc> {
-  const snapshot = await SkillVersion.findById(skillVersionId(skill._id, version)).lean<SkillVersionDoc>();
-  const current = await Skill.findOne({ _id: skill._id, organizationId: skill.organizationId }).lean<SkillDoc>();
-  if (!current || current.deletedAt) throw new NotFoundError(NOT_FOUND);
-  if (snapshot && current.version < snapshot.version) {
-    const set = { ...contentOf(snapshot as unknown as SkillContent), version: snapshot.version };
+async function settle(id: string, organizationId: string): Promise<SkillDoc> {
+  for (let step = 0; ; step++) {
+    const skill = await Skill.findOne({ _id: id, organizationId }).lean<SkillDoc>();
+    if (!skill || skill.deletedAt) throw new NotFoundError(NOT_FOUND);
+    const next = await SkillVersion.findById(skillVersionId(id, skill.version + 1)).lean<SkillVersionDoc>();
+    if (!next || step === SETTLE_STEPS) return skill;
     await Skill.updateOne(
-      { _id: skill._id, organizationId: skill.organizationId, version: current.version },
-      { $set: set }
+      { _id: id, organizationId, deletedAt: null, version: mongoose.trusted({ $lt: next.version }) },
+      { $set: { ...contentOf(next as unknown as SkillContent), version: next.version } }
     );
-    return { ...current, ...set };
   }
-  return current;
 }
 
 /**
  * Updates a skill: omitted fields stay unchanged; a change makes a new version (nothing changed: none). Concurrent
- * updates each make their own version, in the order their snapshots were written.
+ * updates each make their own version, each applied on top of the version before it.
  * @param auth the caller.
  * @param id skill id.
  * @param changes the fields to change.
@@ -266,6 +272,7 @@ export async function updateSkill(auth: AuthContext, id: string, changes: Partia
       }
       const version = skill.version + 1;
       try {
+        // The update's claim: of concurrent updates, one writes each version.
         await insertDocument(SkillVersion, {
           _id: skillVersionId(id, version),
           skillId: id,
@@ -277,20 +284,19 @@ export async function updateSkill(auth: AuthContext, id: string, changes: Partia
         });
       } catch (err) {
         if (!isDuplicate(err)) throw err;
-        skill = await catchUp(skill, version); // another update made this version: apply the changes on top of it
+        skill = await settle(id, organizationId); // another update made this version: apply the changes on top
         continue;
       }
-      const res = await Skill.updateOne({ _id: id, organizationId, deletedAt: null }, { $set: { ...after, version } });
-      if (res.matchedCount === 0) throw new NotFoundError(NOT_FOUND);
       done = true;
+      const settled = await settle(id, organizationId);
       await skillsChanged(organizationId);
-      return { ...skill, ...after, version, updatedAt: new Date() };
+      return settled;
     }
     throw new ConflictError('The skill was changed by other requests meanwhile; read it and retry');
   } finally {
     if (rename) {
-      const settled = done ? releaseName(organizationId, oldName, id) : releaseName(organizationId, rename, id);
-      await settled.catch(() => undefined);
+      const release = done ? releaseName(organizationId, oldName, id) : releaseName(organizationId, rename, id);
+      await release.catch(() => undefined);
     }
   }
 }

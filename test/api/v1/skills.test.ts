@@ -121,6 +121,21 @@ describe('create and read', () => {
     const other = await buildOrg();
     await createSkill(other.apiToken);
   });
+
+  it('a reservation left by a crash is taken over: at once for a deleted skill, after a minute for a missing one', async () => {
+    const org = await buildOrg();
+    const gone = await createSkill(org.apiToken, { name: 'gone' });
+    // A crash after the delete, before the name's release: the reservation still names the deleted skill.
+    await Skill.updateOne({ _id: gone.id }, { $set: { deletedAt: new Date() } });
+    expect(await SkillName.countDocuments({ skillId: gone.id })).toBe(1);
+    expect((await as(org.apiToken).post('/skills', { name: 'gone', prompt: 'x' })).status).toBe(200);
+    // A crash between the reservation and the skill's insert: a recent one may be a create in flight.
+    const _id = `${org.organizationId}:never-written`;
+    await SkillName.create({ _id, organizationId: org.organizationId, skillId: 'skl_never' });
+    expect((await as(org.apiToken).post('/skills', { name: 'never-written', prompt: 'x' })).status).toBe(409);
+    await SkillName.collection.updateOne({ _id } as never, { $set: { createdAt: new Date(Date.now() - 61_000) } });
+    expect((await as(org.apiToken).post('/skills', { name: 'never-written', prompt: 'x' })).status).toBe(200);
+  });
 });
 
 describe('list', () => {
@@ -253,6 +268,13 @@ describe('update and versions', () => {
     const dup = await as(org.apiToken).patch(`/skills/${skill.id}`, { name: 'taken', prompt: 'new' });
     expect(dup.body).toEqual(v1Error(409, 'Conflict', 'A skill named taken already exists in the organization'));
     expect((await as(org.apiToken).get(`/skills/${skill.id}`)).body.skill).toEqual(skill);
+    // Two skills renamed to one name at the same moment: one gets it.
+    const other = await createSkill(org.apiToken, { name: 'other' });
+    const renames = await Promise.all(
+      [skill.id, other.id].map((id) => as(org.apiToken).patch(`/skills/${id}`, { name: 'wanted' }))
+    );
+    expect(renames.map((r) => r.status).sort()).toEqual([200, 409]);
+    expect(await Skill.countDocuments({ organizationId: org.organizationId, name: 'wanted' })).toBe(1);
   });
 });
 
