@@ -58,8 +58,8 @@ const DELIVERIES = 20_000;
 /** Chats and space-agent assignments seeded (over 500 spaces). */
 const SPACE_ROWS = 20_000;
 /** Skills over ORGS organizations, and versions: SKILL_VERSIONS each for the first VERSIONED_SKILLS of them. */
-const SKILLS = 20_000;
-const VERSIONED_SKILLS = 400;
+const SKILLS = 10_000;
+const VERSIONED_SKILLS = 200;
 const SKILL_VERSIONS = 50;
 
 const auth = (org: number): AuthContext => ({
@@ -416,7 +416,7 @@ const shapes: Array<[string, string, () => Promise<unknown>]> = [
   [
     'skills of an agent: up to 20 by _id in one $or (validation, execution)',
     'skills',
-    () => checkSkillIds(auth(7), ['skl_7', 'skl_107', 'skl_207', 'skl_19907'], 'skillIds'),
+    () => checkSkillIds(auth(7), ['skl_7', 'skl_107', 'skl_207', 'skl_9907'], 'skillIds'),
   ],
   [
     'skill versions: newest page, next page; one version by _id',
