@@ -22,6 +22,7 @@ import { startGitServer, type GitServer } from '../../helpers/gitServer';
 import { useTestDatabase } from '../../helpers/mongo';
 import { spawnScript, type Spawned } from '../../helpers/processes';
 import { openSse } from '../../helpers/sse';
+import { until } from '../../helpers/until';
 import { startTestWorker, type TestWorker } from '../../helpers/worker';
 
 const db = useTestDatabase();
@@ -169,8 +170,12 @@ describe('clone', () => {
     const repo = (await w.api.get(`/workspaces/${w.id}/repos/${repoId}`)).body.repo;
     expect(repo.error).toMatch(/git clone failed: .*(Authentication failed|could not read Username|401)/);
     expect(existsSync(path.join(w.dir, 'project'))).toBe(false);
-    const events = await readEvents(repoStreamId(repoId));
-    expect(events.at(-1)!.event).toBe('clone.failed');
+    // The record turns failed just before the stream's terminal event is appended: wait for that event.
+    const events = await until(
+      () => readEvents(repoStreamId(repoId)),
+      (e) => e.at(-1)?.event === 'clone.failed',
+      10_000
+    );
     // git's refusal is retried (three attempts, each on the stream); the service events are recorded once each.
     expect(events.filter((e) => e.event === 'clone.started').map((e) => e.data.attempt)).toEqual([1, 2, 3]);
     await expectCloneServiceEvents(
