@@ -22,7 +22,6 @@ import { startGitServer, type GitServer } from '../../helpers/gitServer';
 import { useTestDatabase } from '../../helpers/mongo';
 import { spawnScript, type Spawned } from '../../helpers/processes';
 import { openSse } from '../../helpers/sse';
-import { until } from '../../helpers/until';
 import { startTestWorker, type TestWorker } from '../../helpers/worker';
 
 const db = useTestDatabase();
@@ -171,11 +170,11 @@ describe('clone', () => {
     expect(repo.error).toMatch(/git clone failed: .*(Authentication failed|could not read Username|401)/);
     expect(existsSync(path.join(w.dir, 'project'))).toBe(false);
     // The record turns failed just before the stream's terminal event is appended: wait for that event.
-    const events = await until(
-      () => readEvents(repoStreamId(repoId)),
-      (e) => e.at(-1)?.event === 'clone.failed',
-      10_000
+    await until(
+      'clone.failed event',
+      async () => (await readEvents(repoStreamId(repoId))).at(-1)?.event === 'clone.failed'
     );
+    const events = await readEvents(repoStreamId(repoId));
     // git's refusal is retried (three attempts, each on the stream); the service events are recorded once each.
     expect(events.filter((e) => e.event === 'clone.started').map((e) => e.data.attempt)).toEqual([1, 2, 3]);
     await expectCloneServiceEvents(
