@@ -7,6 +7,7 @@
  */
 import os from 'node:os';
 import path from 'node:path';
+import { temporalTls, type TemporalTls } from './configTemporal';
 
 /** Validated, typed configuration of the api, the worker and the scripts. */
 export interface Config {
@@ -22,6 +23,14 @@ export interface Config {
   temporalAddress?: string;
   /** Temporal namespace. @default default */
   temporalNamespace: string;
+  /**
+   * TLS to the Temporal frontend (lib/temporal.ts `temporalConnectionOptions`); unset: plaintext. On as soon as any
+   * of TEMPORAL_TLS_CERT / _KEY / _CA (or their `_PATH` forms), TEMPORAL_TLS_SERVER_NAME or TEMPORAL_API_KEY is set,
+   * or TEMPORAL_TLS=true; TEMPORAL_TLS=false turns it off (only without certificates).
+   */
+  temporalTls?: TemporalTls;
+  /** Temporal Cloud API key, sent as `Authorization: Bearer <key>` (TEMPORAL_API_KEY). */
+  temporalApiKey?: string;
   /** Task queue served by the worker. @default agent-service */
   temporalTaskQueue: string;
   anthropicApiKey?: string;
@@ -114,6 +123,8 @@ export interface Config {
    */
   restart: { initialMs: number; maxMs: number; healthyMs: number };
 }
+
+export type { TemporalTls };
 
 /** Locations of local tools used by the server provisioning scripts. */
 export interface ToolConfig {
@@ -221,6 +232,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     temporalAddress,
     temporalNamespace: nonEmpty(env, 'TEMPORAL_NAMESPACE') ?? 'default',
     temporalTaskQueue: nonEmpty(env, 'TEMPORAL_TASK_QUEUE') ?? 'agent-service',
+    temporalTls: temporalTls((name) => nonEmpty(env, name), problems),
+    temporalApiKey: nonEmpty(env, 'TEMPORAL_API_KEY'),
     anthropicApiKey: nonEmpty(env, 'ANTHROPIC_API_KEY'),
     anthropicBaseUrl: url('ANTHROPIC_BASE_URL', ['http:', 'https:']),
     openaiApiKey: nonEmpty(env, 'OPENAI_API_KEY'),

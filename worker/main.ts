@@ -5,7 +5,7 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type LogMetadata } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { startWebhookOutboxSweep } from '../commands/webhooks';
-import { createTemporal } from '../lib/temporal';
+import { createTemporal, temporalConnectFailure, temporalConnectionOptions } from '../lib/temporal';
 import { HEARTBEAT_THROTTLE } from '../activities/executions';
 import { loadConfigOrExit } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
@@ -66,7 +66,11 @@ export async function main(stop: StopSignals): Promise<void> {
   } catch (err) {
     logger.warn({ err }, `no cache invalidations on ${config.host}: the worker reads without caches`);
   }
-  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const connection = await NativeConnection.connect(temporalConnectionOptions(config)).catch((err: unknown) => {
+    logger.fatal({ err }, temporalConnectFailure(config, err));
+    logger.flush();
+    process.exit(1);
+  });
   // Events recorded by activities start their webhook deliveries; the sweep starts whatever an outage left behind.
   const temporal = createTemporal(config);
   const stopSweep = startWebhookOutboxSweep(temporal, logger);
