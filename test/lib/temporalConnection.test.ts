@@ -1,6 +1,6 @@
 /**
  * The Temporal connection settings (TLS, mTLS, server name, API key) reach the engine from the api's client, the
- * worker alike (lib/temporal.ts `temporalConnectionOptions`): the real dev server behind a TLS
+ * worker and the admin CLI alike (lib/temporal.ts `temporalConnectionOptions`): the real dev server behind a TLS
  * frontend made in the test, which requires a client certificate from the test's own CA and serves a certificate
  * for `temporal.test` only (so the connection must name it: TEMPORAL_TLS_SERVER_NAME).
  */
@@ -11,7 +11,7 @@ import { certificateAuthority } from '../../scripts/fakes/certificate';
 import { childTestEnv } from '../helpers/env';
 import { buildOrg } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
-import { spawnScript } from '../helpers/processes';
+import { runScriptAsync, spawnScript } from '../helpers/processes';
 import { startTlsFrontend, type TlsFrontend } from '../helpers/tlsFrontend';
 import { v1As } from '../helpers/v1';
 import { useExecutionStack } from '../helpers/worker';
@@ -65,6 +65,16 @@ describe('Temporal over TLS', () => {
     const paths = frontend.calls.map((c) => c.path.split('/').at(-1));
     expect(paths).toEqual(expect.arrayContaining(['StartWorkflowExecution', 'PollWorkflowTaskQueue']));
     expect(frontend.calls.every((c) => c.clientCertificate && c.authorization === 'Bearer test-api-key')).toBe(true);
+  });
+
+  it('the admin CLI reaches the namespace with the same settings', async () => {
+    const res = await runScriptAsync('scripts/admin.ts', ['check'], childTestEnv({ MONGODB_URI: db.uri, ...tls }));
+    expect(res.stderr).toBe('');
+    expect(res.status).toBe(0);
+    expect(JSON.parse(res.stdout)).toEqual({
+      mongodb: { ok: true },
+      temporal: { address: frontend.address, namespace: 'default', security: 'mTLS', apiKey: true },
+    });
   });
 
   it('a client certificate the frontend does not trust stops the worker at start with a clear error', async () => {
