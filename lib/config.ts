@@ -33,6 +33,11 @@ export interface Config {
   temporalApiKey?: string;
   /** Task queue served by the worker. @default agent-service */
   temporalTaskQueue: string;
+  /**
+   * A file the worker rewrites every few seconds while it polls its task queue (worker/health.ts); the container's
+   * health check (`node dist/scripts/healthcheck.js worker`) fails when it is missing or stale. Unset: no file.
+   */
+  workerHealthFile?: string;
   anthropicApiKey?: string;
   anthropicBaseUrl?: string;
   openaiApiKey?: string;
@@ -234,6 +239,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     temporalTaskQueue: nonEmpty(env, 'TEMPORAL_TASK_QUEUE') ?? 'agent-service',
     temporalTls: temporalTls((name) => nonEmpty(env, name), problems),
     temporalApiKey: nonEmpty(env, 'TEMPORAL_API_KEY'),
+    workerHealthFile: nonEmpty(env, 'WORKER_HEALTH_FILE') && path.resolve(nonEmpty(env, 'WORKER_HEALTH_FILE')!),
     anthropicApiKey: nonEmpty(env, 'ANTHROPIC_API_KEY'),
     anthropicBaseUrl: url('ANTHROPIC_BASE_URL', ['http:', 'https:']),
     openaiApiKey: nonEmpty(env, 'OPENAI_API_KEY'),

@@ -13,6 +13,7 @@ import { connectMongo, disconnectMongo } from '../lib/mongo';
 import { configureCaches } from '../lib/sharedCache';
 import { WakeupReceiver } from '../lib/wakeups';
 import '../models';
+import { startHealthFile } from './health';
 import type { StopSignals } from '../lib/signals';
 
 /**
@@ -90,9 +91,14 @@ export async function main(stop: StopSignals): Promise<void> {
     // run() moves the worker to RUNNING synchronously, so a stop that came during start-up can shut it down now
     // (a created worker holds the connection until it has run and shut down).
     const running = created.run(); // resolves once shutdown() has drained the worker
+    const stopHealth = config.workerHealthFile
+      ? startHealthFile(created, config.workerHealthFile, config.temporalTaskQueue, (err) =>
+          logger.warn({ err }, 'cannot write the worker health file')
+        )
+      : () => undefined;
     if (stop.requested) created.shutdown();
     else logger.info({ taskQueue: config.temporalTaskQueue, namespace: config.temporalNamespace }, 'worker started');
-    await running;
+    await running.finally(stopHealth);
   }
   stopSweep();
   await invalidations.stop();
