@@ -98,7 +98,7 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
     for (const e of events) {
       await StreamEvent.updateOne(
         { _id: eventId(streamId, e.seq) },
-        { $setOnInsert: { streamId, seq: e.seq, event: e.event, data: e.data, createdAt, ...expiry } },
+        { $setOnInsert: { streamId, seq: e.seq, event: e.event, data: e.data, ...expiry } },
         { upsert: true }
       );
     }

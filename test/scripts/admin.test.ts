@@ -8,6 +8,7 @@ import { runScript } from '../helpers/processes';
 const db = useTestDatabase();
 const t = useTestApp();
 
+/** Each command is a process of its own (a few seconds each on a busy machine). */
 const admin = (...args: string[]): ReturnType<typeof runScript> =>
   runScript('scripts/admin.ts', args, childTestEnv({ MONGODB_URI: db.uri }));
 
@@ -141,7 +142,7 @@ describe('admin CLI', () => {
     const missing = admin('member', 'add', '--org', 'org_missing', '--email', 'x@example.com');
     expect(missing.status).toBe(1);
     expect(missing.stderr.trim()).toBe('admin: Organization not found');
-  });
+  }, 120_000);
 
   it("token list shows an organization's tokens (or one member's), newest first, never a secret", () => {
     const created = JSON.parse(
@@ -174,7 +175,7 @@ describe('admin CLI', () => {
     const all = JSON.parse(admin('token', 'list', '--org', boot.organizationId).stdout.trim()).tokens;
     expect(all.length).toBeGreaterThan(tokens.length);
     expect(JSON.parse(admin('token', 'list', '--org', 'org_none').stdout.trim())).toEqual({ tokens: [] });
-  });
+  }, 120_000);
 
   it('check reaches MongoDB and the Temporal namespace with the configured settings, or says why not', () => {
     const ok = admin('check');
@@ -190,7 +191,7 @@ describe('admin CLI', () => {
     );
     expect(down.status).toBe(1);
     expect(down.stderr).toMatch(/^admin: cannot connect to Temporal at 127\.0\.0\.1:1 \(plaintext\): /);
-  });
+  }, 120_000);
 
   it('usage errors exit 2 with one clear line and the usage', () => {
     const cases: string[][] = [
@@ -210,7 +211,7 @@ describe('admin CLI', () => {
       expect(res.stderr.split('\n')[0]).toMatch(/^admin: /);
       expect(res.stdout).toBe('');
     }
-  });
+  }, 120_000);
 
   it('a bad reference exits 1 with one line', () => {
     const res = admin('token', 'create', '--org', 'org_missing', '--user', boot.userId);

@@ -3,7 +3,7 @@
  * and polls (worker/health.ts), and the api's check is its /readyz. Real processes, real worker, real servers.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, utimesSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../scripts/servers/launch';
@@ -59,17 +59,17 @@ describe('worker health check', () => {
     const stop = startHealthFile(running.worker, file, 'q', (err) => {
       throw err;
     });
-    try {
-      expect(workerHealthProblem(file)).toBeNull();
-      const old = (Date.now() - HEALTH_STALE_MS - 5_000) / 1000;
-      utimesSync(file, old, old);
-      const stale = await healthcheck(['worker'], { WORKER_HEALTH_FILE: file });
-      expect(stale.status).toBe(1);
-      expect(stale.stderr).toMatch(/^worker: health file .* is 3\d s old: the worker stopped polling/);
-    } finally {
-      stop();
-      await running.stop();
-    }
+    expect(workerHealthProblem(file)).toBeNull();
+    const written = readFileSync(file);
+    stop();
+    await running.stop();
+    // What a stuck process leaves: its last file, no longer refreshed.
+    writeFileSync(file, written);
+    const old = (Date.now() - HEALTH_STALE_MS - 5_000) / 1000;
+    utimesSync(file, old, old);
+    const stale = await healthcheck(['worker'], { WORKER_HEALTH_FILE: file });
+    expect(stale.status).toBe(1);
+    expect(stale.stderr).toMatch(/^worker: health file .* is 3\d s old: the worker stopped polling/);
   });
 
   it('a worker that is not running and polling writes nothing', async () => {
