@@ -1,8 +1,18 @@
-# Production image for the api and the worker (same image, different command).
-FROM node:20-bookworm-slim AS build
+# Production image of the service (README "Production"): compiled JavaScript on Node 24 LTS with the production
+# dependencies only. One image for every process role; docker-compose.yml picks the command of each service.
+#   default command  node dist/scripts/start.js  (`npm start`: api and worker under the supervisor)
+#   api              node dist/api/server.js
+#   worker           node dist/worker/index.js
+#   admin CLI        node dist/scripts/admin.js <command>
+#   health check     node dist/scripts/healthcheck.js (api | worker)…
+ARG NODE_IMAGE=node:24.19.0-bookworm-slim
+
+# 1. Build: every dependency (TypeScript is a devDependency), compile, bundle the workflow code once.
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci
+# No install scripts: compiling and bundling need none (the embedded PostgreSQL of development is not used here).
+RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY api ./api
 COPY activities ./activities
@@ -13,14 +23,32 @@ COPY presenters ./presenters
 COPY scripts ./scripts
 COPY worker ./worker
 COPY workflows ./workflows
-RUN npm run build && npm prune --omit=dev
+RUN npm run build \
+  && node -e "require('./dist/scripts/lib/workflowBundle').bundleWorkflowsTo('dist/workflow-bundle.js')"
 
-FROM node:20-bookworm-slim
-ENV NODE_ENV=production
+# 2. Production dependencies alone, installed from the same lock file.
+FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
-COPY --from=build /app/package.json ./
-COPY --from=build /app/node_modules ./node_modules
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+
+# 3. Runtime: git for repository clones, the compiled code, production node_modules, an unprivileged user.
+FROM ${NODE_IMAGE}
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends git ca-certificates \
+  && rm -rf /var/lib/apt/lists/*
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=3000 \
+    DATA_DIR=/data/service \
+    WORKSPACES_DIR=/data/workspaces \
+    WORKFLOW_BUNDLE=/app/dist/workflow-bundle.js
+WORKDIR /app
+COPY package.json ./
+COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# The workspace volume is created from this directory, so it belongs to `node` (uid 1000) like the processes.
+RUN mkdir -p /data/service /data/workspaces && chown -R node:node /data
 USER node
 EXPOSE 3000
-CMD ["node", "dist/api/server.js"]
+CMD ["node", "dist/scripts/start.js"]

@@ -3,6 +3,7 @@
  * (STYLE "activities are factories over dependencies").
  */
 import type { Config } from '../lib/config';
+import { configureRetention } from '../lib/expiry';
 import type { Logger } from '../lib/logger';
 import { createExecutionActivities } from './executions';
 import { createJobActivities } from './jobs';
@@ -16,10 +17,12 @@ export interface ActivityDeps {
 }
 
 /**
- * @param deps logger and configuration.
+ * @param deps logger and configuration (its retention becomes this process's).
  * @returns the activity functions registered on the worker.
  */
 export function createActivities(deps: ActivityDeps) {
+  // What activities write (stream events, the delivery log) expires after the configured retention.
+  configureRetention(deps.config.retention);
   return {
     ...createExecutionActivities(deps),
     ...createJobActivities(deps),

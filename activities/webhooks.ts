@@ -8,6 +8,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { signingSecrets, type DeliveryInput, type TestResult } from '../commands/webhooks';
 import { serviceEventBody } from '../commands/serviceEvents';
 import type { Config } from '../lib/config';
+import { retentionExpiry } from '../lib/expiry';
 import type { Logger } from '../lib/logger';
 import { sendWebhook, type SendResult } from '../lib/webhookSender';
 import { signatureHeader } from '../lib/webhookSignature';
@@ -104,7 +105,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
         { _id: input.eventId },
         {
           $setOnInsert: { organizationId: input.organizationId, type },
-          $set: { attempts: [entry], status, run: input.run },
+          $set: { attempts: [entry], status, run: input.run, ...retentionExpiry('deliveryLogMs', at) },
         },
         { upsert: true }
       );
@@ -112,7 +113,16 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     }
     await WebhookDelivery.updateOne(
       { _id: input.eventId },
-      { $setOnInsert: { organizationId: input.organizationId, type, run: input.run, status: 'pending', attempts: [] } },
+      {
+        $setOnInsert: {
+          organizationId: input.organizationId,
+          type,
+          run: input.run,
+          status: 'pending',
+          attempts: [],
+          ...retentionExpiry('deliveryLogMs', at),
+        },
+      },
       { upsert: true }
     );
     const doc = await WebhookDelivery.findById(input.eventId).lean<WebhookDeliveryDoc>();
@@ -120,7 +130,10 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     const attempts = [...others, entry]
       .sort((a, b) => a.run - b.run || a.attempt - b.attempt)
       .slice(-WEBHOOK_POLICY.logAttemptsPerEvent);
-    await WebhookDelivery.updateOne({ _id: input.eventId }, { $set: { attempts, status, run: input.run } });
+    await WebhookDelivery.updateOne(
+      { _id: input.eventId },
+      { $set: { attempts, status, run: input.run, ...retentionExpiry('deliveryLogMs', at) } }
+    );
   }
 
   /**

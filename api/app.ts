@@ -10,6 +10,7 @@ import Koa from 'koa';
 import type { Config } from '../lib/config';
 import type { EventTailer } from '../lib/eventLog';
 import { configureCaches } from '../lib/sharedCache';
+import { configureRetention } from '../lib/expiry';
 import type { Logger } from '../lib/logger';
 import type { TemporalDeps } from '../lib/temporal';
 import { buildInfo } from '../lib/version';
@@ -89,6 +90,7 @@ const CLIENT_GONE = new Set(['ERR_STREAM_PREMATURE_CLOSE', 'ECONNRESET', 'EPIPE'
 export function createApp(deps: AppDeps): Koa<AppState> {
   installWebhookDispatcher(deps.temporal, deps.logger);
   configureCaches(deps.config.cacheTtlMs);
+  configureRetention(deps.config.retention);
   // The contract routes serve the document that describes them too: it is read at request time.
   const holder: { contract?: Contract } = {};
   const groups = routeGroups(deps, () => holder.contract!);

@@ -6,6 +6,7 @@
 import http from 'node:http';
 import { loadConfigOrExit } from '../lib/config';
 import { EventTailer } from '../lib/eventLog';
+import { startExpirySweeps } from '../lib/expiry';
 import { createLogger } from '../lib/logger';
 import { connectMongo, disconnectMongo } from '../lib/mongo';
 import { createTemporal } from '../lib/temporal';
@@ -34,6 +35,8 @@ export async function main(stop: StopSignals): Promise<void> {
     logger.fatal({ err }, `cannot reach MongoDB: ${(err as Error).message}`);
     process.exit(1);
   }
+  // Where the database has no TTL indexes (the embedded one), this process deletes what expired (lib/expiry.ts).
+  const stopSweeps = startExpirySweeps((err) => logger.warn({ err }, 'sweeping expired records failed'));
   const temporal = createTemporal(config);
   const shutdown = new AbortController();
   const events = new EventTailer(config.eventPollMs, (err) => logger.warn({ err }, 'event tailer read failed'));
@@ -71,6 +74,7 @@ export async function main(stop: StopSignals): Promise<void> {
     }, SHUTDOWN_GRACE_MS - 1000);
     force.unref();
     shutdown.abort();
+    stopSweeps();
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     await closed;

@@ -88,5 +88,19 @@ export function record(properties: Record<string, Schema>, optional: string[] = 
   };
 }
 
+/**
+ * The `expired` event every stream may carry (lib/eventLog.ts `readEvents`; docs/decisions.md "Retention"), listed
+ * with each stream's own events.
+ */
+export const expiredEvent: Schema = {
+  ...record({
+    from: { type: 'integer', minimum: 1 },
+    to: { type: 'integer', minimum: 1 },
+    message: { type: 'string' },
+  }),
+  description:
+    'Stands for the events from `from` to `to`, which expired (STREAM_EVENT_RETENTION, 30 days by default); its id is `to`, so a client resuming from it continues with the first event still kept. When the stream’s last event expired and its subject has ended, it ends the stream.',
+};
+
 /** nextCursor of list responses. */
 export const nextCursor: Schema = { type: ['string', 'null'] };

@@ -5,6 +5,10 @@
  * carries `id: <seq>`, so a reconnecting client resumes with no gap and no duplicate. A client disconnect only
  * unsubscribes: it never cancels the work.
  *
+ * Events past their retention are not skipped silently: the replay puts one `expired` event (`{from, to, message}`,
+ * `id: <to>`) in place of each run of them, and a client resuming from its id continues with the first event still
+ * kept. A stream whose subject has ended (`ended`) and whose last event expired ends with that `expired` event.
+ *
  * Every stream ends [docs/decisions.md "Streams"]: the terminal event is always delivered, even to a client whose
  * position is at or past it (it is replayed once, with its own id, then the response ends), so a join after the end
  * of a finished execution ends at once and a join past the head of a running one ends when the execution does.
@@ -12,7 +16,7 @@
 import { PassThrough } from 'node:stream';
 import { check, type Schema } from '../lib/ajv';
 import { ValidationError } from '../lib/errors';
-import { lastSeq, readEvents, type EventTailer, type LoggedEvent } from '../lib/eventLog';
+import { EXPIRED_EVENT, lastSeq, readEvents, type EventTailer, type LoggedEvent } from '../lib/eventLog';
 import type { AppContext } from './context';
 import { input } from './route';
 
@@ -40,6 +44,12 @@ export interface SseOptions {
    * reconnecting client then gets the route's 404, which stops an EventSource.
    */
   isGone?: () => Promise<boolean>;
+  /**
+   * The stream's subject has ended (an execution or a job in a terminal state, a finished clone): when its events
+   * through the last one expired, the terminal event is gone too, so the `expired` event standing for them ends the
+   * response instead of a wait for events that will never come.
+   */
+  ended?: boolean;
 }
 
 /** The default formatting of an event. */
@@ -130,9 +140,10 @@ export async function streamEvents(ctx: AppContext, opts: SseOptions): Promise<v
     opts.shutdown.removeEventListener('abort', close);
     body.end();
   };
+  let head = 0;
   const send = (e: LoggedEvent): void => {
     if (closed) return;
-    const terminal = opts.isTerminal(e);
+    const terminal = opts.isTerminal(e) || (opts.ended === true && e.event === EXPIRED_EVENT && e.seq >= head);
     // Events the client has are skipped, except the terminal one: it ends every stream (replayed once when the
     // client's position is at or past it).
     if (e.seq <= last && !terminal) return;
@@ -147,7 +158,7 @@ export async function streamEvents(ctx: AppContext, opts: SseOptions): Promise<v
 
   // Read from the client's position, but never from beyond the head's last event: a position at or past the end
   // still gets the stream's last event (the terminal one when the execution is over; skipped otherwise).
-  const head = await lastSeq(opts.streamId);
+  head = await lastSeq(opts.streamId);
   const from = Math.min(opts.afterSeq, Math.max(head - 1, 0));
   let read = from;
   for (const e of await readEvents(opts.streamId, from)) {
@@ -167,7 +178,7 @@ export async function streamEvents(ctx: AppContext, opts: SseOptions): Promise<v
 export async function streamRecentEvents(
   ctx: AppContext,
   deps: { events: EventTailer; shutdown: AbortSignal; config: { sseHeartbeatMs: number } },
-  opts: Pick<SseOptions, 'streamId' | 'isTerminal' | 'isGone'> & { replay: number }
+  opts: Pick<SseOptions, 'streamId' | 'isTerminal' | 'isGone' | 'ended'> & { replay: number }
 ): Promise<void> {
   const requested = requestedLastEventId(ctx);
   const afterSeq = requested ?? Math.max(0, (await lastSeq(opts.streamId)) - opts.replay);
@@ -179,5 +190,6 @@ export async function streamRecentEvents(
     isTerminal: opts.isTerminal,
     heartbeatMs: deps.config.sseHeartbeatMs,
     isGone: opts.isGone,
+    ended: opts.ended,
   });
 }

@@ -13,6 +13,7 @@
  * a start that finds the workflow already there is a no-op, so nothing is lost or delivered twice.
  */
 import { sha256Hex } from '../lib/crypto';
+import { retentionExpiry } from '../lib/expiry';
 import { newId } from '../lib/ids';
 import { insertDocument } from '../lib/mongo';
 import { invalidate, SharedCache } from '../lib/sharedCache';
@@ -179,6 +180,7 @@ async function recordWith(
       organizationId: input.organizationId,
       type: input.type,
       data: JSON.stringify(input.data),
+      ...retentionExpiry('deliveryLogMs'),
     });
     event = serviceEventBody(doc as ServiceEventDoc);
   } catch (err) {

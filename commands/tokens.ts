@@ -168,6 +168,20 @@ export async function revokeToken(
 }
 
 /**
+ * The tokens of an organization, or of one of its members, newest first (the admin CLI's list): never the hash.
+ * Served by the index `{organizationId, userId, kind}`.
+ * @param organizationId the organization.
+ * @param userId when set, only this member's tokens.
+ * @returns the token records.
+ */
+export async function listTokens(organizationId: string, userId?: string): Promise<Omit<ApiTokenDoc, 'hash'>[]> {
+  return ApiToken.find({ organizationId, ...(userId ? { userId } : {}) })
+    .select({ hash: 0 })
+    .sort({ createdAt: -1, _id: -1 })
+    .lean<Omit<ApiTokenDoc, 'hash'>[]>();
+}
+
+/**
  * Whether a scope list grants a scope: `*` grants everything, and a write scope implies its read scope
  * (`agents:write` grants `agents:read`).
  * @param scopes the token's scopes.

@@ -7,6 +7,8 @@
  */
 import os from 'node:os';
 import path from 'node:path';
+import ms from 'ms';
+import { temporalTls, type TemporalTls } from './configTemporal';
 
 /** Validated, typed configuration of the api, the worker and the scripts. */
 export interface Config {
@@ -22,8 +24,23 @@ export interface Config {
   temporalAddress?: string;
   /** Temporal namespace. @default default */
   temporalNamespace: string;
+  /**
+   * TLS to the Temporal frontend (lib/temporal.ts `temporalConnectionOptions`); unset: plaintext. On as soon as any
+   * of TEMPORAL_TLS_CERT / _KEY / _CA (or their `_PATH` forms), TEMPORAL_TLS_SERVER_NAME or TEMPORAL_API_KEY is set,
+   * or TEMPORAL_TLS=true; TEMPORAL_TLS=false turns it off (only without certificates).
+   */
+  temporalTls?: TemporalTls;
+  /** Temporal Cloud API key, sent as `Authorization: Bearer <key>` (TEMPORAL_API_KEY). */
+  temporalApiKey?: string;
   /** Task queue served by the worker. @default agent-service */
   temporalTaskQueue: string;
+  /** How long stream events and the delivery log are kept. @default 30 days each */
+  retention: Retention;
+  /**
+   * A file the worker rewrites every few seconds while it polls its task queue (worker/health.ts); the container's
+   * health check (`node dist/scripts/healthcheck.js worker`) fails when it is missing or stale. Unset: no file.
+   */
+  workerHealthFile?: string;
   anthropicApiKey?: string;
   anthropicBaseUrl?: string;
   openaiApiKey?: string;
@@ -115,6 +132,19 @@ export interface Config {
   restart: { initialMs: number; maxMs: number; healthyMs: number };
 }
 
+/**
+ * Retention of what grows with use [docs/decisions.md "Retention"]: each document expires this long after it was
+ * written (lib/expiry.ts `retentionExpiry`); records (executions, chats, jobs, tasks, usage) stay.
+ */
+export interface Retention {
+  /** Stream events: execution, chat, job, repository and MCP streams (STREAM_EVENT_RETENTION). @default 30d */
+  streamEventsMs: number;
+  /** The webhook delivery log and the service events it delivers (DELIVERY_LOG_RETENTION). @default 30d */
+  deliveryLogMs: number;
+}
+
+export type { TemporalTls };
+
 /** Locations of local tools used by the server provisioning scripts. */
 export interface ToolConfig {
   temporalCliPath?: string;
@@ -194,6 +224,18 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     problems.push(`TEMPORAL_ADDRESS=${JSON.stringify(temporalAddress)}: must be host:port`);
   }
 
+  const duration = (name: string, def: string, min: number, max: number): number => {
+    const raw = nonEmpty(env, name) ?? def;
+    const n = /^\d+$/.test(raw) ? Number.NaN : (ms(raw as ms.StringValue) as number | undefined);
+    if (typeof n !== 'number' || !Number.isFinite(n) || n < min || n > max) {
+      problems.push(
+        `${name}=${JSON.stringify(raw)}: must be a duration from ${ms(min)} to ${ms(max)}, such as 30d or 12h`
+      );
+      return ms(def as ms.StringValue);
+    }
+    return n;
+  };
+
   const logLevelRaw = nonEmpty(env, 'LOG_LEVEL') ?? 'info';
   let logLevel: Config['logLevel'] = 'info';
   if ((LOG_LEVELS as readonly string[]).includes(logLevelRaw)) logLevel = logLevelRaw as Config['logLevel'];
@@ -221,6 +263,13 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     temporalAddress,
     temporalNamespace: nonEmpty(env, 'TEMPORAL_NAMESPACE') ?? 'default',
     temporalTaskQueue: nonEmpty(env, 'TEMPORAL_TASK_QUEUE') ?? 'agent-service',
+    temporalTls: temporalTls((name) => nonEmpty(env, name), problems),
+    temporalApiKey: nonEmpty(env, 'TEMPORAL_API_KEY'),
+    retention: {
+      streamEventsMs: duration('STREAM_EVENT_RETENTION', '30d', 1000, 3650 * 86_400_000),
+      deliveryLogMs: duration('DELIVERY_LOG_RETENTION', '30d', 1000, 3650 * 86_400_000),
+    },
+    workerHealthFile: nonEmpty(env, 'WORKER_HEALTH_FILE') && path.resolve(nonEmpty(env, 'WORKER_HEALTH_FILE')!),
     anthropicApiKey: nonEmpty(env, 'ANTHROPIC_API_KEY'),
     anthropicBaseUrl: url('ANTHROPIC_BASE_URL', ['http:', 'https:']),
     openaiApiKey: nonEmpty(env, 'OPENAI_API_KEY'),

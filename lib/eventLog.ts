@@ -9,12 +9,18 @@
  * would touch the whole stream: docs/query-shapes.md). Writers insert events first and raise the head after, so a
  * reader never sees a gap.
  *
+ * Events expire STREAM_EVENT_RETENTION after they were written (lib/expiry.ts; docs/decisions.md "Retention"),
+ * oldest first; heads stay. A read that meets a missing event below the head (it expired) says so with one
+ * `expired` event covering the whole gap, with the seq of the gap's last event as its own, so a client resuming from
+ * it continues with the first event still kept.
+ *
  * Readers: `readEvents` replays; `EventTailer` (one per api process) reads a stream's new events as soon as a
  * wake-up says its head moved (lib/wakeups.ts: pushed by whoever appended), and checks the heads of every stream
  * with live subscribers once per fallback tick in case a wake-up was lost. It fans events out in memory, so the
  * cost grows with the number of active streams, not with the number of connected clients.
  */
 import mongoose, { type InferSchemaType } from 'mongoose';
+import { expiringSchema, expiryPaths, registerExpiring, retentionExpiry } from './expiry';
 import { wakeStream, WakeupReceiver, type Wakeup } from './wakeups';
 
 const schema = new mongoose.Schema(
@@ -25,12 +31,17 @@ const schema = new mongoose.Schema(
     /** SSE event name (`meta`, `message`, `result`, `error`, ...). */
     event: { type: String, required: true },
     data: { type: mongoose.Schema.Types.Mixed, required: true },
+    ...expiryPaths,
   },
   { timestamps: { createdAt: true, updatedAt: false }, versionKey: false, minimize: false }
 );
+expiringSchema(schema);
 
 export type StreamEventDoc = InferSchemaType<typeof schema> & { _id: string; createdAt: Date };
-export const StreamEvent = mongoose.model('StreamEvent', schema, 'stream_events');
+export const StreamEvent = registerExpiring(mongoose.model('StreamEvent', schema, 'stream_events'));
+
+/** The event a read puts in place of events that expired: `{from, to, message}`, with seq `to`. */
+export const EXPIRED_EVENT = 'expired';
 
 const headSchema = new mongoose.Schema(
   {
@@ -65,9 +76,10 @@ export interface LoggedEvent {
  */
 export async function appendEvents(streamId: string, events: LoggedEvent[]): Promise<void> {
   if (events.length === 0) return;
+  const createdAt = new Date();
+  const expiry = retentionExpiry('streamEventsMs', createdAt);
   try {
     // Plain objects, written as they are (lean: no mongoose document per event); the fields are all given here.
-    const createdAt = new Date();
     await StreamEvent.insertMany(
       events.map((e) => ({
         _id: eventId(streamId, e.seq),
@@ -76,6 +88,7 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
         event: e.event,
         data: e.data,
         createdAt,
+        ...expiry,
       })),
       { ordered: true, lean: true }
     );
@@ -85,7 +98,7 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
     for (const e of events) {
       await StreamEvent.updateOne(
         { _id: eventId(streamId, e.seq) },
-        { $setOnInsert: { streamId, seq: e.seq, event: e.event, data: e.data } },
+        { $setOnInsert: { streamId, seq: e.seq, event: e.event, data: e.data, ...expiry } },
         { upsert: true }
       );
     }
@@ -116,15 +129,58 @@ async function fetchRange(streamId: string, from: number, to: number): Promise<L
 }
 
 /**
+ * The first seq in `from..to` whose event is still kept, by point reads (a binary search: events expire oldest first,
+ * so the kept ones follow the expired ones).
+ * @returns that seq, or `to + 1` when none is kept.
+ */
+async function firstKept(streamId: string, from: number, to: number): Promise<number> {
+  let lo = from;
+  let hi = to + 1;
+  while (lo < hi) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (await StreamEvent.exists({ _id: eventId(streamId, mid) })) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+/**
+ * @param from the first expired seq.
+ * @param to the last.
+ * @returns the event that stands for them.
+ */
+function expiredEvent(from: number, to: number): LoggedEvent {
+  const message =
+    from === to
+      ? `Event ${from} of this stream expired and is no longer kept`
+      : `Events ${from} to ${to} of this stream expired and are no longer kept`;
+  return { seq: to, event: EXPIRED_EVENT, data: { from, to, message } };
+}
+
+/**
+ * Reads a stream after a position. Events that expired are not skipped silently: each run of them becomes one
+ * `expired` event ({@link EXPIRED_EVENT}, seq = the run's last seq) in its place.
  * @param streamId the stream.
  * @param afterSeq return events with seq greater than this.
- * @param limit most events to return.
+ * @param limit most seqs to cover.
  * @returns events in seq order.
  */
 export async function readEvents(streamId: string, afterSeq = 0, limit = 10_000): Promise<LoggedEvent[]> {
   const last = await lastSeq(streamId);
   if (last <= afterSeq) return [];
-  return fetchRange(streamId, afterSeq + 1, Math.min(last, afterSeq + limit));
+  const to = Math.min(last, afterSeq + limit);
+  const out: LoggedEvent[] = [];
+  for (let from = afterSeq + 1; from <= to;) {
+    const kept = await fetchRange(streamId, from, to);
+    out.push(...kept);
+    const missing = from + kept.length;
+    if (missing > to) break;
+    // Below the head every event was written (writers raise the head after their events): this one expired.
+    const next = await firstKept(streamId, missing + 1, last);
+    out.push(expiredEvent(missing, next - 1));
+    from = next;
+  }
+  return out;
 }
 
 /**

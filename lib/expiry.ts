@@ -1,5 +1,6 @@
 /**
- * Records that expire (idempotency records, rate-limit windows): docs/decisions.md "Expiring records".
+ * Records that expire (idempotency records, rate-limit windows, OAuth grants; and, after their retention, stream
+ * events, the webhook delivery log and service events): docs/decisions.md "Expiring records" and "Retention".
  *
  * Each carries `expiresAt` and `expiryBucket` (the hour its expiry falls in). On MongoDB a TTL index on
  * `expiresAt` removes them. FerretDB 1.24 refuses TTL indexes ("Index option expireAfterSeconds is not implemented
@@ -10,6 +11,7 @@
  * trust a record past its `expiresAt`; the sweep only reclaims space.
  */
 import mongoose, { type Model, type Schema } from 'mongoose';
+import type { Retention } from './config';
 
 /** Width of an expiry bucket. */
 export const EXPIRY_BUCKET_MS = 60 * 60 * 1000;
@@ -30,6 +32,31 @@ export const expiryPaths = {
  */
 export function expiryFields(expiresAt: Date): { expiresAt: Date; expiryBucket: number } {
   return { expiresAt, expiryBucket: Math.floor(expiresAt.getTime() / EXPIRY_BUCKET_MS) };
+}
+
+/** Until a process configures it (createApp, createActivities): the documented defaults, 30 days each. */
+const DEFAULT_RETENTION: Retention = { streamEventsMs: 30 * 86_400_000, deliveryLogMs: 30 * 86_400_000 };
+let retention: Retention = DEFAULT_RETENTION;
+
+/**
+ * Sets this process's retention (STREAM_EVENT_RETENTION, DELIVERY_LOG_RETENTION): every writer of what it covers
+ * stamps its documents through {@link retentionExpiry}, so the setting lives in one place.
+ * @param configured the configuration's retention.
+ */
+export function configureRetention(configured: Retention): void {
+  retention = configured;
+}
+
+/**
+ * @param kind what is written: stream events, or the delivery log (deliveries and service events).
+ * @param writtenAt when it is written.
+ * @returns the expiry fields to store with it: its retention after it was written.
+ */
+export function retentionExpiry(
+  kind: keyof Retention,
+  writtenAt: Date = new Date()
+): { expiresAt: Date; expiryBucket: number } {
+  return expiryFields(new Date(writtenAt.getTime() + retention[kind]));
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -104,6 +131,19 @@ export async function sweepExpired(now = new Date()): Promise<number> {
       await ExpirySweep.updateOne({ _id: name }, { $max: { lastBucket: lastComplete } }, { upsert: true });
   }
   return deleted;
+}
+
+/**
+ * Sweeps in the background now and every SWEEP_INTERVAL_MS while the process runs (the api process calls it once it
+ * is connected), where the server has no TTL indexes. Never throws.
+ * @param onError called with a failure (logging).
+ * @returns stop.
+ */
+export function startExpirySweeps(onError: (err: unknown) => void): () => void {
+  maybeSweepExpired(onError);
+  const timer = setInterval(() => maybeSweepExpired(onError), SWEEP_INTERVAL_MS);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 /**

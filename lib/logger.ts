@@ -51,8 +51,16 @@ export function createLogger(
   };
   if (!config.logPretty) return destination ? pino(options, destination) : pino(options);
   // Pretty printing in the main thread and synchronously (dev only), so the last lines before an exit are kept.
-  // Loaded only here: pino-pretty is a development dependency, absent from production installs.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const pretty = require('pino-pretty') as typeof PinoPretty;
+  // Loaded only here: pino-pretty is a development dependency, absent from production installs, where
+  // LOG_PRETTY=true falls back to JSON lines (said once) rather than failing to start.
+  let pretty: typeof PinoPretty;
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    pretty = require('pino-pretty') as typeof PinoPretty;
+  } catch {
+    const logger = destination ? pino(options, destination) : pino(options);
+    logger.warn('LOG_PRETTY=true needs the development dependency pino-pretty: logging JSON lines');
+    return logger;
+  }
   return pino(options, pretty({ colorize: true, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname', sync: true }));
 }

@@ -12,6 +12,7 @@ import {
   isRetryableError,
   makeGrpcRetryInterceptor,
   type ConnectionOptions,
+  type TLSConfig,
 } from '@temporalio/client';
 import type { Config } from './config';
 import { ServiceUnavailableError } from './errors';
@@ -57,16 +58,92 @@ export function temporalInterceptors(timeoutMs: number): Interceptor[] {
   return [interceptor];
 }
 
+/** What the Temporal connection settings are made of (lib/config.ts). */
+export type TemporalConnectionConfig = Pick<Config, 'temporalAddress' | 'temporalTls' | 'temporalApiKey'>;
+
+/**
+ * The ONE place the Temporal connection's options are built [docs/decisions.md "Temporal connection"]: address,
+ * TLS (server CA, client certificate pair, server name) and API key, for the api's client (`Connection`), every
+ * worker's `NativeConnection` and the admin CLI alike. Both connection kinds take these fields as they are.
+ * @param config the validated settings.
+ * @returns the options to spread into `Connection.lazy` / `NativeConnection.connect`.
+ */
+export function temporalConnectionOptions(config: TemporalConnectionConfig): {
+  address: string;
+  /** false: plaintext, stated (the SDK would otherwise turn TLS on by itself when an API key is set). */
+  tls: TLSConfig | false;
+  apiKey?: string;
+} {
+  return {
+    address: config.temporalAddress ?? '127.0.0.1:7233',
+    tls: config.temporalTls ?? false,
+    ...(config.temporalApiKey ? { apiKey: config.temporalApiKey } : {}),
+  };
+}
+
+/**
+ * @param options connection options.
+ * @returns how the connection is secured.
+ */
+export function connectionSecurity(
+  options: ReturnType<typeof temporalConnectionOptions>
+): 'plaintext' | 'TLS' | 'mTLS' {
+  return options.tls ? (options.tls.clientCertPair ? 'mTLS' : 'TLS') : 'plaintext';
+}
+
+/** What the engine's words usually mean, for the settings used (the first that matches is told). */
+const CONNECT_HINTS: Array<[RegExp, (o: ReturnType<typeof temporalConnectionOptions>) => boolean, string]> = [
+  [
+    /UnknownIssuer|unable to get (local )?issuer|self[- ]signed/i,
+    (o) => Boolean(o.tls),
+    "the server's certificate is not signed by TEMPORAL_TLS_CA (or, without it, by a CA the system trusts)",
+  ],
+  [
+    /NotValidForName|altnames|does not match/i,
+    (o) => Boolean(o.tls),
+    "the server's certificate does not name the host; set TEMPORAL_TLS_SERVER_NAME to the name it carries",
+  ],
+  [
+    /ConnectionReset|ECONNRESET|UnexpectedEof|close_notify|cancel|certificate required|bad certificate|unknown ca/i,
+    (o) => Boolean(o.tls && o.tls.clientCertPair),
+    'the server may have refused the client certificate (TEMPORAL_TLS_CERT)',
+  ],
+  [
+    /InvalidContentType|wrong version number|packet length too long|http2.*preface|frame/i,
+    (o) => Boolean(o.tls),
+    'the server may not speak TLS on this port (TEMPORAL_TLS=false for a plaintext frontend)',
+  ],
+];
+
+/**
+ * A connection failure told in the operator's terms: the address, whether TLS / an API key were used, and the
+ * engine's own words (a refused certificate, an unknown CA, a wrong server name, a refused key).
+ * @param config the settings used.
+ * @param err what the connection attempt threw.
+ * @returns a one-line message.
+ */
+export function temporalConnectFailure(config: TemporalConnectionConfig, err: unknown): string {
+  const options = temporalConnectionOptions(config);
+  const how = [
+    connectionSecurity(options),
+    ...(options.apiKey ? ['API key'] : []),
+    ...(options.tls && options.tls.serverNameOverride ? [`server name ${options.tls.serverNameOverride}`] : []),
+  ].join(', ');
+  const words = ((err as Error)?.message ?? String(err)).replace(/\s+/g, ' ').trim();
+  const hint = CONNECT_HINTS.find(([pattern, when]) => pattern.test(words) && when(options))?.[2];
+  return `cannot connect to Temporal at ${options.address} (${how}): ${hint ? `${hint}; ` : ''}${words}`;
+}
+
 /**
  * Creates a lazily connecting client.
- * @param config address, namespace, task queue and the call deadline.
+ * @param config address, TLS, API key, namespace, task queue and the call deadline.
  * @returns the connection and client.
  */
 export function createTemporal(
-  config: Pick<Config, 'temporalAddress' | 'temporalNamespace' | 'temporalTaskQueue' | 'dependencyTimeoutMs'>
+  config: TemporalConnectionConfig & Pick<Config, 'temporalNamespace' | 'temporalTaskQueue' | 'dependencyTimeoutMs'>
 ): TemporalDeps {
   const connection = Connection.lazy({
-    address: config.temporalAddress ?? '127.0.0.1:7233',
+    ...temporalConnectionOptions(config),
     connectTimeout: config.dependencyTimeoutMs,
     interceptors: temporalInterceptors(config.dependencyTimeoutMs),
   });

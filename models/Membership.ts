@@ -3,6 +3,7 @@ import mongoose, { type InferSchemaType } from 'mongoose';
 import { newId } from '../lib/ids';
 
 export const MEMBER_ROLES = ['owner', 'admin', 'member'] as const;
+export type MemberRole = (typeof MEMBER_ROLES)[number];
 
 const schema = new mongoose.Schema(
   {

@@ -1,9 +1,11 @@
 /**
  * The delivery log (`_id` = event id): one document per event sent to the organization's destination, with each
  * attempt (run, attempt number, HTTP status, latency, error). A redelivery is a new run of the same document.
- * Written only by the delivery workflow's activities, one at a time per event.
+ * Written only by the delivery workflow's activities, one at a time per event. Expires DELIVERY_LOG_RETENTION after
+ * its last write (lib/expiry.ts).
  */
 import mongoose, { type InferSchemaType } from 'mongoose';
+import { expiringSchema, expiryPaths, registerExpiring } from '../lib/expiry';
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
@@ -32,10 +34,12 @@ const schema = new mongoose.Schema(
     /** Runs so far (1 + redeliveries). */
     run: { type: Number, required: true },
     attempts: { type: [attemptSchema], default: [] },
+    ...expiryPaths,
   },
   { timestamps: true, versionKey: false }
 );
 schema.index({ organizationId: 1, createdAt: -1, _id: -1 });
+expiringSchema(schema);
 
 export type WebhookDeliveryDoc = InferSchemaType<typeof schema> & { _id: string; createdAt: Date; updatedAt: Date };
-export const WebhookDelivery = mongoose.model('WebhookDelivery', schema, 'webhook_deliveries');
+export const WebhookDelivery = registerExpiring(mongoose.model('WebhookDelivery', schema, 'webhook_deliveries'));

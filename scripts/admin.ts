@@ -7,22 +7,37 @@
  *       → {token,scopes,expiresAt}
  *   token revoke --org <orgId> (--id <tokenId> | --token <clear token>)
  *       → {revoked:<tokenId>}
+ *   token list --org <orgId> [--user <userId>]
+ *       → {tokens:[{id,kind,name,hint,userId,scopes,createdAt,expiresAt,revokedAt,lastUsedAt}]} (newest first)
+ *   member add --org <orgId> --email <email> [--name <display name>] [--role owner|admin|member]
+ *       → {organizationId,userId,role,created}
+ *   check
+ *       → {mongodb:{ok},temporal:{address,namespace,security}}: reaches MongoDB and the Temporal namespace with the
+ *         configured settings (TLS, mTLS, API key), or says why not
  *   rate-limit set --org <orgId> --user <userId> --limit <requests per window | default>
  *       → {organizationId,userId,rateLimit} (rateLimit null = the configured default)
- * The database is MONGODB_URI, else the one `npm run dev` runs (its address is in .data/servers.json).
+ * The database is MONGODB_URI, else the one `npm run dev` runs (its address is in .data/servers.json). In the
+ * production image: `node dist/scripts/admin.js <command>` (README "Production").
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import ms from 'ms';
-import { bootstrapOrganization } from '../commands/bootstrap';
+import { addMember, bootstrapOrganization } from '../commands/bootstrap';
 import { setRateLimit } from '../commands/rateLimits';
-import { createToken, revokeToken } from '../commands/tokens';
-import { loadConfigOrExit } from '../lib/config';
+import { createToken, listTokens, revokeToken } from '../commands/tokens';
+import { loadConfigOrExit, type Config } from '../lib/config';
 import { sha256Hex } from '../lib/crypto';
 import { AppError } from '../lib/errors';
-import { connectMongo, disconnectMongo } from '../lib/mongo';
-import { ApiToken } from '../models';
+import { connectMongo, disconnectMongo, pingMongo } from '../lib/mongo';
+import {
+  connectionSecurity,
+  createTemporal,
+  pingTemporal,
+  temporalConnectFailure,
+  temporalConnectionOptions,
+} from '../lib/temporal';
+import { ApiToken, MEMBER_ROLES, type MemberRole } from '../models';
 
 class UsageError extends Error {}
 
@@ -30,7 +45,12 @@ const USAGE = `usage:
   admin bootstrap --org <name> --email <email> [--name <display name>]
   admin token create --org <orgId> --user <userId> [--kind v1|service] [--scopes a,b] [--expires-in 2s] [--name <name>]
   admin token revoke --org <orgId> (--id <tokenId> | --token <token>)
-  admin rate-limit set --org <orgId> --user <userId> --limit <n | default>`;
+  admin token list --org <orgId> [--user <userId>]
+  admin member add --org <orgId> --email <email> [--name <display name>] [--role owner|admin|member]
+  admin rate-limit set --org <orgId> --user <userId> --limit <n | default>
+  admin check`;
+
+const COMMANDS = ['bootstrap', 'token create', 'token revoke', 'token list', 'member add', 'rate-limit set', 'check'];
 
 function need(values: Record<string, unknown>, name: string): string {
   const v = values[name];
@@ -65,11 +85,11 @@ async function run(argv: string[]): Promise<unknown> {
       id: { type: 'string' },
       token: { type: 'string' },
       limit: { type: 'string' },
+      role: { type: 'string', default: 'member' },
     },
   });
   const command = positionals.join(' ');
-  if (!['bootstrap', 'token create', 'token revoke', 'rate-limit set'].includes(command))
-    throw new UsageError(`unknown command "${command}"`);
+  if (!COMMANDS.includes(command)) throw new UsageError(`unknown command "${command}"`);
 
   // Validate arguments before touching the database.
   let action: () => Promise<unknown>;
@@ -106,6 +126,32 @@ async function run(argv: string[]): Promise<unknown> {
       });
       return { token, scopes: record.scopes, expiresAt: record.expiresAt ? record.expiresAt.toISOString() : null };
     };
+  } else if (command === 'token list') {
+    const organizationId = need(values, 'org');
+    const userId = values.user?.trim() || undefined;
+    action = async () => ({
+      tokens: (await listTokens(organizationId, userId)).map((t) => ({
+        id: t._id,
+        kind: t.kind,
+        name: t.name,
+        hint: t.hint,
+        userId: t.userId,
+        scopes: t.scopes,
+        createdAt: iso(t.createdAt),
+        expiresAt: iso(t.expiresAt),
+        revokedAt: iso(t.revokedAt),
+        lastUsedAt: iso(t.lastUsedAt),
+      })),
+    });
+  } else if (command === 'member add') {
+    const organizationId = need(values, 'org');
+    const email = need(values, 'email');
+    if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new UsageError(`--email ${email} is not an email address`);
+    const role = values.role as MemberRole;
+    if (!MEMBER_ROLES.includes(role)) throw new UsageError(`--role must be one of ${MEMBER_ROLES.join(', ')}`);
+    action = () => addMember({ organizationId, email, name: values.name, role });
+  } else if (command === 'check') {
+    return check(loadConfigOrExit());
   } else if (command === 'rate-limit set') {
     const organizationId = need(values, 'org');
     const userId = need(values, 'user');
@@ -142,6 +188,37 @@ async function run(argv: string[]): Promise<unknown> {
     await disconnectMongo();
   }
 }
+
+/**
+ * Reaches MongoDB and the Temporal namespace with the configured settings, as the api and the worker would.
+ * @param config the configuration.
+ * @returns what was reached.
+ */
+async function check(config: Readonly<Config>): Promise<unknown> {
+  await connectMongo(mongoUri(config.mongodbUri, config.dataDir), { timeoutMs: config.dependencyTimeoutMs });
+  const temporal = createTemporal(config);
+  try {
+    await pingMongo(config.dependencyTimeoutMs);
+    const options = temporalConnectionOptions(config);
+    await pingTemporal(temporal, config.dependencyTimeoutMs).catch((err: unknown) => {
+      throw new Error(temporalConnectFailure(config, err));
+    });
+    return {
+      mongodb: { ok: true },
+      temporal: {
+        address: options.address,
+        namespace: config.temporalNamespace,
+        security: connectionSecurity(options),
+        apiKey: Boolean(options.apiKey),
+      },
+    };
+  } finally {
+    await temporal.connection.close().catch(() => undefined);
+    await disconnectMongo();
+  }
+}
+
+const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
 
 run(process.argv.slice(2)).then(
   (result) => {

@@ -1,7 +1,7 @@
 /**
- * `npm start` (production): runs the compiled api and worker against the configured servers (MONGODB_URI and
- * TEMPORAL_ADDRESS must be set), under the supervisor (a process that dies is restarted with backoff).
- * `npm run api` / `npm run worker` run one each.
+ * `npm start` (production): runs the compiled api and worker (`npm run build` first) against the configured servers
+ * (MONGODB_URI and TEMPORAL_ADDRESS must be set), under the supervisor (a process that dies is restarted with
+ * backoff). Needs only the production dependencies. `npm run api` / `npm run worker` run one each.
  */
 import path from 'node:path';
 import { childEnv, loadConfigOrExit } from '../lib/config';
@@ -18,8 +18,9 @@ if (!config.mongodbUri || !config.temporalAddress) {
 const dist = path.resolve(__dirname, '..');
 const bundle = path.join(config.dataDir, 'workflow-bundle.js');
 async function main(): Promise<void> {
-  say('bundling the workflow code for the worker');
-  const env = childEnv({ WORKFLOW_BUNDLE: await bundleWorkflowsTo(bundle) });
+  // The image bundles the workflows when it is built (Dockerfile: WORKFLOW_BUNDLE); elsewhere, once per start.
+  if (!config.workflowBundlePath) say('bundling the workflow code for the worker');
+  const env = childEnv({ WORKFLOW_BUNDLE: config.workflowBundlePath ?? (await bundleWorkflowsTo(bundle)) });
   const service = (entry: string): ReturnType<typeof spawnUnit> =>
     spawnUnit({ command: process.execPath, args: [path.join(dist, entry)], env, graceMs: 10_000 });
   const sup = supervise(

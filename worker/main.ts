@@ -5,7 +5,7 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type LogMetadata } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { startWebhookOutboxSweep } from '../commands/webhooks';
-import { createTemporal } from '../lib/temporal';
+import { createTemporal, temporalConnectFailure, temporalConnectionOptions } from '../lib/temporal';
 import { HEARTBEAT_THROTTLE } from '../activities/executions';
 import { loadConfigOrExit } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
@@ -13,6 +13,7 @@ import { connectMongo, disconnectMongo } from '../lib/mongo';
 import { configureCaches } from '../lib/sharedCache';
 import { WakeupReceiver } from '../lib/wakeups';
 import '../models';
+import { startHealthFile } from './health';
 import type { StopSignals } from '../lib/signals';
 
 /**
@@ -66,7 +67,11 @@ export async function main(stop: StopSignals): Promise<void> {
   } catch (err) {
     logger.warn({ err }, `no cache invalidations on ${config.host}: the worker reads without caches`);
   }
-  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const connection = await NativeConnection.connect(temporalConnectionOptions(config)).catch((err: unknown) => {
+    logger.fatal({ err }, temporalConnectFailure(config, err));
+    logger.flush();
+    process.exit(1);
+  });
   // Events recorded by activities start their webhook deliveries; the sweep starts whatever an outage left behind.
   const temporal = createTemporal(config);
   const stopSweep = startWebhookOutboxSweep(temporal, logger);
@@ -86,9 +91,14 @@ export async function main(stop: StopSignals): Promise<void> {
     // run() moves the worker to RUNNING synchronously, so a stop that came during start-up can shut it down now
     // (a created worker holds the connection until it has run and shut down).
     const running = created.run(); // resolves once shutdown() has drained the worker
+    const stopHealth = config.workerHealthFile
+      ? startHealthFile(created, config.workerHealthFile, config.temporalTaskQueue, (err) =>
+          logger.warn({ err }, 'cannot write the worker health file')
+        )
+      : () => undefined;
     if (stop.requested) created.shutdown();
     else logger.info({ taskQueue: config.temporalTaskQueue, namespace: config.temporalNamespace }, 'worker started');
-    await running;
+    await running.finally(stopHealth);
   }
   stopSweep();
   await invalidations.stop();

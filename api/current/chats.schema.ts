@@ -3,7 +3,17 @@ import type { Schema } from '../../lib/ajv';
 import { CHAT_STATUSES } from '../../models/Chat';
 import { EXECUTION_STATUSES } from '../../models/Execution';
 import { JOB_STATUSES } from '../../models/Job';
-import { nextCursor, nullableStr, nullableTimestamp, pageQuery, record, requiredStr, str, timestamp } from '../schemas';
+import {
+  expiredEvent,
+  nextCursor,
+  nullableStr,
+  nullableTimestamp,
+  pageQuery,
+  record,
+  requiredStr,
+  str,
+  timestamp,
+} from '../schemas';
 import { AGENT_LIMITS } from '../v1/agents.schema';
 import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
 
@@ -208,4 +218,5 @@ export const chatStreamEvents: Record<string, Schema> = {
     content: { type: 'string' },
     is_error: { type: 'boolean' },
   }),
+  expired: expiredEvent,
 };

@@ -1,7 +1,16 @@
 /** JSON Schemas of the current surface's /api/jobs (requests, responses, and the job stream's events). */
 import type { Schema } from '../../lib/ajv';
 import { ITERATION_REASONS, JOB_STATUSES, REVIEW_STATES } from '../../models/Job';
-import { nextCursor, nullableStr, nullableTimestamp, pageQuery, record, requiredStr, str } from '../schemas';
+import {
+  expiredEvent,
+  nextCursor,
+  nullableStr,
+  nullableTimestamp,
+  pageQuery,
+  record,
+  requiredStr,
+  str,
+} from '../schemas';
 import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
 
 /** Events replayed to a client that names no position (`Last-Event-ID`): the stream's last ones. */
@@ -173,7 +182,8 @@ export const transcriptResponse: Schema = record({
       event: { type: 'string' },
       data: { type: 'object' },
     }),
-    description: 'Each iteration’s execution stream (meta, message, result | error), iterations in order',
+    description:
+      'Each iteration’s execution stream (meta, message, result | error; `expired` for events past their retention), iterations in order',
   },
   next_cursor: nextCursor,
 });
@@ -221,4 +231,5 @@ export const jobStreamEvents: Record<string, Schema> = {
     }),
   }),
   'review.updated': record({ ...jobId, review_state: { type: 'string', enum: [...REVIEW_STATES] } }),
+  expired: expiredEvent,
 };

@@ -135,6 +135,7 @@ export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           replay: JOB_REPLAY_EVENTS,
           isTerminal: (e) =>
             e.event === 'job.status' && TERMINAL_JOB_STATUSES.includes((e.data as { status: JobStatus }).status),
+          ended: TERMINAL_JOB_STATUSES.includes(job.status as JobStatus),
         });
       },
     },

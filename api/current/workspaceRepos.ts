@@ -9,7 +9,7 @@ import { repoStreamId } from '../../models';
 import { presentRepo, repoEventsUrl } from '../../presenters/workspaceRepo';
 import type { AppDeps } from '../app';
 import { input, type RouteSpec } from '../route';
-import { httpUrl, nextCursor, pageQuery, record, requiredStr, str } from '../schemas';
+import { expiredEvent, httpUrl, nextCursor, pageQuery, record, requiredStr, str } from '../schemas';
 import { requestedLastEventId, streamEvents, streamQuery } from '../sse';
 import { repoSchema } from './workspaceRepos.schema';
 
@@ -43,6 +43,7 @@ const repoEvents: Record<string, Schema> = {
   }),
   'clone.completed': record({ repo_id: { type: 'string' }, commit: { type: 'string' } }),
   'clone.failed': record({ repo_id: { type: 'string' }, message: { type: 'string' } }),
+  expired: expiredEvent,
 };
 
 /**
@@ -159,6 +160,7 @@ export function workspaceRepoRoutes(deps: AppDeps): RouteSpec[] {
           shutdown: deps.shutdown,
           isTerminal: (e) => e.event === 'clone.completed' || e.event === 'clone.failed',
           heartbeatMs: deps.config.sseHeartbeatMs,
+          ended: repo.status === 'ready' || repo.status === 'failed',
         });
       },
     },

@@ -56,8 +56,10 @@ export function appStreamRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
         if (verified === 'expired') throw new UnauthorizedError('Signature expired');
         if (verified === 'invalid') throw new UnauthorizedError('Invalid signature');
         // The job of the signature's organization (a job deleted since, or never there, is 404).
-        if (!(await Job.exists({ _id: jobId, organizationId: verified.organizationId })))
-          throw new NotFoundError('Job not found');
+        const job = await Job.findOne({ _id: jobId, organizationId: verified.organizationId })
+          .select({ status: 1 })
+          .lean<{ status: JobStatus }>();
+        if (!job) throw new NotFoundError('Job not found');
         ctx.set('Access-Control-Allow-Origin', '*');
         await streamEvents(ctx, {
           streamId: jobStreamId(jobId),
@@ -66,6 +68,7 @@ export function appStreamRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           shutdown: deps.shutdown,
           isTerminal: isJobTerminal,
           heartbeatMs: deps.config.sseHeartbeatMs,
+          ended: TERMINAL_JOB_STATUSES.includes(job.status),
         });
       },
     },

@@ -8,7 +8,7 @@
  */
 import type { EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { appendEvents, readEvents, type LoggedEvent } from '../../lib/eventLog';
+import { appendEvents, EXPIRED_EVENT, readEvents, type LoggedEvent } from '../../lib/eventLog';
 import { mcpStreamId } from '../../models';
 
 /** The SSE event name of every MCP message. */
@@ -70,7 +70,9 @@ export class McpEventStore implements EventStore {
     const position = parseMcpEventId(lastEventId);
     if (!position) throw new Error('Invalid event ID format');
     for (const e of await readEvents(mcpStreamId(this.sessionId, position.streamId), position.seq)) {
-      if (Object.keys(e.data).length > 0) await send(mcpEventId(position.streamId, e.seq), e.data as JSONRPCMessage);
+      // Priming events (empty) and `expired` events (messages past their retention) carry no JSON-RPC message.
+      if (Object.keys(e.data).length > 0 && e.event !== EXPIRED_EVENT)
+        await send(mcpEventId(position.streamId, e.seq), e.data as JSONRPCMessage);
     }
     return position.streamId;
   }

@@ -30,6 +30,7 @@ import { MCP_PATH } from '../../commands/oauth';
 import type { Schema } from '../../lib/ajv';
 import { NotFoundError } from '../../lib/errors';
 import { buildInfo } from '../../lib/version';
+import { EXPIRED_EVENT } from '../../lib/eventLog';
 import { McpSession, mcpStreamId, type McpSessionDoc } from '../../models';
 import type { AppContext } from '../context';
 import type { RouteSpec } from '../route';
@@ -212,9 +213,9 @@ async function get(deps: ExecutionRouteDeps, ctx: AppContext): Promise<void> {
     isGone: async () =>
       (await McpSession.findOne({ _id: session._id, organizationId: session.organizationId }).lean<McpSessionDoc>())
         ?.closedAt != null,
-    // Priming events (empty) only mark a position.
+    // Priming events (empty) only mark a position; so does an `expired` event (JSON-RPC has no message for it).
     format: (e) =>
-      Object.keys(e.data).length === 0
+      Object.keys(e.data).length === 0 || e.event === EXPIRED_EVENT
         ? null
         : `event: message\nid: ${mcpEventId(position.streamId, e.seq)}\ndata: ${JSON.stringify(e.data)}\n\n`,
   });

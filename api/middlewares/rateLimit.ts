@@ -6,7 +6,6 @@
  */
 import type { Next } from 'koa';
 import { countRequest } from '../../commands/rateLimits';
-import { maybeSweepExpired } from '../../lib/expiry';
 import { RateLimitedError } from '../../lib/errors';
 import type { AppContext } from '../context';
 
@@ -32,7 +31,6 @@ export function rateLimit(options: { limit: number; windowSeconds: number }) {
       'RateLimit-Reset': String(resetIn),
       'RateLimit-Policy': `${limit};w=${options.windowSeconds}`,
     });
-    maybeSweepExpired((err) => ctx.state.log.warn({ err }, 'sweeping expired records failed'));
     if (count > limit) throw new RateLimitedError(resetIn);
     await next();
   };

@@ -1,7 +1,17 @@
 /** JSON Schemas of agent execution and /api/v1/executions. */
 import type { Schema } from '../../lib/ajv';
 import { EXECUTION_STATUSES } from '../../models/Execution';
-import { nextCursor, nullableStr, nullableTimestamp, pageQuery, record, requiredStr, str, timestamp } from '../schemas';
+import {
+  expiredEvent,
+  nextCursor,
+  nullableStr,
+  nullableTimestamp,
+  pageQuery,
+  record,
+  requiredStr,
+  str,
+  timestamp,
+} from '../schemas';
 
 /** Largest user message accepted. */
 export const MAX_MESSAGE_CHARS = 100_000;
@@ -69,6 +79,7 @@ export const executionStreamEvents: Record<string, Schema> = {
     usage: record({ input_tokens: { type: 'integer' }, output_tokens: { type: 'integer' } }),
   }),
   error: record({ message: { type: 'string' } }),
+  expired: expiredEvent,
 };
 
 const usage = record({ input_tokens: { type: 'integer' }, output_tokens: { type: 'integer' } });

@@ -12,7 +12,7 @@ import {
 } from '../../commands/executions';
 import { ConflictError, ExecutionFailedError } from '../../lib/errors';
 import type { LoggedEvent } from '../../lib/eventLog';
-import type { ExecutionDoc } from '../../models';
+import { TERMINAL_EXECUTION_STATUSES, type ExecutionDoc, type ExecutionStatus } from '../../models';
 import { presentExecution } from '../../presenters/execution';
 import type { AppDeps } from '../app';
 import type { AppContext } from '../context';
@@ -206,6 +206,7 @@ export function executionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           shutdown: deps.shutdown,
           isTerminal: isExecutionTerminal,
           heartbeatMs: deps.config.sseHeartbeatMs,
+          ended: TERMINAL_EXECUTION_STATUSES.includes(exec.status as ExecutionStatus),
         });
       },
     },

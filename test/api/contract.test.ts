@@ -87,6 +87,7 @@ describe('GET /api/openapi.json', () => {
       'tool_result',
       'result',
       'error',
+      'expired',
     ]);
     const execute = doc.paths['/api/v1/agents/{id}/execute'].post.responses['200'] as { content: object };
     expect(Object.keys(execute.content)).toEqual(['application/json', 'text/event-stream']);
@@ -181,7 +182,7 @@ describe('public manifests', () => {
     expect(res.body.streams).toContainEqual({
       method: 'GET',
       path: '/api/v1/executions/{id}/stream',
-      events: ['meta', 'message', 'tool_use', 'tool_result', 'result', 'error'],
+      events: ['meta', 'message', 'tool_use', 'tool_result', 'result', 'error', 'expired'],
     });
   });
 

@@ -31,6 +31,30 @@ export function runScript(
   return { status: res.status, stdout: res.stdout, stderr: res.stderr };
 }
 
+/**
+ * Runs a TypeScript entrypoint to completion without blocking the test process (a server the test itself runs,
+ * such as a TLS frontend, keeps answering meanwhile).
+ * @param script path relative to the project root.
+ * @param args arguments.
+ * @param env environment.
+ * @returns exit status, stdout and stderr.
+ */
+export async function runScriptAsync(
+  script: string,
+  args: string[],
+  env: NodeJS.ProcessEnv
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const child = spawn(NODE_TSX[0], [...NODE_TSX.slice(1), script, ...args], { cwd: ROOT, env, stdio: 'pipe' });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  const status = await new Promise<number | null>((resolve) => child.once('close', resolve));
+  clearTimeout(timer);
+  return { status, stdout, stderr };
+}
+
 export interface Spawned {
   child: ChildProcess;
   /** SIGKILLs the process and anything it started (its own process group), as a crash would. */

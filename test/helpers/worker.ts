@@ -9,6 +9,7 @@ import { createActivities } from '../../activities';
 import { HEARTBEAT_THROTTLE } from '../../activities/executions';
 import type { Config } from '../../lib/config';
 import type { Logger } from '../../lib/logger';
+import { temporalConnectionOptions } from '../../lib/temporal';
 import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
 import { createTestApp, type TestApp } from './app';
 import { testLogger } from './env';
@@ -24,7 +25,7 @@ export interface TestWorker {
  * @returns the running worker.
  */
 export async function startTestWorker(config: Readonly<Config>, logger: Logger = testLogger()): Promise<TestWorker> {
-  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const connection = await NativeConnection.connect(temporalConnectionOptions(config));
   const bundlePath = process.env.AAS_WORKFLOW_BUNDLE;
   const worker = await Worker.create({
     connection,

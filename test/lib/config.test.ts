@@ -113,6 +113,18 @@ describe('loadConfig', () => {
       );
   });
 
+  it('retention of stream events and the delivery log: 30 days by default, durations, nonsense refused', () => {
+    expect(loadConfig({}).retention).toEqual({ streamEventsMs: 30 * 86_400_000, deliveryLogMs: 30 * 86_400_000 });
+    expect(loadConfig({ STREAM_EVENT_RETENTION: '12h', DELIVERY_LOG_RETENTION: '2s' }).retention).toEqual({
+      streamEventsMs: 12 * 3_600_000,
+      deliveryLogMs: 2000,
+    });
+    for (const bad of ['soon', '30', '0s', '4000d'])
+      expect(() => loadConfig({ STREAM_EVENT_RETENTION: bad })).toThrow(
+        `STREAM_EVENT_RETENTION="${bad}": must be a duration from 1s to 3650d, such as 30d or 12h`
+      );
+  });
+
   it('requires ENCRYPTION_KEY in production', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/ENCRYPTION_KEY: required/);
   });

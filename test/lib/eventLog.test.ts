@@ -1,3 +1,4 @@
+import { expiryFields } from '../../lib/expiry';
 import {
   appendEvents,
   CoalescingWriter,
@@ -99,7 +100,15 @@ describe('event log', () => {
     const tailer = new EventTailer(60_000); // no fallback tick within the test: only wake-ups read
     const insert = (seqs: number[]): Promise<unknown> =>
       StreamEvent.insertMany(
-        seqs.map((seq) => ({ _id: `s-seq:${seq}`, streamId: 's-seq', seq, event: 'm', data: {} })) // head untouched
+        // head untouched
+        seqs.map((seq) => ({
+          _id: `s-seq:${seq}`,
+          streamId: 's-seq',
+          seq,
+          event: 'm',
+          data: {},
+          ...expiryFields(new Date()),
+        }))
       );
     try {
       const got: number[] = [];

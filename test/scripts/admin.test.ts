@@ -1,3 +1,4 @@
+import { Membership } from '../../models';
 import { useTestApp } from '../helpers/app';
 import { childTestEnv } from '../helpers/env';
 import { bearer } from '../helpers/factories';
@@ -7,6 +8,7 @@ import { runScript } from '../helpers/processes';
 const db = useTestDatabase();
 const t = useTestApp();
 
+/** Each command is a process of its own (a few seconds each on a busy machine). */
 const admin = (...args: string[]): ReturnType<typeof runScript> =>
   runScript('scripts/admin.ts', args, childTestEnv({ MONGODB_URI: db.uri }));
 
@@ -103,6 +105,94 @@ describe('admin CLI', () => {
     expect(after.headers['ratelimit-policy']).toBe('900;w=60');
   });
 
+  it('member add puts a user (new or existing) in an organization with a role; their token then works', async () => {
+    const added = admin('member', 'add', '--org', boot.organizationId, '--email', 'New.Person@Example.com');
+    expect(added.status).toBe(0);
+    const member = JSON.parse(added.stdout.trim());
+    expect(member).toEqual({
+      organizationId: boot.organizationId,
+      userId: expect.stringMatching(/^usr_/),
+      role: 'member',
+      created: true,
+    });
+    const token = JSON.parse(
+      admin('token', 'create', '--org', boot.organizationId, '--user', member.userId).stdout.trim()
+    ).token;
+    const profile = await t.request.get('/api/v1/profile').set('Authorization', bearer(token));
+    expect(profile.status).toBe(200);
+    expect(profile.body.organization.id).toBe(boot.organizationId);
+
+    // Again, as an admin: the same user and membership, with the new role (idempotent).
+    const again = admin('member', 'add', '--org', boot.organizationId, '--email', 'new.person@example.com');
+    expect(JSON.parse(again.stdout.trim())).toEqual({ ...member, created: false });
+    const promoted = admin(
+      'member',
+      'add',
+      '--org',
+      boot.organizationId,
+      '--email',
+      'new.person@example.com',
+      '--role',
+      'admin'
+    );
+    expect(JSON.parse(promoted.stdout.trim())).toEqual({ ...member, role: 'admin', created: false });
+    expect(await Membership.countDocuments({ organizationId: boot.organizationId, userId: member.userId })).toBe(1);
+    expect((await Membership.findOne({ userId: member.userId }).lean())?.role).toBe('admin');
+
+    const missing = admin('member', 'add', '--org', 'org_missing', '--email', 'x@example.com');
+    expect(missing.status).toBe(1);
+    expect(missing.stderr.trim()).toBe('admin: Organization not found');
+  }, 120_000);
+
+  it("token list shows an organization's tokens (or one member's), newest first, never a secret", () => {
+    const created = JSON.parse(
+      admin('token', 'create', '--org', boot.organizationId, '--user', boot.userId, '--name', 'listed').stdout.trim()
+    );
+    const revokedId = JSON.parse(
+      admin('token', 'revoke', '--org', boot.organizationId, '--token', created.token).stdout.trim()
+    ).revoked;
+    const res = admin('token', 'list', '--org', boot.organizationId, '--user', boot.userId);
+    expect(res.status).toBe(0);
+    const { tokens } = JSON.parse(res.stdout.trim());
+    expect(tokens[0]).toEqual({
+      id: revokedId,
+      kind: 'v1',
+      name: 'listed',
+      hint: created.token.slice(0, 7),
+      userId: boot.userId,
+      scopes: [],
+      createdAt: expect.any(String),
+      expiresAt: null,
+      revokedAt: expect.any(String),
+      lastUsedAt: null,
+    });
+    const times = tokens.map((k: { createdAt: string }) => Date.parse(k.createdAt));
+    expect(times).toEqual([...times].sort((a, b) => b - a));
+    expect(tokens.map((k: { kind: string }) => k.kind)).toEqual(expect.arrayContaining(['v1', 'service']));
+    expect(res.stdout).not.toContain(created.token);
+    expect(res.stdout).not.toContain('hash');
+    // The whole organization holds the other member's tokens too.
+    const all = JSON.parse(admin('token', 'list', '--org', boot.organizationId).stdout.trim()).tokens;
+    expect(all.length).toBeGreaterThan(tokens.length);
+    expect(JSON.parse(admin('token', 'list', '--org', 'org_none').stdout.trim())).toEqual({ tokens: [] });
+  }, 120_000);
+
+  it('check reaches MongoDB and the Temporal namespace with the configured settings, or says why not', () => {
+    const ok = admin('check');
+    expect(ok.status).toBe(0);
+    expect(JSON.parse(ok.stdout.trim())).toEqual({
+      mongodb: { ok: true },
+      temporal: { address: process.env.TEMPORAL_ADDRESS, namespace: 'default', security: 'plaintext', apiKey: false },
+    });
+    const down = runScript(
+      'scripts/admin.ts',
+      ['check'],
+      childTestEnv({ MONGODB_URI: db.uri, TEMPORAL_ADDRESS: '127.0.0.1:1', DEPENDENCY_TIMEOUT_MS: '500' })
+    );
+    expect(down.status).toBe(1);
+    expect(down.stderr).toMatch(/^admin: cannot connect to Temporal at 127\.0\.0\.1:1 \(plaintext\): /);
+  }, 120_000);
+
   it('usage errors exit 2 with one clear line and the usage', () => {
     const cases: string[][] = [
       ['bootstrap', '--org', 'X'],
@@ -110,6 +200,9 @@ describe('admin CLI', () => {
       ['rate-limit', 'set', '--org', 'o', '--user', 'u'],
       ['token', 'create', '--org', 'o', '--user', 'u', '--kind', 'root'],
       ['token', 'create', '--org', 'o', '--user', 'u', '--expires-in', 'soon'],
+      ['token', 'list'],
+      ['member', 'add', '--org', 'o'],
+      ['member', 'add', '--org', 'o', '--email', 'x@example.com', '--role', 'root'],
       ['frobnicate'],
     ];
     for (const args of cases) {
@@ -118,7 +211,7 @@ describe('admin CLI', () => {
       expect(res.stderr.split('\n')[0]).toMatch(/^admin: /);
       expect(res.stdout).toBe('');
     }
-  });
+  }, 120_000);
 
   it('a bad reference exits 1 with one line', () => {
     const res = admin('token', 'create', '--org', 'org_missing', '--user', boot.userId);

@@ -27,6 +27,7 @@ import {
   RateWindow,
   Skill,
   SkillVersion,
+  ServiceEvent,
   SpaceAgent,
   WebhookDelivery,
 } from '../../models';
@@ -139,12 +140,17 @@ beforeAll(async () => {
       { ordered: false }
     );
   }
+  const hour = Math.floor(Date.now() / EXPIRY_BUCKET_MS);
+  const expiring = (k: number) => {
+    const bucket = k % 100 === 0 ? hour - 2 : hour + 1 + (k % 24);
+    return { expiresAt: new Date(bucket * EXPIRY_BUCKET_MS + 1000), expiryBucket: bucket };
+  };
   for (let s = 0; s < STREAMS; s += 50) {
     await StreamEvent.collection.insertMany(
       Array.from({ length: 50 * EVENTS_PER_STREAM }, (_, k) => {
         const streamId = `exec-${s + Math.floor(k / EVENTS_PER_STREAM)}`;
         const seq = (k % EVENTS_PER_STREAM) + 1;
-        return { _id: `${streamId}:${seq}`, streamId, seq, event: 'message', data: { text: 'x' } };
+        return { _id: `${streamId}:${seq}`, streamId, seq, event: 'message', data: { text: 'x' }, ...expiring(k) };
       }) as never[],
       { ordered: false }
     );
@@ -156,11 +162,6 @@ beforeAll(async () => {
   }
   await RateWindow.init();
   await IdempotencyRecord.init();
-  const hour = Math.floor(Date.now() / EXPIRY_BUCKET_MS);
-  const expiring = (k: number) => {
-    const bucket = k % 100 === 0 ? hour - 2 : hour + 1 + (k % 24);
-    return { expiresAt: new Date(bucket * EXPIRY_BUCKET_MS + 1000), expiryBucket: bucket };
-  };
   for (let e = 0; e < EXPIRING; e += batch) {
     await RateWindow.collection.insertMany(
       Array.from({ length: batch }, (_, k) => ({
@@ -232,6 +233,7 @@ beforeAll(async () => {
     );
   }
   await WebhookDelivery.init();
+  await ServiceEvent.init();
   for (let d = 0; d < DELIVERIES; d += batch) {
     await WebhookDelivery.collection.insertMany(
       Array.from({ length: batch }, (_, k) => ({
@@ -243,8 +245,20 @@ beforeAll(async () => {
         attempts: [{ run: 1, attempt: 1, at: new Date(), status: 200, latencyMs: 5, error: null }],
         createdAt: new Date(Date.now() - (d + k) * 1000),
         updatedAt: new Date(),
+        ...expiring(d + k),
       })) as never[]
     );
+    if ((d / batch) % 2 === 0)
+      await ServiceEvent.collection.insertMany(
+        Array.from({ length: batch }, (_, k) => ({
+          _id: `evt_${d + k}`,
+          organizationId: `org_${(d + k) % ORGS}`,
+          type: 'task.created',
+          data: '{}',
+          createdAt: new Date(Date.now() - (d + k) * 1000),
+          ...expiring(d + k),
+        })) as never[]
+      );
   }
   await Skill.init();
   await SkillVersion.init();
@@ -312,16 +326,16 @@ beforeAll(async () => {
         `SELECT count(*) AS n FROM pg_indexes WHERE schemaname = $1 AND indexname LIKE '%\\_aasgin'`,
         [dbName]
       );
-      // The leading field of each index: agents _id, organizationId; stream_events _id; stream_heads _id;
-      // rate_windows and idempotency_records _id, expiryBucket; control _id, k; FerretDB's metadata _id, table.
-      // chat_messages _id, organizationId, chatId; chats _id, organizationId; webhook_deliveries _id, organizationId;
-      // skills _id, organizationId; skill_versions _id, skillId.
-      if (Number(rows[0].n) >= 23 || Date.now() > deadline) break;
+      // The leading field of each index: agents _id, organizationId; stream_events _id, expiryBucket; stream_heads
+      // _id; rate_windows and idempotency_records _id, expiryBucket; control _id, k; FerretDB's metadata _id, table.
+      // chat_messages _id, organizationId, chatId; chats _id, organizationId; webhook_deliveries and service_events
+      // _id, organizationId, expiryBucket; skills _id, organizationId; skill_versions _id, skillId.
+      if (Number(rows[0].n) >= 28 || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 200));
     }
     await client.query(`ANALYZE`); // as autovacuum would after a bulk load; plans then reflect the data
   }
-}, 180_000);
+}, 300_000);
 
 afterAll(async () => {
   await client?.end();
@@ -385,6 +399,19 @@ const shapes: Array<[string, string, () => Promise<unknown>]> = [
     async () => expect((await claimIdempotencyKey(auth(3), 'new-key', 'f')).replay?.status).toBe(201),
   ],
   ['expiry sweep: delete by bucket', 'rate_windows', () => sweepExpired()],
+  // The same sweep deletes the passed buckets of every expiring collection; each collection is counted below.
+  ['expiry sweep: stream events', 'stream_events', async () => undefined],
+  ['expiry sweep: the delivery log', 'webhook_deliveries', async () => undefined],
+  ['expiry sweep: service events', 'service_events', async () => undefined],
+  [
+    'event log: resume past expired events (a binary search by _id)',
+    'stream_events',
+    async () => {
+      // exec-5000's head says 50 events; none is kept (they expired).
+      const events = await readEvents('exec-5000', 3);
+      expect(events.map((e) => [e.seq, e.event])).toEqual([[EVENTS_PER_STREAM, 'expired']]);
+    },
+  ],
   [
     'chat messages: one page of one chat, and the next',
     'chat_messages',
@@ -456,6 +483,7 @@ if (postgresUrl) {
         'webhook_deliveries',
         'skills',
         'skill_versions',
+        'service_events',
         'control',
       ];
       const before = await settledStats(collections);
@@ -484,6 +512,7 @@ if (postgresUrl) {
         webhook_deliveries: { seqScans: 0, indexScans: expect.any(Number) },
         skills: { seqScans: 0, indexScans: expect.any(Number) },
         skill_versions: { seqScans: 0, indexScans: expect.any(Number) },
+        service_events: { seqScans: 0, indexScans: expect.any(Number) },
         control: { seqScans: 1, indexScans: 0 },
       });
       // Every shape touched its table, so each was answered by index scans: at least one per shape.
@@ -499,6 +528,7 @@ if (postgresUrl) {
         'webhook_deliveries',
         'skills',
         'skill_versions',
+        'service_events',
       ] as const;
       for (const c of indexed) {
         const uses = shapes.filter(([, coll]) => coll === c).length;
@@ -530,6 +560,9 @@ if (postgresUrl) {
           .explain('queryPlanner'),
         SkillVersion.find({ skillId: 'skl_7', organizationId: 'org_7' }).sort({ version: -1 }).explain('queryPlanner'),
         Agent.find({ organizationId: 'org_7', skillIds: 'skl_7' }).explain('queryPlanner'),
+        StreamEvent.find({ expiryBucket: 1 }).explain('queryPlanner'),
+        WebhookDelivery.find({ expiryBucket: 1 }).explain('queryPlanner'),
+        ServiceEvent.find({ expiryBucket: 1 }).explain('queryPlanner'),
       ]);
       expect(JSON.stringify(plans)).not.toContain('COLLSCAN');
     });

@@ -1,0 +1,167 @@
+/**
+ * Storage that does not grow without bound (docs/decisions.md "Retention"): stream events, the webhook delivery log
+ * and service events expire after their retention (short here, through the configuration), the expiry sweep deletes
+ * them (its clock moved past their hour instead of a long sleep), a resume past expired events is answered with an
+ * `expired` event, and records and usage stay. Real api, worker, Temporal and database.
+ */
+import { ExpirySweep, EXPIRY_BUCKET_MS, retentionExpiry, sweepExpired } from '../../lib/expiry';
+import { readEvents, StreamEvent, StreamHead, appendEvents } from '../../lib/eventLog';
+import { recordEvent } from '../../commands/serviceEvents';
+import { Execution, ServiceEvent, WebhookDelivery } from '../../models';
+import { bearer, buildOrg } from '../helpers/factories';
+import { useTestDatabase } from '../helpers/mongo';
+import { openSse, type SseEvent } from '../helpers/sse';
+import { v1As } from '../helpers/v1';
+import { useExecutionStack } from '../helpers/worker';
+
+useTestDatabase();
+const stack = useExecutionStack('retention', { STREAM_EVENT_RETENTION: '2s', DELIVERY_LOG_RETENTION: '2s' });
+
+/** The sweep as it runs once the hour after every expiry written so far has passed. */
+const sweepLater = (): Promise<number> => sweepExpired(new Date(Date.now() + 2 * EXPIRY_BUCKET_MS));
+
+/** Reads a stream that the server ends. */
+async function replay(path: string, token: string, lastEventId?: number): Promise<SseEvent[]> {
+  const stream = await openSse(`${stack.base}${path}`, {
+    headers: {
+      Authorization: bearer(token),
+      ...(lastEventId === undefined ? {} : { 'Last-Event-ID': String(lastEventId) }),
+    },
+  });
+  expect(stream.status).toBe(200);
+  await stream.ended;
+  return stream.events;
+}
+
+afterEach(async () => ExpirySweep.deleteMany({}));
+
+describe('retention of stream events', () => {
+  it('each event carries its expiry: its retention after it was written', async () => {
+    const before = Date.now();
+    await appendEvents('exec-stamped', [{ seq: 1, event: 'meta', data: {} }]);
+    const doc = await StreamEvent.findById('exec-stamped:1').lean();
+    const expiresAt = doc!.expiresAt.getTime();
+    expect(expiresAt - doc!.createdAt.getTime()).toBe(2000);
+    expect(expiresAt).toBeGreaterThanOrEqual(before + 2000);
+    expect(doc!.expiryBucket).toBe(Math.floor(expiresAt / EXPIRY_BUCKET_MS));
+  });
+
+  it('expired events are gone; a resume past them gets one `expired` event, the record and usage stay', async () => {
+    const org = await buildOrg();
+    const as = v1As(stack.t, org.apiToken);
+    const agent = await as.post('/agents', { name: 'Echo', systemPrompt: 'Be brief.' });
+    const done = await as.post(`/agents/${agent.body.id}/execute`, { message: 'keep me briefly' });
+    expect(done.status).toBe(200);
+    const id = done.body.executionId as string;
+    const head = (await StreamHead.findById(id).lean())!.lastSeq;
+    expect(head).toBeGreaterThanOrEqual(3); // meta, text, result at least
+
+    expect(await sweepLater()).toBeGreaterThanOrEqual(head);
+    expect(await StreamEvent.countDocuments({ streamId: id })).toBe(0);
+
+    // From the start: one `expired` event for the whole stream, and the stream ends (the execution is over).
+    const all = await replay(`/api/v1/executions/${id}/stream`, org.apiToken);
+    expect(all).toEqual([
+      {
+        id: String(head),
+        event: 'expired',
+        data: JSON.stringify({
+          from: 1,
+          to: head,
+          message: `Events 1 to ${head} of this stream expired and are no longer kept`,
+        }),
+      },
+    ]);
+    // Resuming after the first event: the rest, said the same way.
+    const resumed = await replay(`/api/v1/executions/${id}/stream`, org.apiToken, 1);
+    expect(resumed.map((e) => [e.id, e.event, JSON.parse(e.data).from])).toEqual([[String(head), 'expired', 2]]);
+    // Resuming past the expired event: the stream is over, its last position is told again.
+    const after = await replay(`/api/v1/executions/${id}/stream`, org.apiToken, head);
+    expect(after.map((e) => [e.id, e.event])).toEqual([[String(head), 'expired']]);
+
+    // Records stay: the execution, its result and its usage.
+    const record = await as.get(`/executions/${id}`);
+    expect(record.body.execution).toMatchObject({ status: 'completed', result: 'Echo: keep me briefly' });
+    const usage = await stack.t.request
+      .get(`/api/usage/organization/${org.organizationId}`)
+      .set('Authorization', bearer(org.serviceToken));
+    expect(usage.status).toBe(200);
+    expect(JSON.stringify(usage.body)).toContain('"executions":1');
+    expect(await Execution.countDocuments({ _id: id })).toBe(1);
+  });
+
+  it('a read over a stream whose oldest events expired: the expired run, then the kept events', async () => {
+    const events = Array.from({ length: 10 }, (_, i) => ({ seq: i + 1, event: 'message', data: { n: i + 1 } }));
+    await appendEvents('exec-partly', events);
+    // The first six are gone, as a sweep leaves a stream whose oldest events were written an hour earlier.
+    await StreamEvent.deleteMany({ $or: [1, 2, 3, 4, 5, 6].map((seq) => ({ _id: `exec-partly:${seq}` })) });
+    expect(await readEvents('exec-partly', 2)).toEqual([
+      {
+        seq: 6,
+        event: 'expired',
+        data: { from: 3, to: 6, message: 'Events 3 to 6 of this stream expired and are no longer kept' },
+      },
+      ...events.slice(6),
+    ]);
+    expect((await readEvents('exec-partly', 5)).slice(0, 2)).toEqual([
+      {
+        seq: 6,
+        event: 'expired',
+        data: { from: 6, to: 6, message: 'Event 6 of this stream expired and is no longer kept' },
+      },
+      events[6],
+    ]);
+    expect(await readEvents('exec-partly', 6)).toEqual(events.slice(6)); // resumed from the expired event's id
+  });
+
+  it('a live chat stream that replays expired events says so, then goes on live', async () => {
+    const org = await buildOrg();
+    const api = (path: string, body: object) =>
+      stack.t.request.post(`/api${path}`).set('Authorization', bearer(org.serviceToken)).send(body);
+    const agent = await api('/agents', { name: 'Chatty', system_prompt: 'Be brief.' });
+    expect(agent.status).toBe(201);
+    const chatId = agent.body.agent.chat_id as string;
+    const sent = await api(`/chats/${chatId}/messages`, { message: 'hello' });
+    expect(sent.status).toBeLessThan(300);
+    const streamId = `chat:${chatId}`;
+    const deadline = Date.now() + 20_000;
+    while (!(await readEvents(streamId)).some((e) => e.event === 'message.completed')) {
+      if (Date.now() > deadline) throw new Error('the chat reply did not complete');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await sweepLater();
+    const head = (await StreamHead.findById(streamId).lean())!.lastSeq;
+    const stream = await openSse(`${stack.base}/api/chats/${chatId}/events`, {
+      headers: { Authorization: bearer(org.serviceToken), 'Last-Event-ID': '0' },
+    });
+    await stream.waitFor(1);
+    stream.close();
+    expect(stream.events[0]).toMatchObject({ id: String(head), event: 'expired' });
+    expect(JSON.parse(stream.events[0].data)).toMatchObject({ from: 1, to: head });
+  });
+});
+
+describe('retention of the delivery log and service events', () => {
+  it('service events and delivery log entries expire after DELIVERY_LOG_RETENTION', async () => {
+    const org = await buildOrg();
+    const { event } = await recordEvent({
+      organizationId: org.organizationId,
+      type: 'task.created',
+      data: { id: 't' },
+    });
+    await WebhookDelivery.create({
+      _id: event.id,
+      organizationId: org.organizationId,
+      type: 'task.created',
+      status: 'delivered',
+      run: 1,
+      attempts: [],
+      ...retentionExpiry('deliveryLogMs'),
+    });
+    const stored = await ServiceEvent.findById(event.id).lean();
+    expect(stored!.expiresAt.getTime() - stored!.createdAt.getTime()).toBe(2000);
+    await sweepLater();
+    expect(await ServiceEvent.countDocuments({ _id: event.id })).toBe(0);
+    expect(await WebhookDelivery.countDocuments({ _id: event.id })).toBe(0);
+  });
+});
