@@ -6,7 +6,8 @@
  * - An execution owns the chat seqs after `chatSeqBase` (the session's `chatStreamSeq` when it took the session):
  *   `base + 1` is `message.created` (the user message), and the execution's own event `s` is mirrored at
  *   `base + 1 + s` (`meta` → `chat.status` working, text deltas → `message.delta`, the assistant message →
- *   `message.completed`, `tool_use` / `tool_result` → `tool.call` / `tool.result`, `result` / `error` →
+ *   `message.completed`, tool calls and results (`message` events of `messageType` `tool_use` / `tool_result`)
+ *   → `tool.call` / `tool.result`, `result` / `error` →
  *   `chat.status` done / error / standby). The range ends at
  *   `base + 1 + <last execution seq>`, which the finishing activity stores on the session in the same write that
  *   frees it, so the next execution starts right after it.
@@ -78,6 +79,23 @@ export function chatStatusAfter(
 export const mirrorsToChat = (exec: MirroredExecution): boolean =>
   (exec.source === 'chat' || exec.source === 'job') && exec.error?.code !== 'start_failed';
 
+/**
+ * @returns `tool_use`, `tool_result` or null: the kind of a tool event, in today's form (a `message` event) or
+ * the form streams recorded before (its own event name), which a retry still replays.
+ */
+export function toolEventKind(e: Pick<LoggedEvent, 'event' | 'data'>): 'tool_use' | 'tool_result' | null {
+  const kind = e.event === 'message' ? (e.data as { messageType?: string }).messageType : e.event;
+  return kind === 'tool_use' || kind === 'tool_result' ? kind : null;
+}
+
+/** The MCP server and tool of a tool event (commands/agentMcpTools.ts McpToolRef). */
+interface McpRef {
+  serverId: string;
+  server: string;
+  tool: string;
+}
+const chatMcpRef = (m: McpRef) => ({ server_id: m.serverId, server: m.server, tool: m.tool });
+
 /** @returns the chat seq of an execution's event `seq`. */
 export const chatSeqOf = (exec: MirroredExecution, seq: number): number => (exec.chatSeqBase ?? 0) + 1 + seq;
 
@@ -103,7 +121,8 @@ export function chatEventOf(
     content?: Array<{ text: string }>;
     message?: string;
   };
-  switch (e.event) {
+  const tool = toolEventKind(e);
+  switch (tool ?? e.event) {
     case 'meta':
       return { seq, event: 'chat.status', data: { ...base, status: chatStatusOf('running'), error: null } };
     case 'message':
@@ -127,15 +146,32 @@ export function chatEventOf(
         data: { ...base, message_id: `${exec._id}:assistant`, text: data.delta?.text ?? '' },
       };
     case 'tool_use': {
-      const d = e.data as { toolUseId: string; name: string; input: Record<string, unknown> };
-      return { seq, event: 'tool.call', data: { ...base, tool_use_id: d.toolUseId, name: d.name, input: d.input } };
+      const d = e.data as { toolUseId: string; name: string; input: Record<string, unknown>; mcp?: McpRef };
+      return {
+        seq,
+        event: 'tool.call',
+        data: {
+          ...base,
+          tool_use_id: d.toolUseId,
+          name: d.name,
+          input: d.input,
+          ...(d.mcp ? { mcp: chatMcpRef(d.mcp) } : {}),
+        },
+      };
     }
     case 'tool_result': {
-      const d = e.data as { toolUseId: string; name: string; content: string; isError: boolean };
+      const d = e.data as { toolUseId: string; name: string; content: string; isError: boolean; mcp?: McpRef };
       return {
         seq,
         event: 'tool.result',
-        data: { ...base, tool_use_id: d.toolUseId, name: d.name, content: d.content, is_error: d.isError },
+        data: {
+          ...base,
+          tool_use_id: d.toolUseId,
+          name: d.name,
+          content: d.content,
+          is_error: d.isError,
+          ...(d.mcp ? { mcp: chatMcpRef(d.mcp) } : {}),
+        },
       };
     }
     case 'result': {

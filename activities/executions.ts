@@ -5,6 +5,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { AgentFileTools, type ToolOutcome } from '../commands/agentFileTools';
+import { AgentMcpTools, type McpToolRef } from '../commands/agentMcpTools';
 import { enabledTools } from '../commands/builtInTools';
 import { agentWithSkills } from '../commands/skills';
 import { composeSystemPrompt } from '../commands/systemPrompt';
@@ -23,7 +24,7 @@ import {
 } from '../lib/providers';
 import { FAILURES, rejectedMessage, type FailureCode } from '../workflows/failures';
 import { JOB_PROTOCOL_PROMPT } from '../workflows/jobStates';
-import { chatRangeEnd, chatStatusAfter, mirrorEvent, mirrorsToChat, mirrorToChat } from './chatStream';
+import { chatRangeEnd, chatStatusAfter, mirrorEvent, mirrorsToChat, mirrorToChat, toolEventKind } from './chatStream';
 import { recordEvent, recordEvents } from '../commands/serviceEvents';
 import { metaEvent } from '../commands/executions';
 import {
@@ -39,11 +40,6 @@ import {
 
 /** Largest reply requested from a model. */
 const MAX_OUTPUT_TOKENS = 4096;
-/**
- * Rounds of tool calls one execution may make; calls past it are answered with an error result, and the reply
- * ends after one more round.
- */
-export const MAX_TOOL_ROUNDS = 16;
 /** How often the model activity heartbeats (cancellation and dead workers are noticed through heartbeats). */
 const HEARTBEAT_MS = 100;
 /**
@@ -143,16 +139,29 @@ interface ToolCall {
   input: Record<string, unknown>;
 }
 
-/** The stream's `tool_use` event of a call. */
-export function toolUseEvent(call: ToolCall): Omit<LoggedEvent, 'seq'> {
-  return { event: 'tool_use', data: { toolUseId: call.id, name: call.name, input: call.input } };
+/**
+ * The stream's `message` event of a call (`messageType: tool_use`) [docs/decisions.md "MCP server instances"]; an
+ * MCP tool's also names its server and tool (`mcp`).
+ */
+export function toolUseEvent(call: ToolCall, mcp?: McpToolRef): Omit<LoggedEvent, 'seq'> {
+  return {
+    event: 'message',
+    data: { messageType: 'tool_use', toolUseId: call.id, name: call.name, input: call.input, ...(mcp ? { mcp } : {}) },
+  };
 }
 
-/** The stream's `tool_result` event of a call. */
-export function toolResultEvent(call: ToolCall, out: ToolOutcome): Omit<LoggedEvent, 'seq'> {
+/** The stream's `message` event of a call's result (`messageType: tool_result`): what the model got. */
+export function toolResultEvent(call: ToolCall, out: ToolOutcome, mcp?: McpToolRef): Omit<LoggedEvent, 'seq'> {
   return {
-    event: 'tool_result',
-    data: { toolUseId: call.id, name: call.name, content: out.content, isError: out.isError },
+    event: 'message',
+    data: {
+      messageType: 'tool_result',
+      toolUseId: call.id,
+      name: call.name,
+      content: out.content,
+      isError: out.isError,
+      ...(mcp ? { mcp } : {}),
+    },
   };
 }
 
@@ -201,12 +210,12 @@ export function replayToolRounds(events: LoggedEvent[]): {
     if (isTextDelta(e)) {
       if (resolved()) close();
       text += (e.data as { delta: { text: string } }).delta.text;
-    } else if (e.event === 'tool_use') {
+    } else if (toolEventKind(e) === 'tool_use') {
       if (resolved()) close();
       if (calls.length === 0) rounds += 1;
       const d = e.data as { toolUseId: string; name: string; input: Record<string, unknown> };
       calls.push({ id: d.toolUseId, name: d.name, input: d.input });
-    } else if (e.event === 'tool_result') {
+    } else if (toolEventKind(e) === 'tool_result') {
       const d = e.data as { toolUseId: string; content: string; isError: boolean };
       results.set(d.toolUseId, { content: d.content, isError: d.isError });
     }
@@ -367,13 +376,20 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     const provider = createProvider({ provider: exec.provider as 'anthropic', model: exec.model }, deps.config);
     // The built-in tools it offers (commands/builtInTools.ts): an agent running in a workspace may list, read and
     // write its files (the built-in model calls no tools).
-    const offered = enabledTools({ toolUse: provider.name !== 'builtin', workspace: !!exec.spaceId, agent, skills });
+    const builtIn = enabledTools({ toolUse: provider.name !== 'builtin', workspace: !!exec.spaceId, agent, skills });
     const tools =
-      offered.length > 0 && exec.spaceId
+      builtIn.length > 0 && exec.spaceId
         ? new AgentFileTools(deps.config, { organizationId: exec.organizationId, spaceId: exec.spaceId })
         : null;
+    // The tools of the agent's MCP servers join them (commands/agentMcpTools.ts), listed now.
+    const mcp =
+      provider.name !== 'builtin'
+        ? await AgentMcpTools.load(deps.config, agent, skills)
+        : AgentMcpTools.none(deps.config);
+    const offered = [...builtIn, ...mcp.offered];
+    const maxRounds = deps.config.agentTools.maxRounds;
     const replay = replayToolRounds(existing);
-    let toolEvents = existing.some((e) => e.event === 'tool_use');
+    let toolEvents = existing.some((e) => toolEventKind(e) === 'tool_use');
     const attempt = ctx.info.attempt;
     const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
     const usage = trackUsage(executionId, attempt);
@@ -383,17 +399,27 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     if (attempt > 1)
       log.info({ executionId, attempt, resumedChars: earlier.length, rounds: replay.rounds }, 'resuming reply');
 
-    /** Runs the calls whose result is not recorded yet, recording each result before the next call runs. */
-    const runCalls = async (calls: ToolCall[], results: Map<string, ToolOutcome>, round: number): Promise<void> => {
+    /**
+     * Runs the calls whose result is not recorded yet, recording each result before the next call runs. `interrupted`:
+     * the calls were recorded by an attempt that died before their results (MCP calls are then not sent again).
+     */
+    const runCalls = async (
+      calls: ToolCall[],
+      results: Map<string, ToolOutcome>,
+      round: number,
+      interrupted = false
+    ): Promise<void> => {
       for (const call of calls) {
         if (results.has(call.id)) continue;
         const out =
-          round > MAX_TOOL_ROUNDS
-            ? { content: `Tool call limit reached (${MAX_TOOL_ROUNDS} rounds): answer without tools`, isError: true }
-            : tools
-              ? await tools.run(call.name, call.input)
-              : { content: 'No tools are available in this execution', isError: true };
-        await writer.append([toolResultEvent(call, out)]);
+          round > maxRounds
+            ? { content: `Tool call limit reached (${maxRounds} rounds): answer without tools`, isError: true }
+            : mcp.handles(call.name)
+              ? await mcp.run(call.name, call.input, interrupted)
+              : tools
+                ? await tools.run(call.name, call.input)
+                : { content: 'No tools are available in this execution', isError: true };
+        await writer.append([toolResultEvent(call, out, mcp.describe(call.name))]);
         results.set(call.id, out);
         log.info({ executionId, tool: call.name, isError: out.isError }, 'tool call');
       }
@@ -406,7 +432,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
       if (replay.open) {
         // A worker died between recording a round's calls and recording all their results: only the missing
         // ones run (a repeated write writes the same content again).
-        await runCalls(replay.open.calls, replay.open.results, rounds);
+        await runCalls(replay.open.calls, replay.open.results, rounds, true);
         conversation.push(...toolTurns(replay.open.text, replay.open.calls, replay.open.results));
       }
       for (;;) {
@@ -419,7 +445,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
           messages: conversation,
           prefill: prefill || undefined,
           maxTokens: MAX_OUTPUT_TOKENS,
-          ...(tools ? { tools: offered } : {}),
+          ...(offered.length > 0 ? { tools: offered } : {}),
           signal,
           note: exec.modelNote ?? undefined,
         });
@@ -440,13 +466,13 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         rounds += 1;
         // The calls are recorded (one insert) before any runs, and each result before the next model call: a
         // retry after a crash replays them from the stream instead of running them again.
-        await writer.append(calls.map(toolUseEvent));
+        await writer.append(calls.map((c) => toolUseEvent(c, mcp.describe(c.name))));
         toolEvents = true;
         const results = new Map<string, ToolOutcome>();
         await runCalls(calls, results, rounds);
         conversation.push(...toolTurns(prefill + writer.written.slice(writtenBefore), calls, results));
         prefill = '';
-        if (rounds > MAX_TOOL_ROUNDS + 1) break;
+        if (rounds > maxRounds + 1) break;
       }
       const nextSeq = await writer.flush();
       await mirrored;

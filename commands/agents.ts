@@ -31,6 +31,8 @@ export interface AgentInput {
   ownerId?: string;
   skillIds?: string[];
   advanced_tools?: string[];
+  /** MCP server instances (checked by commands/mcpServers.ts checkMcpServerIds). */
+  mcpServerIds?: string[];
   tags?: string[];
 }
 
@@ -156,6 +158,7 @@ export async function createAgent(
       color: input.color ?? null,
       skillIds: input.skillIds ?? [],
       advanced_tools: input.advanced_tools ?? [],
+      mcpServerIds: input.mcpServerIds ?? [],
       tags: input.tags ?? [],
       spaceId,
       chatId,
@@ -212,7 +215,10 @@ export async function updateAgent(
   auth: AuthContext,
   id: string,
   changes: Partial<
-    Pick<AgentInput, 'name' | 'role' | 'systemPrompt' | 'visibility' | 'model' | 'skillIds' | 'advanced_tools'>
+    Pick<
+      AgentInput,
+      'name' | 'role' | 'systemPrompt' | 'visibility' | 'model' | 'skillIds' | 'advanced_tools' | 'mcpServerIds'
+    >
   >
 ): Promise<void> {
   const agent = await findModifiableAgent(auth, id);

@@ -130,6 +130,21 @@ export interface Config {
    * @default 500, 10000, 60000
    */
   restart: { initialMs: number; maxMs: number; healthyMs: number };
+  /**
+   * Agent tools [docs/decisions.md "MCP server instances"]: rounds of tool calls one execution may make
+   * (AGENT_MAX_TOOL_ROUNDS; calls past it get an error result and the reply ends after one more round); one MCP
+   * exchange's time limit (connect, initialize, list or call: MCP_TOOL_TIMEOUT_MS); the most bytes of one MCP HTTP
+   * answer read (MCP_RESPONSE_MAX_BYTES); the most bytes of a tool result given to the model and recorded
+   * (MCP_TOOL_OUTPUT_MAX_BYTES); an extra CA bundle MCP connections trust, a private CA (MCP_CA_FILE).
+   * @default 16, 30000, 4 MiB, 32 KiB, none
+   */
+  agentTools: {
+    maxRounds: number;
+    mcpTimeoutMs: number;
+    mcpResponseMaxBytes: number;
+    mcpOutputMaxBytes: number;
+    mcpCaFile?: string;
+  };
 }
 
 /**
@@ -319,6 +334,13 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       initialMs: int('RESTART_BACKOFF_MS', 500, 10, 60_000),
       maxMs: int('RESTART_BACKOFF_MAX_MS', 10_000, 10, 600_000),
       healthyMs: int('RESTART_HEALTHY_MS', 60_000, 100, 3_600_000),
+    },
+    agentTools: {
+      maxRounds: int('AGENT_MAX_TOOL_ROUNDS', 16, 1, 100),
+      mcpTimeoutMs: int('MCP_TOOL_TIMEOUT_MS', 30_000, 100, 300_000),
+      mcpResponseMaxBytes: int('MCP_RESPONSE_MAX_BYTES', 4 * 1024 * 1024, 1024, 64 * 1024 * 1024),
+      mcpOutputMaxBytes: int('MCP_TOOL_OUTPUT_MAX_BYTES', 32 * 1024, 256, 1024 * 1024),
+      ...(nonEmpty(env, 'MCP_CA_FILE') ? { mcpCaFile: path.resolve(nonEmpty(env, 'MCP_CA_FILE')!) } : {}),
     },
   };
   if (config.restart.maxMs < config.restart.initialMs) {

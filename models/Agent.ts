@@ -28,6 +28,8 @@ const schema = new mongoose.Schema(
     image: { type: String, default: null },
     color: { type: String, default: null },
     skillIds: { type: [String], default: [] },
+    /** MCP server instances whose tools the agent may call (models/McpServer.ts), besides its skills' requiredMCPs. */
+    mcpServerIds: { type: [String], default: [] },
     advanced_tools: { type: [String], default: [] },
     tags: { type: [String], default: [] },
     /** Space and chat created with the agent (its `chatUrl`). */

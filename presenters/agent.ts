@@ -21,6 +21,7 @@ export function presentAgent(agent: AgentDoc): Record<string, unknown> {
     ...(agent.color ? { color: agent.color } : {}),
     skillIds: agent.skillIds,
     advanced_tools: agent.advanced_tools,
+    mcpServerIds: agent.mcpServerIds ?? [],
     tags: agent.tags,
     spaceId: agent.spaceId,
     chatId: agent.chatId,
@@ -52,6 +53,7 @@ export function presentCurrentAgent(agent: AgentDoc): Record<string, unknown> {
     chat_id: agent.chatId,
     skill_ids: agent.skillIds ?? [],
     advanced_tools: agent.advanced_tools ?? [],
+    mcp_server_ids: agent.mcpServerIds ?? [],
     created_at: agent.createdAt.toISOString(),
     updated_at: agent.updatedAt.toISOString(),
   };

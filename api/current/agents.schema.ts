@@ -3,6 +3,7 @@ import type { Schema } from '../../lib/ajv';
 import { AGENT_INSTALL_STATES, AGENT_VISIBILITIES } from '../../models/Agent';
 import { nextCursor, record, requiredStr, str, strArray, timestamp } from '../schemas';
 import { ADVANCED_TOOLS, AGENT_LIMITS, VISIBILITY_MESSAGE } from '../v1/agents.schema';
+import { mcpServerIdList } from '../v1/mcpServers.schema';
 import { skillIdList } from '../v1/skills.schema';
 
 const nullableString: Schema = { type: ['string', 'null'] };
@@ -20,6 +21,7 @@ export const currentAgentCreateBody: Schema = {
     tags: strArray(),
     skill_ids: skillIdList,
     advanced_tools: ADVANCED_TOOLS,
+    mcp_server_ids: mcpServerIdList,
   },
 };
 
@@ -32,6 +34,7 @@ export interface CurrentAgentCreateBody {
   tags?: string[];
   skill_ids?: string[];
   advanced_tools?: string[];
+  mcp_server_ids?: string[];
 }
 
 export const currentAgentUpdateBody: Schema = {
@@ -45,6 +48,7 @@ export const currentAgentUpdateBody: Schema = {
     visibility: { type: 'string', enum: [...AGENT_VISIBILITIES], 'x-message': VISIBILITY_MESSAGE },
     skill_ids: skillIdList,
     advanced_tools: ADVANCED_TOOLS,
+    mcp_server_ids: mcpServerIdList,
   },
 };
 
@@ -56,6 +60,7 @@ export interface CurrentAgentUpdateBody {
   visibility?: (typeof AGENT_VISIBILITIES)[number];
   skill_ids?: string[];
   advanced_tools?: string[];
+  mcp_server_ids?: string[];
 }
 
 export const INSTALL_STATE_CHANGES = [...AGENT_INSTALL_STATES, 'restore'] as const;
@@ -90,6 +95,7 @@ export const currentAgentSchema: Schema = record({
   chat_id: { type: 'string' },
   skill_ids: { type: 'array', items: { type: 'string' }, description: 'Skills (v1 /api/v1/skills), in order' },
   advanced_tools: { type: 'array', items: { type: 'string' } },
+  mcp_server_ids: { type: 'array', items: { type: 'string' }, description: 'MCP servers (v1 /api/v1/mcp-servers)' },
   created_at: timestamp,
   updated_at: timestamp,
 });

@@ -5,6 +5,7 @@
  */
 import { deletePrivateAgent, listLibrary, setInstallState, type InstallStateChange } from '../../commands/agentLibrary';
 import { createAgent, findOrganizationAgent, listAgents, updateAgent } from '../../commands/agents';
+import { checkMcpServerIds } from '../../commands/mcpServers';
 import { checkSkillIds } from '../../commands/skills';
 import { presentCurrentAgent, presentLibraryEntry } from '../../presenters/agent';
 import { input, type RouteSpec } from '../route';
@@ -61,6 +62,7 @@ export function currentAgentRoutes(): RouteSpec[] {
       handler: async (ctx) => {
         const body = input<CurrentAgentCreateBody>(ctx).body;
         await checkSkillIds(ctx.state.auth, body.skill_ids ?? [], 'skill_ids');
+        await checkMcpServerIds(ctx.state.auth, body.mcp_server_ids ?? [], 'mcp_server_ids');
         const agent = await createAgent(ctx.state.auth, {
           name: body.name,
           systemPrompt: body.system_prompt,
@@ -70,6 +72,7 @@ export function currentAgentRoutes(): RouteSpec[] {
           tags: body.tags,
           skillIds: body.skill_ids,
           advanced_tools: body.advanced_tools,
+          mcpServerIds: body.mcp_server_ids,
           visibility: 'private',
         });
         ctx.status = 201;
@@ -88,13 +91,20 @@ export function currentAgentRoutes(): RouteSpec[] {
       responses: { 200: currentAgentResponse },
       handler: async (ctx) => {
         const { id } = input(ctx).params;
-        const { system_prompt: systemPrompt, skill_ids: skillIds, ...rest } = input<CurrentAgentUpdateBody>(ctx).body;
+        const {
+          system_prompt: systemPrompt,
+          skill_ids: skillIds,
+          mcp_server_ids: mcpServerIds,
+          ...rest
+        } = input<CurrentAgentUpdateBody>(ctx).body;
         await findOrganizationAgent(ctx.state.auth, id);
         if (skillIds) await checkSkillIds(ctx.state.auth, skillIds, 'skill_ids');
+        if (mcpServerIds) await checkMcpServerIds(ctx.state.auth, mcpServerIds, 'mcp_server_ids');
         await updateAgent(ctx.state.auth, id, {
           ...rest,
           ...(systemPrompt !== undefined ? { systemPrompt } : {}),
           ...(skillIds !== undefined ? { skillIds } : {}),
+          ...(mcpServerIds !== undefined ? { mcpServerIds } : {}),
         });
         ctx.body = { agent: presentCurrentAgent(await findOrganizationAgent(ctx.state.auth, id)) };
       },

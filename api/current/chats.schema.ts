@@ -188,6 +188,9 @@ const ids = { chat_id: { type: 'string' }, execution_id: { type: 'string' } };
  * ends with `chat.status` `needs_attention` and `review` (what the job waits for); the job's own artifacts and review
  * changes are on its stream (GET /api/jobs/{id}/events).
  */
+/** The MCP server and tool a tool event is about (MCP tools only). */
+const chatMcpRef = record({ server_id: { type: 'string' }, server: { type: 'string' }, tool: { type: 'string' } });
+
 export const chatStreamEvents: Record<string, Schema> = {
   'message.created': record({ ...ids, message: messageRecord('user') }),
   'message.delta': record({ ...ids, message_id: { type: 'string' }, text: { type: 'string' } }),
@@ -205,18 +208,29 @@ export const chatStreamEvents: Record<string, Schema> = {
     },
     ['review']
   ),
-  'tool.call': record({
-    ...ids,
-    tool_use_id: { type: 'string' },
-    name: { type: 'string', description: 'list_files, read_file or write_file' },
-    input: { type: 'object' },
-  }),
-  'tool.result': record({
-    ...ids,
-    tool_use_id: { type: 'string' },
-    name: { type: 'string' },
-    content: { type: 'string' },
-    is_error: { type: 'boolean' },
-  }),
+  'tool.call': record(
+    {
+      ...ids,
+      tool_use_id: { type: 'string' },
+      name: {
+        type: 'string',
+        description: 'list_files, read_file, write_file, or an MCP tool `<server>__<tool>` (docs/decisions.md)',
+      },
+      input: { type: 'object' },
+      mcp: chatMcpRef,
+    },
+    ['mcp']
+  ),
+  'tool.result': record(
+    {
+      ...ids,
+      tool_use_id: { type: 'string' },
+      name: { type: 'string' },
+      content: { type: 'string', description: 'What the model got (an MCP tool’s answer cut at its output cap)' },
+      is_error: { type: 'boolean' },
+      mcp: chatMcpRef,
+    },
+    ['mcp']
+  ),
   expired: expiredEvent,
 };

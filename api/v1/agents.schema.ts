@@ -3,6 +3,7 @@ import type { AgentInput } from '../../commands/agents';
 import type { Schema } from '../../lib/ajv';
 import { AGENT_VISIBILITIES } from '../../models/Agent';
 import { nextCursor, record, requiredStr, str, strArray, timestamp } from '../schemas';
+import { mcpServerIdList } from './mcpServers.schema';
 import { builtInToolList, skillIdList } from './skills.schema';
 
 export const VISIBILITY_MESSAGE = 'Invalid visibility value. Must be: private, organization, public, or unlisted';
@@ -34,6 +35,7 @@ export const agentCreateBody: Schema = {
     ownerId: str(100),
     skillIds: skillIdList,
     advanced_tools: ADVANCED_TOOLS,
+    mcpServerIds: mcpServerIdList,
     tags: strArray(),
   },
 };
@@ -52,6 +54,7 @@ export const agentUpdateBody: Schema = {
     visibility,
     skillIds: skillIdList,
     advanced_tools: ADVANCED_TOOLS,
+    mcpServerIds: mcpServerIdList,
   },
 };
 
@@ -63,6 +66,7 @@ export interface AgentUpdateBody {
   visibility?: (typeof AGENT_VISIBILITIES)[number];
   skillIds?: string[];
   advanced_tools?: string[];
+  mcpServerIds?: string[];
 }
 
 export const agentSchema: Schema = record(
@@ -81,6 +85,7 @@ export const agentSchema: Schema = record(
     color: { type: 'string' },
     skillIds: strArray(),
     advanced_tools: strArray(),
+    mcpServerIds: strArray(),
     tags: strArray(),
     spaceId: { type: 'string' },
     chatId: { type: 'string' },

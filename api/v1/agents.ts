@@ -9,6 +9,7 @@ import {
   listAgents,
   updateAgent,
 } from '../../commands/agents';
+import { checkMcpServerIds } from '../../commands/mcpServers';
 import { checkSkillIds } from '../../commands/skills';
 import { ValidationError } from '../../lib/errors';
 import { presentAgent } from '../../presenters/agent';
@@ -56,6 +57,7 @@ export function agentRoutes(): RouteSpec[] {
         const prompt = systemPrompt ?? alias;
         if (!prompt) throw new ValidationError('Missing required field: systemPrompt');
         await checkSkillIds(ctx.state.auth, rest.skillIds ?? [], 'skillIds');
+        await checkMcpServerIds(ctx.state.auth, rest.mcpServerIds ?? [], 'mcpServerIds');
         const agent = await createAgent(ctx.state.auth, { ...rest, systemPrompt: prompt });
         ctx.body = {
           success: true,
@@ -82,7 +84,8 @@ export function agentRoutes(): RouteSpec[] {
     {
       method: 'patch',
       path: '/agents/:id',
-      summary: 'Update name, role, systemPrompt, visibility, skillIds or advanced_tools (omitted fields unchanged)',
+      summary:
+        'Update name, role, systemPrompt, visibility, skillIds, advanced_tools or mcpServerIds (omitted fields unchanged)',
       tags,
       auth: 'v1',
       params: idParams,
@@ -92,9 +95,10 @@ export function agentRoutes(): RouteSpec[] {
         const { system_message: alias, systemPrompt, ...rest } = input<AgentUpdateBody>(ctx).body;
         const prompt = systemPrompt ?? alias;
         const { id } = input(ctx).params;
-        if (rest.skillIds) {
+        if (rest.skillIds || rest.mcpServerIds) {
           await findModifiableAgent(ctx.state.auth, id); // 404 / 403 before the skills are looked at
-          await checkSkillIds(ctx.state.auth, rest.skillIds, 'skillIds');
+          if (rest.skillIds) await checkSkillIds(ctx.state.auth, rest.skillIds, 'skillIds');
+          if (rest.mcpServerIds) await checkMcpServerIds(ctx.state.auth, rest.mcpServerIds, 'mcpServerIds');
         }
         await updateAgent(ctx.state.auth, id, {
           ...rest,

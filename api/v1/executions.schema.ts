@@ -48,6 +48,9 @@ export const executeResponse: Schema = record({
 /** Marker for text/event-stream responses (not validated as JSON). */
 export const sseResponse: Schema = { sse: true, description: 'text/event-stream: meta, message*, result | error' };
 
+/** The MCP server and tool a tool event is about (MCP tools only). */
+const mcpRef = record({ serverId: { type: 'string' }, server: { type: 'string' }, tool: { type: 'string' } });
+
 /** The events of an execution stream (SPEC "Agent execution stream"), in order: meta, message*, result | error. */
 export const executionStreamEvents: Record<string, Schema> = {
   meta: record({ executionId: { type: 'string' }, chatId: { type: 'string' }, sessionId: { type: 'string' } }),
@@ -61,19 +64,34 @@ export const executionStreamEvents: Record<string, Schema> = {
         messageType: { const: 'assistant' },
         content: { type: 'array', items: record({ type: { const: 'text' }, text: { type: 'string' } }) },
       }),
+      // A tool call, recorded before it runs [docs/decisions.md "MCP server instances"].
+      record(
+        {
+          messageType: { const: 'tool_use' },
+          toolUseId: { type: 'string' },
+          name: {
+            type: 'string',
+            description: 'list_files, read_file, write_file, or an MCP tool `<server>__<tool>`',
+          },
+          input: { type: 'object' },
+          mcp: mcpRef,
+        },
+        ['mcp']
+      ),
+      // Its result, recorded before the model is asked again: what the model got.
+      record(
+        {
+          messageType: { const: 'tool_result' },
+          toolUseId: { type: 'string' },
+          name: { type: 'string' },
+          content: { type: 'string', description: 'The result as the model got it (cut at the tool’s output cap)' },
+          isError: { type: 'boolean' },
+          mcp: mcpRef,
+        },
+        ['mcp']
+      ),
     ],
   },
-  tool_use: record({
-    toolUseId: { type: 'string' },
-    name: { type: 'string', description: 'list_files, read_file or write_file (agent file tools)' },
-    input: { type: 'object' },
-  }),
-  tool_result: record({
-    toolUseId: { type: 'string' },
-    name: { type: 'string' },
-    content: { type: 'string' },
-    isError: { type: 'boolean' },
-  }),
   result: record({
     sessionId: { type: 'string' },
     usage: record({ input_tokens: { type: 'integer' }, output_tokens: { type: 'integer' } }),

@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { toolEventKind } from '../../activities/chatStream';
 import { readEvents } from '../../lib/eventLog';
 import { Execution } from '../../models';
 import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
@@ -107,8 +108,10 @@ describe('with a worker in the test process', () => {
 
     // The execution's stream: text, the three calls, their results in order, then the final reply.
     const events = await readEvents(execId);
-    const tools = events.filter((e) => e.event === 'tool_use' || e.event === 'tool_result');
-    expect(tools.map((e) => `${e.event} ${String(e.data.name)}`)).toEqual([
+    // Each call and each result is a `message` event (messageType tool_use / tool_result).
+    const tools = events.filter((e) => toolEventKind(e) !== null);
+    expect(tools.every((e) => e.event === 'message')).toBe(true);
+    expect(tools.map((e) => `${String(e.data.messageType)} ${String(e.data.name)}`)).toEqual([
       'tool_use write_file',
       'tool_use list_files',
       'tool_use read_file',
@@ -119,6 +122,7 @@ describe('with a worker in the test process', () => {
     expect(tools[0].data.input).toEqual({ path: 'out/report.md', content: '# Report\nAll good.' });
     const results = tools.slice(3).map((e) => e.data as { content: string; isError: boolean });
     expect(results[0]).toEqual({
+      messageType: 'tool_result',
       toolUseId: tools[0].data.toolUseId,
       name: 'write_file',
       content: 'Created out/report.md (18 bytes)',
@@ -191,8 +195,8 @@ describe('a worker killed after a tool call ran', () => {
 
     const events = await readEvents(execId);
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
-    expect(events.filter((e) => e.event === 'tool_use')).toHaveLength(1);
-    expect(events.filter((e) => e.event === 'tool_result')).toHaveLength(1);
+    expect(events.filter((e) => toolEventKind(e) === 'tool_use')).toHaveLength(1);
+    expect(events.filter((e) => toolEventKind(e) === 'tool_result')).toHaveLength(1);
     // The file was written once: the same inode and modification time as right after the call.
     const after = statSync(file);
     expect([after.ino, after.mtimeMs]).toEqual([written.ino, written.mtimeMs]);

@@ -83,8 +83,6 @@ describe('GET /api/openapi.json', () => {
     expect(Object.keys(stream.content['text/event-stream']['x-events'])).toEqual([
       'meta',
       'message',
-      'tool_use',
-      'tool_result',
       'result',
       'error',
       'expired',
@@ -176,13 +174,18 @@ describe('public manifests', () => {
       { path: '/api/v1/missions', methods: ['GET', 'POST'] },
       { path: '/api/v1/missions/{id}', methods: ['GET', 'PATCH', 'DELETE'] },
     ]);
+    expect(res.body.v1.groups['mcp-servers']).toEqual([
+      { path: '/api/v1/mcp-servers', methods: ['GET', 'POST'] },
+      { path: '/api/v1/mcp-servers/{id}', methods: ['GET', 'PATCH', 'DELETE'] },
+      { path: '/api/v1/mcp-servers/{id}/tools', methods: ['GET'] },
+    ]);
     expect(Object.keys(res.body.v1.groups)).toEqual(
       expect.arrayContaining(['agents', 'executions', 'tasks', 'spaces', 'keys', 'profile'])
     );
     expect(res.body.streams).toContainEqual({
       method: 'GET',
       path: '/api/v1/executions/{id}/stream',
-      events: ['meta', 'message', 'tool_use', 'tool_result', 'result', 'error', 'expired'],
+      events: ['meta', 'message', 'result', 'error', 'expired'],
     });
   });
 
