@@ -318,12 +318,12 @@ export async function startExecution(
           { key: agentIdKey, value: agent._id },
           { key: workKindKey, value: 'execution' },
         ]),
+        // Ids and the model only: no user text (docs/decisions.md "Observability: private payloads").
         memo: {
-          agent: agent.name,
+          agentId: agent._id,
           model: `${resolved.provider}:${resolved.model}`,
           chatId: chat._id,
           sessionId: session._id,
-          message: input.message.slice(0, 200),
         },
       });
     } catch (err) {

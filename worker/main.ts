@@ -5,6 +5,7 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type LogMetadata } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { startWebhookOutboxSweep } from '../commands/webhooks';
+import { temporalExtensions } from '../lib/dataConverter';
 import { createTemporal, temporalConnectFailure, temporalConnectionOptions } from '../lib/temporal';
 import { HEARTBEAT_THROTTLE } from '../activities/executions';
 import { loadConfigOrExit } from '../lib/config';
@@ -84,6 +85,7 @@ export async function main(stop: StopSignals): Promise<void> {
         ? { workflowBundle: { codePath: config.workflowBundlePath } }
         : { workflowsPath: require.resolve('../workflows') }),
       activities: createActivities({ logger, config }),
+      dataConverter: temporalExtensions(config).dataConverter,
       maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
       shutdownGraceTime: '8 seconds',
     });

@@ -9,6 +9,7 @@ import { createActivities } from '../../activities';
 import { HEARTBEAT_THROTTLE } from '../../activities/executions';
 import type { Config } from '../../lib/config';
 import type { Logger } from '../../lib/logger';
+import { temporalExtensions } from '../../lib/dataConverter';
 import { temporalConnectionOptions } from '../../lib/temporal';
 import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
 import { createTestApp, type TestApp } from './app';
@@ -35,6 +36,7 @@ export async function startTestWorker(config: Readonly<Config>, logger: Logger =
       ? { workflowBundle: { code: readFileSync(bundlePath, 'utf8') } }
       : { workflowsPath: require.resolve('../../workflows') }),
     activities: createActivities({ logger, config }),
+    dataConverter: temporalExtensions(config).dataConverter,
     maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
     shutdownGraceTime: '1 second',
   });
