@@ -11,7 +11,10 @@
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 import { type DataConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import type { ClientOptions } from '@temporalio/client';
+import type { WorkerOptions } from '@temporalio/worker';
 import type { Config } from './config';
+import { requestIdActivityInterceptors, requestIdClientInterceptor } from './requestContext';
 
 /** `metadata.encoding` of a sealed payload (the name the Temporal samples and UI know). */
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
@@ -92,19 +95,50 @@ export function createDataConverter(encryptionKey: Buffer | undefined): DataConv
 /** What the Temporal extensions are built from. */
 export type TemporalExtensionsConfig = Pick<Config, 'encryptionKey'>;
 
+/**
+ * The workflow interceptor modules, bundled with the workflow code (scripts/lib/workflowBundle.ts, or by a worker
+ * that bundles the workflows itself): the request id of the work (workflows/interceptors.ts).
+ */
+export const WORKFLOW_INTERCEPTOR_MODULES: string[] = [require.resolve('../workflows/interceptors')];
+
+/** Where a worker's workflow code comes from: a bundle made by the launcher, else the sources. */
+export type WorkflowSource = { codePath: string } | { code: string } | undefined;
+
 /** The data converter and interceptors of every Temporal client and worker of the service. */
 export interface TemporalExtensions {
-  /** For `new Client(...)`, `Worker.create(...)` and `Worker.runReplayHistory(...)` alike. */
+  /** For `new Client(...)` and `Worker.runReplayHistory(...)`. */
   dataConverter: DataConverter;
+  /** Spread into `new Client(...)`. */
+  client: Pick<ClientOptions, 'dataConverter' | 'interceptors'>;
+  /**
+   * @param source the workflow bundle, or undefined to bundle the sources.
+   * @returns what to spread into `Worker.create(...)`: the workflow code, the data converter and the interceptors.
+   */
+  worker(
+    source: WorkflowSource
+  ): Pick<WorkerOptions, 'dataConverter' | 'interceptors' | 'workflowBundle' | 'workflowsPath'>;
 }
 
 /**
- * The ONE place the data converter (and the interceptors) of every Temporal client and worker are built: the api's
+ * The ONE place the data converter and the interceptors of every Temporal client and worker are built: the api's
  * client, each worker (the worker-only process, a worker inside the api process, the tests' workers) and replays
- * use what this returns, so whatever one of them seals the others can open.
+ * use what this returns, so whatever one of them seals the others can open, and every one carries the request id.
  * @param config ENCRYPTION_KEY.
  * @returns the options to spread into the client's and the worker's.
  */
 export function temporalExtensions(config: TemporalExtensionsConfig): TemporalExtensions {
-  return { dataConverter: createDataConverter(config.encryptionKey) };
+  const dataConverter = createDataConverter(config.encryptionKey);
+  return {
+    dataConverter,
+    client: { dataConverter, interceptors: { workflow: [requestIdClientInterceptor] } },
+    worker: (source) => ({
+      dataConverter,
+      ...(source ? { workflowBundle: source } : { workflowsPath: require.resolve('../workflows') }),
+      interceptors: {
+        activity: [requestIdActivityInterceptors],
+        // A bundle already holds them (the SDK warns when they are given beside one).
+        ...(source ? {} : { workflowModules: WORKFLOW_INTERCEPTOR_MODULES }),
+      },
+    }),
+  };
 }

@@ -150,8 +150,7 @@ export function createTemporal(
     connectTimeout: config.dependencyTimeoutMs,
     interceptors: temporalInterceptors(config.dependencyTimeoutMs),
   });
-  const { dataConverter } = temporalExtensions(config);
-  const client = new Client({ connection, namespace: config.temporalNamespace, dataConverter });
+  const client = new Client({ connection, namespace: config.temporalNamespace, ...temporalExtensions(config).client });
   return { connection, client, namespace: config.temporalNamespace, taskQueue: config.temporalTaskQueue };
 }
 

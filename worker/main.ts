@@ -81,11 +81,10 @@ export async function main(stop: StopSignals): Promise<void> {
       connection,
       namespace: config.temporalNamespace,
       taskQueue: config.temporalTaskQueue,
-      ...(config.workflowBundlePath
-        ? { workflowBundle: { codePath: config.workflowBundlePath } }
-        : { workflowsPath: require.resolve('../workflows') }),
+      ...temporalExtensions(config).worker(
+        config.workflowBundlePath ? { codePath: config.workflowBundlePath } : undefined
+      ),
       activities: createActivities({ logger, config }),
-      dataConverter: temporalExtensions(config).dataConverter,
       maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
       shutdownGraceTime: '8 seconds',
     });

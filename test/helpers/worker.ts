@@ -32,11 +32,8 @@ export async function startTestWorker(config: Readonly<Config>, logger: Logger =
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.temporalTaskQueue,
-    ...(bundlePath
-      ? { workflowBundle: { code: readFileSync(bundlePath, 'utf8') } }
-      : { workflowsPath: require.resolve('../../workflows') }),
+    ...temporalExtensions(config).worker(bundlePath ? { code: readFileSync(bundlePath, 'utf8') } : undefined),
     activities: createActivities({ logger, config }),
-    dataConverter: temporalExtensions(config).dataConverter,
     maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
     shutdownGraceTime: '1 second',
   });
