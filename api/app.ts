@@ -14,6 +14,7 @@ import { configureRetention } from '../lib/expiry';
 import type { Logger } from '../lib/logger';
 import type { TemporalDeps } from '../lib/temporal';
 import { buildInfo } from '../lib/version';
+import { codecCors, codecRoutes } from './codec';
 import type { AppContext, AppState } from './context';
 import { CURRENT_PREFIX, currentRoutes } from './current';
 import { wellKnownRoutes, type Contract } from './current/contract';
@@ -54,7 +55,10 @@ export function routeGroups(deps: AppDeps, contract: () => Contract): RouteGroup
         idempotency: true,
       },
     },
-    { prefix: '', routes: [...healthRoutes(deps), ...wellKnownRoutes(deps.config, contract)] },
+    {
+      prefix: '',
+      routes: [...healthRoutes(deps), ...wellKnownRoutes(deps.config, contract), ...codecRoutes(deps.config)],
+    },
     {
       prefix: '',
       routes: mcpSurfaceRoutes(deps),
@@ -103,6 +107,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>();
   app.use(requestId(deps.logger));
   app.use(errorHandler({ bodyLimitBytes: deps.config.bodyLimitBytes }));
+  app.use(codecCors(deps.config));
   app.use(jsonBody({ limitBytes: deps.config.bodyLimitBytes, rawBody: rawBodyMatcher(groups) }));
   for (const group of groups) {
     const options = { validateResponses: deps.config.validateResponses, ...group.options };

@@ -11,6 +11,7 @@ import { newExecutionId, newId } from '../lib/ids';
 import { insertDocument } from '../lib/mongo';
 import { paginate } from '../lib/pagination';
 import { resolveModel } from '../lib/providers';
+import { currentRequestId } from '../lib/requestContext';
 import { whileTemporalAnswers, type TemporalDeps } from '../lib/temporal';
 import {
   Chat,
@@ -172,6 +173,8 @@ export interface PendingExecution {
   rootExecutionId: string;
   taskId: string | null;
   source: ExecuteInput['source'] | 'job';
+  /** The request (or work) that started it; default: the current one (lib/requestContext.ts). */
+  requestId?: string | null;
   jobId?: string | null;
   chatSeqBase: number;
 }
@@ -197,7 +200,8 @@ export function metaEvent(exec: { _id: string; chatId: string; sessionId: string
  * @returns the execution as stored.
  */
 export async function recordPendingExecution(p: PendingExecution): Promise<ExecutionDoc> {
-  const { message, ...fields } = p;
+  const { message, ...rest } = p;
+  const fields = { ...rest, requestId: p.requestId ?? currentRequestId() ?? null };
   // Three inserts by known ids, independent of each other: written together (each is idempotent).
   const [stored] = await Promise.all([
     (insertDocument(Execution, { ...fields, input: { message } }) as Promise<ExecutionDoc>).catch(
@@ -318,12 +322,12 @@ export async function startExecution(
           { key: agentIdKey, value: agent._id },
           { key: workKindKey, value: 'execution' },
         ]),
+        // Ids and the model only: no user text (docs/decisions.md "Observability: private payloads").
         memo: {
-          agent: agent.name,
+          agentId: agent._id,
           model: `${resolved.provider}:${resolved.model}`,
           chatId: chat._id,
           sessionId: session._id,
-          message: input.message.slice(0, 200),
         },
       });
     } catch (err) {

@@ -97,9 +97,8 @@ export function jobWorkflowStart(job: JobDoc, deadlineSeconds: number) {
       { key: agentIdKey, value: job.agentId },
       { key: workKindKey, value: 'job' },
     ],
+    // Ids only: no user text (docs/decisions.md "Observability: private payloads").
     memo: {
-      title: job.title,
-      goal: job.goal.slice(0, 200),
       agentId: job.agentId,
       workspaceId: job.spaceId,
       chatId: job.chatId,

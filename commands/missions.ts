@@ -200,9 +200,9 @@ function scheduleOptions(deps: Pick<ExecutionDeps, 'temporal'>, mission: Mission
         { key: agentIdKey, value: mission.agentId },
         { key: workKindKey, value: 'mission-run' },
       ],
-      memo: { missionId: mission._id, title: mission.title, goal: mission.goal.slice(0, 200) },
+      memo: { missionId: mission._id }, // ids only: no user text (docs/decisions.md "Observability: private payloads")
     },
-    memo: { title: mission.title, organizationId: mission.organizationId },
+    memo: { missionId: mission._id, organizationId: mission.organizationId },
     state: {
       paused: mission.status === 'paused',
       note: mission.status === 'paused' ? 'paused through the api' : undefined,

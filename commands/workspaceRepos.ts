@@ -152,7 +152,7 @@ async function launchClone(deps: CloneDeps, repo: WorkspaceRepoDoc): Promise<Wor
         { key: organizationIdKey, value: repo.organizationId },
         { key: workKindKey, value: 'repo-clone' },
       ]),
-      memo: { url: repo.url, path: repo.path },
+      memo: { repoId: repo._id }, // ids only: no user text (docs/decisions.md "Observability: private payloads")
     });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError)

@@ -145,6 +145,19 @@ export interface Config {
     mcpOutputMaxBytes: number;
     mcpCaFile?: string;
   };
+  /** Metrics, traces and the payload codec endpoint [docs/decisions.md "Observability"]. */
+  observability: ObservabilityConfig;
+}
+
+/** Operators' settings of issue 27 (README "Operating it"). */
+export interface ObservabilityConfig {
+  /**
+   * Bearer token of the codec endpoint (`POST /codec/encode|decode`, Temporal's codec server protocol;
+   * TEMPORAL_CODEC_TOKEN, at least 32 characters). Unset: the endpoint answers 404.
+   */
+  codecToken?: string;
+  /** Browser origins (the Temporal Web UI's) allowed to call the codec endpoint (TEMPORAL_CODEC_CORS_ORIGINS). */
+  codecCorsOrigins: string[];
 }
 
 /**
@@ -342,7 +355,9 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       mcpOutputMaxBytes: int('MCP_TOOL_OUTPUT_MAX_BYTES', 32 * 1024, 256, 1024 * 1024),
       ...(nonEmpty(env, 'MCP_CA_FILE') ? { mcpCaFile: path.resolve(nonEmpty(env, 'MCP_CA_FILE')!) } : {}),
     },
+    observability: { codecCorsOrigins: [] },
   };
+  config.observability = observabilityConfig(env, config, problems);
   if (config.restart.maxMs < config.restart.initialMs) {
     problems.push(
       `RESTART_BACKOFF_MAX_MS=${config.restart.maxMs}: must be at least RESTART_BACKOFF_MS (${config.restart.initialMs})`
@@ -351,6 +366,32 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
 
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
+}
+
+/**
+ * The observability block (issue 27): codec endpoint, metrics, traces.
+ * @param env the environment.
+ * @param config the rest of the configuration (ports).
+ * @param problems where problems are added.
+ * @returns the block.
+ */
+function observabilityConfig(env: Env, config: Config, problems: string[]): ObservabilityConfig {
+  const codecToken = nonEmpty(env, 'TEMPORAL_CODEC_TOKEN');
+  if (codecToken !== undefined && codecToken.length < 32)
+    problems.push('TEMPORAL_CODEC_TOKEN: must be at least 32 characters (a random secret)');
+  const ui = config.devPorts.temporalUi;
+  const origins = (
+    nonEmpty(env, 'TEMPORAL_CODEC_CORS_ORIGINS') ??
+    `http://127.0.0.1:${ui},http://localhost:${ui},http://127.0.0.1:8080,http://localhost:8080`
+  )
+    .split(',')
+    .map((o) => o.trim())
+    .filter(Boolean);
+  for (const o of origins) {
+    if (!/^https?:\/\/[^/\s]+$/.test(o))
+      problems.push(`TEMPORAL_CODEC_CORS_ORIGINS: ${JSON.stringify(o)} is not an origin (scheme://host[:port])`);
+  }
+  return { ...(codecToken && codecToken.length >= 32 ? { codecToken } : {}), codecCorsOrigins: origins };
 }
 
 /**

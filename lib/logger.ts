@@ -1,10 +1,12 @@
 /**
  * One pino root logger for the api, the worker and the scripts (JSON; pretty in `npm run dev`).
- * Authorization headers, tokens and secrets are redacted wherever they appear in a log object.
+ * Authorization headers, tokens and secrets are redacted wherever they appear in a log object. Inside an activity,
+ * every line carries the `reqId` of the request that started its work.
  */
 import pino from 'pino';
 import type PinoPretty from 'pino-pretty';
 import type { Config } from './config';
+import { requestLogFields } from './requestContext';
 
 export type Logger = pino.Logger;
 
@@ -48,6 +50,8 @@ export function createLogger(
     level: config.logLevel,
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
+    // Inside an activity, every line names the request id of its work (lib/requestContext.ts).
+    mixin: requestLogFields,
   };
   if (!config.logPretty) return destination ? pino(options, destination) : pino(options);
   // Pretty printing in the main thread and synchronously (dev only), so the last lines before an exit are kept.

@@ -15,6 +15,7 @@ import {
   type TLSConfig,
 } from '@temporalio/client';
 import type { Config } from './config';
+import { temporalExtensions, type TemporalExtensionsConfig } from './dataConverter';
 import { ServiceUnavailableError } from './errors';
 
 export interface TemporalDeps {
@@ -135,19 +136,21 @@ export function temporalConnectFailure(config: TemporalConnectionConfig, err: un
 }
 
 /**
- * Creates a lazily connecting client.
- * @param config address, TLS, API key, namespace, task queue and the call deadline.
+ * Creates a lazily connecting client (its data converter from lib/dataConverter.ts `temporalExtensions`).
+ * @param config address, TLS, API key, namespace, task queue, the call deadline and ENCRYPTION_KEY.
  * @returns the connection and client.
  */
 export function createTemporal(
-  config: TemporalConnectionConfig & Pick<Config, 'temporalNamespace' | 'temporalTaskQueue' | 'dependencyTimeoutMs'>
+  config: TemporalConnectionConfig &
+    TemporalExtensionsConfig &
+    Pick<Config, 'temporalNamespace' | 'temporalTaskQueue' | 'dependencyTimeoutMs'>
 ): TemporalDeps {
   const connection = Connection.lazy({
     ...temporalConnectionOptions(config),
     connectTimeout: config.dependencyTimeoutMs,
     interceptors: temporalInterceptors(config.dependencyTimeoutMs),
   });
-  const client = new Client({ connection, namespace: config.temporalNamespace });
+  const client = new Client({ connection, namespace: config.temporalNamespace, ...temporalExtensions(config).client });
   return { connection, client, namespace: config.temporalNamespace, taskQueue: config.temporalTaskQueue };
 }
 

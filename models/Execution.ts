@@ -47,6 +47,8 @@ const schema = new mongoose.Schema(
      * `chatStreamSeq` when it took the session (activities/chatStream.ts).
      */
     chatSeqBase: { type: Number, default: 0 },
+    /** The `x-request-id` of the request that started it (a job's iteration: the job's) [docs/decisions.md "Observability: request ids"]. */
+    requestId: { type: String, default: null },
     startedAt: { type: Date, default: null },
     completedAt: { type: Date, default: null },
   },

@@ -32,5 +32,6 @@ export function presentExecution(e: ExecutionDoc): Record<string, unknown> {
     startedAt: iso(e.startedAt),
     completedAt: iso(end),
     durationMs: e.startedAt && end ? end.getTime() - e.startedAt.getTime() : null,
+    requestId: e.requestId ?? null,
   };
 }

@@ -5,6 +5,7 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type LogMetadata } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { startWebhookOutboxSweep } from '../commands/webhooks';
+import { temporalExtensions } from '../lib/dataConverter';
 import { createTemporal, temporalConnectFailure, temporalConnectionOptions } from '../lib/temporal';
 import { HEARTBEAT_THROTTLE } from '../activities/executions';
 import { loadConfigOrExit } from '../lib/config';
@@ -80,9 +81,9 @@ export async function main(stop: StopSignals): Promise<void> {
       connection,
       namespace: config.temporalNamespace,
       taskQueue: config.temporalTaskQueue,
-      ...(config.workflowBundlePath
-        ? { workflowBundle: { codePath: config.workflowBundlePath } }
-        : { workflowsPath: require.resolve('../workflows') }),
+      ...temporalExtensions(config).worker(
+        config.workflowBundlePath ? { codePath: config.workflowBundlePath } : undefined
+      ),
       activities: createActivities({ logger, config }),
       maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
       shutdownGraceTime: '8 seconds',

@@ -6,6 +6,8 @@ import { randomUUID } from 'node:crypto';
 import type { Next } from 'koa';
 import type { AppContext } from '../context';
 import type { Logger } from '../../lib/logger';
+import { runWithRequestId } from '../../lib/requestContext';
+import { CODEC_TOKEN_PATH } from '../codec';
 
 const ACCEPTED_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -22,10 +24,14 @@ export function requestId(logger: Logger) {
     ctx.set('x-request-id', id);
     const started = process.hrtime.bigint();
     try {
-      await next();
+      // The work this request starts (workflows, signals) carries its id (lib/requestContext.ts).
+      await runWithRequestId(id, next);
     } finally {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      const line = { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 };
+      const path = CODEC_TOKEN_PATH.test(ctx.path)
+        ? ctx.path.replace(CODEC_TOKEN_PATH, '/codec/[redacted]/$1')
+        : ctx.path;
+      const line = { method: ctx.method, path, status: ctx.status, ms: Math.round(ms * 10) / 10 };
       if (ctx.status >= 500) ctx.state.log.error(line, 'request');
       else if (ctx.status >= 400) ctx.state.log.warn(line, 'request');
       else ctx.state.log.info(line, 'request');

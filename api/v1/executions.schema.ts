@@ -126,6 +126,8 @@ export const executionSchema: Schema = record({
   startedAt: nullableTimestamp,
   completedAt: nullableTimestamp,
   durationMs: { type: ['integer', 'null'] },
+  /** The `x-request-id` of the request that started it: follow it in the logs (README "Operating it"). */
+  requestId: nullableStr,
 });
 
 export const executionResponse: Schema = record({ success: { type: 'boolean' }, execution: executionSchema });

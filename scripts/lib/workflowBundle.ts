@@ -7,6 +7,7 @@
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
+import { WORKFLOW_INTERCEPTOR_MODULES } from '../../lib/dataConverter';
 
 /**
  * @param file where to write the bundle (its directory is created).
@@ -15,6 +16,7 @@ import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 export async function bundleWorkflowsTo(file: string): Promise<string> {
   const { code } = await bundleWorkflowCode({
     workflowsPath: require.resolve('../../workflows'),
+    workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
     logger: new DefaultLogger('WARN'),
   });
   mkdirSync(path.dirname(file), { recursive: true });

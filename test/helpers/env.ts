@@ -54,7 +54,11 @@ export function capturingLogger(
   return { logger: createLogger({ logLevel: level, logPretty: false }, name, sink), lines };
 }
 
-/** @returns the environment for a child process started by a test (api, worker, admin CLI). */
+/**
+ * @param overrides variables to set on top.
+ * @returns the environment for a child process started by a test (api, worker, admin CLI): the test file's
+ * ENCRYPTION_KEY, so that its processes and its in-process client or worker open each other's Temporal payloads.
+ */
 export function childTestEnv(overrides: Record<string, string>): NodeJS.ProcessEnv {
-  return { ...process.env, LOG_LEVEL: 'info', LOG_PRETTY: 'false', ...overrides };
+  return { ...process.env, LOG_LEVEL: 'info', LOG_PRETTY: 'false', ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, ...overrides };
 }

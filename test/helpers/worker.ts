@@ -9,6 +9,7 @@ import { createActivities } from '../../activities';
 import { HEARTBEAT_THROTTLE } from '../../activities/executions';
 import type { Config } from '../../lib/config';
 import type { Logger } from '../../lib/logger';
+import { temporalExtensions } from '../../lib/dataConverter';
 import { temporalConnectionOptions } from '../../lib/temporal';
 import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
 import { createTestApp, type TestApp } from './app';
@@ -31,9 +32,7 @@ export async function startTestWorker(config: Readonly<Config>, logger: Logger =
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.temporalTaskQueue,
-    ...(bundlePath
-      ? { workflowBundle: { code: readFileSync(bundlePath, 'utf8') } }
-      : { workflowsPath: require.resolve('../../workflows') }),
+    ...temporalExtensions(config).worker(bundlePath ? { code: readFileSync(bundlePath, 'utf8') } : undefined),
     activities: createActivities({ logger, config }),
     maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
     shutdownGraceTime: '1 second',

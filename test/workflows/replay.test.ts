@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
+import { temporalExtensions } from '../../lib/dataConverter';
 import { buildOrg } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
 import { v1As } from '../helpers/v1';
@@ -19,18 +20,22 @@ import { executionWorkflowId } from '../../workflows/ids';
 useTestDatabase();
 const stack = useExecutionStack('replay');
 
-/** The same workflow code the workers run (the global setup's bundle), else bundled from source. */
-function workflowSource(): { workflowBundle: { code: string } } | { workflowsPath: string } {
+/**
+ * The same workflow code the workers run (the global setup's bundle, else bundled from source), with the workers'
+ * data converter: sealed payloads are opened, clear ones (histories from before the codec) pass through.
+ */
+function workflowSource() {
   const bundle = process.env.AAS_WORKFLOW_BUNDLE;
+  const { dataConverter } = temporalExtensions(stack.t.config);
   return bundle
-    ? { workflowBundle: { code: readFileSync(bundle, 'utf8') } }
-    : { workflowsPath: require.resolve('../../workflows') };
+    ? { workflowBundle: { code: readFileSync(bundle, 'utf8') }, dataConverter }
+    : { workflowsPath: require.resolve('../../workflows'), dataConverter };
 }
 
 const eventTypes = (h: temporal.api.history.v1.IHistory): string[] =>
   (h.events ?? []).map((e) => temporal.api.enums.v1.EventType[e.eventType ?? 0]);
 
-it('an execution recorded before the input shape (patch markers, timer) replays on the current code', async () => {
+it('an execution recorded before the input shape and the payload codec (clear payloads) replays on the current code', async () => {
   const history = temporal.api.history.v1.History.decode(
     readFileSync(path.join(__dirname, '../fixtures/execution-history-legacy.bin'))
   );
@@ -48,6 +53,7 @@ it('a current execution has no patch markers or search-attribute upserts, and re
   const history = await stack.t.temporal.client.workflow
     .getHandle(executionWorkflowId(res.body.executionId))
     .fetchHistory();
+  // Its payloads are sealed: replay opens them with the workers' data converter.
   const types = eventTypes(history);
   expect(types).not.toContain('EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES');
   // One marker: the local finish.
