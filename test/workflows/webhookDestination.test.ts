@@ -6,7 +6,9 @@
  * and the per-event workflow of runs started before the upgrade still runs and replays.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import Stripe from 'stripe';
 import { eventIdFor, recordEvent, serviceEventBody } from '../../commands/serviceEvents';
@@ -43,21 +45,30 @@ const SETTINGS = {
 };
 
 let receiver: WebhookReceiver;
+/** A receiver that goes down and comes back (the worker trusts its certificate too). */
+let flaky: WebhookReceiver;
 /** A receiver that stays down (its port refuses connections). */
 let dead: WebhookReceiver;
 let worker: Spawned | undefined;
+let caDir: string;
 
 beforeAll(async () => {
   receiver = await startWebhookReceiver();
+  flaky = await startWebhookReceiver();
   dead = await startWebhookReceiver();
   await dead.down();
-  worker = await startWebhookWorker({ mongodbUri: db.uri, taskQueue: queue, caFile: receiver.caFile, env: SETTINGS });
+  caDir = mkdtempSync(path.join(os.tmpdir(), 'webhook-cas-'));
+  const caFile = path.join(caDir, 'cas.pem');
+  writeFileSync(caFile, readFileSync(receiver.caFile, 'utf8') + readFileSync(flaky.caFile, 'utf8'));
+  worker = await startWebhookWorker({ mongodbUri: db.uri, taskQueue: queue, caFile, env: SETTINGS });
 }, 90_000);
 
 afterAll(async () => {
   worker?.crash();
   await receiver?.close();
+  await flaky?.close();
   await dead?.close();
+  rmSync(caDir, { recursive: true, force: true });
 });
 
 /** An organization whose destination is `url`; returns its ids, token and clear secret. */
@@ -112,39 +123,32 @@ it('a failing event and a hanging one hold back no other event of their destinat
 });
 
 it('a receiver down for longer than the spec’s retries gets the event once it is back, attempts counting on', async () => {
-  const flaky = await startWebhookReceiver();
-  try {
-    const org = await configuredOrg(flaky.url);
-    await flaky.down();
-    const key = `down-${randomBytes(4).toString('hex')}`;
-    const id = eventIdFor(key);
-    await record(org.organizationId, key);
-    // Past the spec's five attempts (0 s, 1 s, 2 s, 4 s): still pending, the next attempt scheduled.
-    const [pending] = await until(
-      () => deliveriesOf(org),
-      (ds) => (ds[0]?.attempts.length ?? 0) >= 6
-    );
-    expect(pending).toMatchObject({ event_id: id, status: 'pending', error: null });
-    const last = pending!.attempts[0]!; // newest first
-    expect(last.status).toBeNull();
-    expect(last.error).toMatch(/^Network error/);
-    expect(Date.parse(pending!.next_attempt_at!)).toBeGreaterThan(Date.parse(last.at));
-    await flaky.up();
-    const doc = await deliveryOf(id, 'delivered', 30_000);
-    const numbers = doc.attempts.map((a) => a.attempt);
-    expect(numbers).toEqual(numbers.map((_, i) => i + 1));
-    expect(numbers.length).toBeGreaterThanOrEqual(7);
-    const got = flaky.of(id);
-    expect(got).toHaveLength(1);
-    expect(got[0]!.headers['service-delivery-attempt']).toBe(String(numbers.length));
-    expect(stripe.webhooks.constructEvent(got[0]!.body, got[0]!.headers['service-signature']!, org.secret).id).toBe(
-      id
-    );
-    const [after] = await deliveriesOf(org);
-    expect(after).toMatchObject({ status: 'delivered', next_attempt_at: null });
-  } finally {
-    await flaky.close();
-  }
+  const org = await configuredOrg(flaky.url);
+  await flaky.down();
+  const key = `down-${randomBytes(4).toString('hex')}`;
+  const id = eventIdFor(key);
+  await record(org.organizationId, key);
+  // Past the spec's five attempts (0 s, 1 s, 2 s, 4 s): still pending, the next attempt scheduled.
+  const [pending] = await until(
+    () => deliveriesOf(org),
+    (ds) => (ds[0]?.attempts.length ?? 0) >= 6
+  );
+  expect(pending).toMatchObject({ event_id: id, status: 'pending', error: null });
+  const last = pending!.attempts[0]!; // newest first
+  expect(last.status).toBeNull();
+  expect(last.error).toMatch(/^Network error/);
+  expect(Date.parse(pending!.next_attempt_at!)).toBeGreaterThan(Date.parse(last.at));
+  await flaky.up();
+  const doc = await deliveryOf(id, 'delivered', 30_000);
+  const numbers = doc.attempts.map((a) => a.attempt);
+  expect(numbers).toEqual(numbers.map((_, i) => i + 1));
+  expect(numbers.length).toBeGreaterThanOrEqual(7);
+  const got = flaky.of(id);
+  expect(got).toHaveLength(1);
+  expect(got[0]!.headers['service-delivery-attempt']).toBe(String(numbers.length));
+  expect(stripe.webhooks.constructEvent(got[0]!.body, got[0]!.headers['service-signature']!, org.secret).id).toBe(id);
+  const [after] = await deliveriesOf(org);
+  expect(after).toMatchObject({ status: 'delivered', next_attempt_at: null });
 });
 
 it('a destination that fails every attempt for WEBHOOK_DISABLE_AFTER is disabled: webhook.disabled, shown by GET', async () => {
@@ -177,7 +181,10 @@ it('a destination that fails every attempt for WEBHOOK_DISABLE_AFTER is disabled
   const later = `dead-later-${randomBytes(4).toString('hex')}`;
   await record(org.organizationId, later);
   expect(await WebhookOutbox.exists({ _id: eventIdFor(later) })).toBeNull();
-  const again = await t.request.put('/api/messaging-integration').set('Authorization', auth).send({ url: receiver.url });
+  const again = await t.request
+    .put('/api/messaging-integration')
+    .set('Authorization', auth)
+    .send({ url: receiver.url });
   expect(again.status).toBe(200);
   expect(again.body.integration).toMatchObject({ enabled: true, disabled: null });
 });
