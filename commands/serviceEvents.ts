@@ -6,11 +6,12 @@
  * change (for example `job-<id>:status:3`): the event id is derived from it, so a repeat records nothing new and
  * returns the first event.
  *
- * Delivery (docs/decisions.md "Webhook delivery"): when the organization's enabled destination wants the type, an
- * outbox entry (`_id` = event id) is written BEFORE the event, and once the event is recorded the process's
- * dispatcher (commands/webhooks.ts, installed by the api and the worker) starts `webhook-<eventId>` with the event's
- * body and removes the entry. Whatever a Temporal outage or a crash leaves in the outbox, the worker's sweep starts;
- * a start that finds the workflow already there is a no-op, so nothing is lost or delivered twice.
+ * Delivery (docs/decisions.md "Webhook delivery", "Webhook delivery by destination"): when the organization's
+ * enabled destination wants the type, an outbox entry (`_id` = event id) is written BEFORE the event, and once the
+ * event is recorded the process's dispatcher (commands/webhookDispatch.ts, installed by the api and the worker)
+ * signals the destination's workflow `webhooks-<organizationId>` with the event's body and removes the entry.
+ * Whatever a Temporal outage or a crash leaves in the outbox, the worker's sweep signals; the workflow ignores an
+ * event it already has, so nothing is lost or delivered twice.
  */
 import { sha256Hex } from '../lib/crypto';
 import { retentionExpiry } from '../lib/expiry';
@@ -92,7 +93,7 @@ export type EventDispatcher = (event: ServiceEventBody) => Promise<void>;
 let dispatcher: EventDispatcher | undefined;
 
 /**
- * @param next the dispatcher of this process (commands/webhooks.ts installWebhookDispatcher), or undefined.
+ * @param next the dispatcher of this process (commands/webhookDispatch.ts installWebhookDispatcher), or undefined.
  */
 export function setEventDispatcher(next: EventDispatcher | undefined): void {
   dispatcher = next;
@@ -166,8 +167,11 @@ async function recordWith(
 ): Promise<{ event: ServiceEventBody; created: boolean }> {
   const _id = input.key === undefined ? newId('evt') : eventIdFor(input.key);
   const deliver = integrationWants(integration, input.type);
+  /** Whether this call wrote the outbox entry (false: a call before it wrote it and has not settled it yet). */
+  let outboxWritten = false;
   if (deliver)
-    await insertDocument(WebhookOutbox, { _id, organizationId: input.organizationId, queue: OUTBOX_QUEUE }).catch(
+    await insertDocument(WebhookOutbox, { _id, organizationId: input.organizationId, queue: OUTBOX_QUEUE }).then(
+      () => (outboxWritten = true),
       (err: unknown) => {
         if (!isDuplicateKey(err)) throw err; // a repeat wrote it
       }
@@ -190,8 +194,15 @@ async function recordWith(
     event = serviceEventBody(existing);
     created = false;
   }
-  // A repeat dispatches too (the outbox entry it wrote or found is then settled at once, not by the sweep): a no-op
-  // start when the delivery was started, the start a first call that died before it never made.
-  if (deliver && dispatcher) await dispatcher(event);
+  if (!deliver) return { event, created };
+  if (!created && outboxWritten) {
+    // A repeat of an event whose first call settled its outbox entry (its delivery was signalled, or the event was
+    // recorded while delivery was off): nothing to deliver; the entry this call wrote goes.
+    await WebhookOutbox.deleteOne({ _id });
+    return { event, created };
+  }
+  // The first call, or a repeat while the first call's entry is still there (that call may have died before its
+  // signal): signalled; a duplicate signal is a no-op for the destination's workflow.
+  if (dispatcher) await dispatcher(event);
   return { event, created };
 }

@@ -1,72 +1,33 @@
 /**
  * Webhook delivery (SPEC "Webhook delivery", /api/messaging-integration): the organization's destination and
- * signing secrets, the start of one delivery workflow `webhook-<eventId>` per recorded event, the outbox sweep that
- * starts what a Temporal outage or a crash left unstarted, the delivery log and redelivery.
- * Decisions: docs/decisions.md "Webhook delivery".
+ * signing secrets, the delivery log and redelivery. From a recorded event to its destination's delivery workflow
+ * (and the outbox sweep): commands/webhookDispatch.ts.
+ * Decisions: docs/decisions.md "Webhook delivery", "Webhook delivery by destination".
  */
 import { TypedSearchAttributes } from '@temporalio/common';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { AuthContext } from './tokens';
 import type { Config } from '../lib/config';
 import { decryptSecret, encryptSecret } from '../lib/crypto';
 import { ConflictError, EncryptionUnavailableError, NotFoundError, ValidationError } from '../lib/errors';
 import { newId } from '../lib/ids';
-import type { Logger } from '../lib/logger';
 import { assertSafeUrl, UnsafeDestinationError } from '../lib/safeDestination';
 import { whileTemporalAnswers, type TemporalDeps } from '../lib/temporal';
 import { newSigningSecret } from '../lib/webhookSignature';
 import {
-  OUTBOX_QUEUE,
   ServiceEvent,
   WebhookDelivery,
   WebhookIntegration,
-  WebhookOutbox,
   type ServiceEventDoc,
   type WebhookDeliveryDoc,
   type WebhookIntegrationDoc,
 } from '../models';
 import { organizationIdKey, workKindKey } from '../workflows/searchAttributes';
-import { WEBHOOK_POLICY, webhookWorkflowId } from '../workflows/webhookPolicy';
-import {
-  integrationChanged,
-  serviceEventBody,
-  setEventDispatcher,
-  type ServiceEventBody,
-  type ServiceEventType,
-} from './serviceEvents';
-import type { webhookDelivery } from '../workflows/webhookDelivery';
+import { WEBHOOK_POLICY } from '../workflows/webhookPolicy';
+import { integrationChanged, serviceEventBody, type ServiceEventType } from './serviceEvents';
+import { deliveryInput, signalDeliveries } from './webhookDispatch';
 import type { webhookTest } from '../workflows/webhookTest';
 
-/** Input of the delivery workflow. */
-export interface DeliveryInput {
-  eventId: string;
-  organizationId: string;
-  /** 1 for the first delivery, n+1 for each redelivery. */
-  run: number;
-  /** The event's type. */
-  type?: string;
-  /**
-   * The exact JSON body sent (SPEC "Webhook delivery"), so that an attempt needs no read of the event. Absent only
-   * in runs started before it was passed: their attempts read the event.
-   */
-  body?: string;
-}
-
-/**
- * @param event a recorded event.
- * @param run the delivery run (1, then one more per redelivery).
- * @returns the input of its delivery workflow, with the body every attempt of the run sends.
- */
-export function deliveryInput(event: ServiceEventBody, run: number): DeliveryInput {
-  return {
-    eventId: event.id,
-    organizationId: event.organizationId,
-    run,
-    type: event.type,
-    body: JSON.stringify(event),
-  };
-}
+export { installWebhookDispatcher, startWebhookOutboxSweep, type DeliveryInput } from './webhookDispatch';
 
 export interface IntegrationInput {
   url: string;
@@ -81,16 +42,6 @@ export interface TestResult {
   latency_ms: number;
   error: string | null;
 }
-
-/**
- * An outbox entry younger than this is left alone: the process that wrote it is recording the event and starting
- * the workflow, and removes the entry once Temporal has it (a start by the sweep would be a harmless no-op).
- */
-const OUTBOX_GRACE_MS = 10_000;
-/** An outbox entry whose event never appeared (its writer died between the two inserts) is dropped after this. */
-const OUTBOX_ORPHAN_MS = 60_000;
-/** Entries one sweep looks at. */
-const OUTBOX_BATCH = 500;
 
 /**
  * @param integration a stored integration.
@@ -116,6 +67,9 @@ export function presentIntegration(doc: WebhookIntegrationDoc, now = new Date())
       created_at: s.createdAt.toISOString(),
       expires_at: s.expiresAt ? s.expiresAt.toISOString() : null,
     })),
+    disabled: doc.disabled
+      ? { at: doc.disabled.at.toISOString(), reason: doc.disabled.reason, event_id: doc.disabled.eventId ?? null }
+      : null,
     created_at: doc.createdAt.toISOString(),
     updated_at: doc.updatedAt.toISOString(),
   };
@@ -164,6 +118,7 @@ export async function putIntegration(
     url: input.url,
     enabled: input.enabled ?? true,
     eventTypes: input.event_types && input.event_types.length > 0 ? [...new Set(input.event_types)] : null,
+    disabled: null, // a PUT enables delivery again after it disabled itself
   };
   const existing = await WebhookIntegration.findById(auth.organizationId).lean<WebhookIntegrationDoc>();
   if (!existing) {
@@ -221,107 +176,6 @@ export async function rotateSigningSecret(
 }
 
 /**
- * Starts the delivery workflow of one event.
- * @param temporal the client.
- * @param input event, organization and run.
- * @param redelivery a redelivery may start a new run of a closed workflow; a first delivery never does (a
- * duplicate emit is a no-op).
- * @returns whether this call started it (false: it already was).
- */
-export async function startDelivery(
-  temporal: TemporalDeps,
-  input: DeliveryInput,
-  redelivery = false
-): Promise<boolean> {
-  try {
-    await temporal.client.workflow.start<typeof webhookDelivery>('webhookDelivery', {
-      workflowId: webhookWorkflowId(input.eventId),
-      taskQueue: temporal.taskQueue,
-      args: [input],
-      workflowIdReusePolicy: redelivery
-        ? WorkflowIdReusePolicy.ALLOW_DUPLICATE
-        : WorkflowIdReusePolicy.REJECT_DUPLICATE,
-      typedSearchAttributes: new TypedSearchAttributes([
-        { key: organizationIdKey, value: input.organizationId },
-        { key: workKindKey, value: 'webhook' },
-      ]),
-    });
-    return true;
-  } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return false;
-    throw err;
-  }
-}
-
-/**
- * Makes this process start delivery workflows for the events it records (api and worker call it once).
- * @param temporal the client.
- * @param logger where a failed start is logged (the outbox sweep retries it).
- */
-export function installWebhookDispatcher(temporal: TemporalDeps, logger: Logger): void {
-  setEventDispatcher(async (event) => {
-    try {
-      await startDelivery(temporal, deliveryInput(event, 1));
-    } catch (err) {
-      logger.warn({ err, eventId: event.id }, 'webhook delivery not started; the outbox sweep will start it');
-      return;
-    }
-    // Temporal has the workflow: the entry's work is done (left behind, the sweep's start is a no-op that removes it).
-    await WebhookOutbox.deleteOne({ _id: event.id }).catch((err: unknown) =>
-      logger.warn({ err, eventId: event.id }, 'webhook outbox entry not removed; the outbox sweep will remove it')
-    );
-  });
-}
-
-/**
- * Starts the delivery of every outbox entry left behind (worker, every few seconds).
- * @param temporal the client.
- * @param now the time.
- * @returns how many deliveries it started or found started.
- */
-export async function sweepWebhookOutbox(temporal: TemporalDeps, now = Date.now()): Promise<number> {
-  const entries = await WebhookOutbox.find({ queue: OUTBOX_QUEUE }).limit(OUTBOX_BATCH).lean();
-  let handled = 0;
-  for (const entry of entries) {
-    const age = now - new Date(entry.createdAt).getTime();
-    if (age < OUTBOX_GRACE_MS) continue;
-    const event = await ServiceEvent.findById(entry._id).lean<ServiceEventDoc>();
-    if (!event) {
-      if (age > OUTBOX_ORPHAN_MS) await WebhookOutbox.deleteOne({ _id: entry._id });
-      continue;
-    }
-    await startDelivery(temporal, deliveryInput(serviceEventBody(event), 1));
-    await WebhookOutbox.deleteOne({ _id: entry._id });
-    handled += 1;
-  }
-  return handled;
-}
-
-/** How often the worker sweeps the outbox. */
-export const OUTBOX_SWEEP_MS = 2_000;
-
-/**
- * Installs the dispatcher and sweeps the outbox every OUTBOX_SWEEP_MS (the worker, for as long as it runs).
- * @param temporal the client.
- * @param logger logs sweep failures.
- * @returns stops the sweep.
- */
-export function startWebhookOutboxSweep(temporal: TemporalDeps, logger: Logger): () => void {
-  installWebhookDispatcher(temporal, logger);
-  let running = false;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = true;
-    sweepWebhookOutbox(temporal)
-      .then((n) => n > 0 && logger.info({ started: n }, 'webhook outbox sweep started deliveries'))
-      .catch((err: unknown) => logger.warn({ err }, 'webhook outbox sweep failed'))
-      .finally(() => (running = false));
-  }, OUTBOX_SWEEP_MS);
-  timer.unref();
-  return () => clearInterval(timer);
-}
-
-/**
  * Sends a signed `test` delivery now (through the worker, like every outbound request) and waits for its outcome.
  * @param auth the caller.
  * @param deps Temporal and the configuration.
@@ -363,6 +217,8 @@ export function presentDelivery(doc: WebhookDeliveryDoc) {
         error: a.error ?? null,
         response: a.response ?? null,
       })),
+    next_attempt_at: doc.nextAttemptAt ? doc.nextAttemptAt.toISOString() : null,
+    error: doc.error ?? null,
     created_at: doc.createdAt.toISOString(),
     updated_at: doc.updatedAt.toISOString(),
   };
@@ -381,7 +237,8 @@ export async function listDeliveries(auth: AuthContext, limit: number): Promise<
 }
 
 /**
- * Delivers an event again (a new run of `webhook-<eventId>`, attempts numbered from 1).
+ * Delivers an event again: a new run of its delivery (attempts numbered from 1), signalled to its destination's
+ * workflow. The log entry moves to `pending` (run n+1) first, conditionally, so a second redelivery meanwhile is 409.
  * @param auth the caller.
  * @param eventId an event of the organization.
  * @param temporal the client.
@@ -398,7 +255,22 @@ export async function redeliver(auth: AuthContext, eventId: string, temporal: Te
   const delivery = await WebhookDelivery.findById(eventId).lean<WebhookDeliveryDoc>();
   if (delivery?.status === 'pending') throw new ConflictError('A delivery of this event is in progress');
   const run = (delivery?.run ?? 0) + 1;
-  const started = await startDelivery(temporal, deliveryInput(serviceEventBody(event), run), true);
-  if (!started) throw new ConflictError('A delivery of this event is in progress');
+  if (delivery) {
+    const claimed = await WebhookDelivery.updateOne(
+      { _id: eventId, run: delivery.run, status: delivery.status },
+      { $set: { status: 'pending', run, nextAttemptAt: null, error: null } }
+    );
+    if (claimed.matchedCount === 0) throw new ConflictError('A delivery of this event is in progress');
+  }
+  try {
+    await signalDeliveries(temporal, auth.organizationId, [deliveryInput(serviceEventBody(event), run)]);
+  } catch (err) {
+    if (delivery)
+      await WebhookDelivery.updateOne(
+        { _id: eventId, run, status: 'pending' },
+        { $set: { status: delivery.status, run: delivery.run } }
+      );
+    throw err;
+  }
   return run;
 }

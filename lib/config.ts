@@ -57,6 +57,14 @@ export interface Config {
    * @default 10000
    */
   webhookTimeoutMs: number;
+  /**
+   * Webhook retries past the spec's 0 s, 1 s, 2 s and 4 s (docs/decisions.md "Webhook delivery by destination"):
+   * the long tail of waits (WEBHOOK_RETRY_TAIL; its last wait repeats), how long after its first attempt an event is
+   * still retried (WEBHOOK_RETRY_FOR), and how long a destination may fail every attempt before it is disabled
+   * (WEBHOOK_DISABLE_AFTER). Tests shorten them.
+   * @default 30s,5m,30m,2h,6h; 3d; 1d
+   */
+  webhookRetry: { tailMs: number[]; forMs: number; disableAfterMs: number };
   /** pino level. @default info */
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Human-readable logs (dev launcher). @default false */
@@ -264,6 +272,19 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     return n;
   };
 
+  const durations = (name: string, def: string, min: number, max: number): number[] => {
+    const raw = nonEmpty(env, name) ?? def;
+    const parts = raw.split(',').map((p) => p.trim());
+    const values = parts.map((p) => (/^\d+$/.test(p) ? Number.NaN : (ms(p as ms.StringValue) as number | undefined)));
+    if (values.some((n) => typeof n !== 'number' || !Number.isFinite(n) || n < min || n > max)) {
+      problems.push(
+        `${name}=${JSON.stringify(raw)}: must be a comma-separated list of durations from ${ms(min)} to ${ms(max)}, such as 30s,5m,6h`
+      );
+      return def.split(',').map((p) => ms(p as ms.StringValue));
+    }
+    return values as number[];
+  };
+
   const logLevelRaw = nonEmpty(env, 'LOG_LEVEL') ?? 'info';
   let logLevel: Config['logLevel'] = 'info';
   if ((LOG_LEVELS as readonly string[]).includes(logLevelRaw)) logLevel = logLevelRaw as Config['logLevel'];
@@ -306,6 +327,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     encryptionKey,
     webhookAllowPrivate: bool('WEBHOOK_ALLOW_PRIVATE', false),
     webhookTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 10_000, 100, 15_000),
+    webhookRetry: {
+      tailMs: durations('WEBHOOK_RETRY_TAIL', '30s,5m,30m,2h,6h', 1000, 7 * 86_400_000),
+      forMs: duration('WEBHOOK_RETRY_FOR', '3d', 1000, 30 * 86_400_000),
+      disableAfterMs: duration('WEBHOOK_DISABLE_AFTER', '1d', 1000, 30 * 86_400_000),
+    },
     logLevel,
     logPretty: bool('LOG_PRETTY', false),
     modelIdleTimeoutSeconds: int('MODEL_IDLE_TIMEOUT_SECONDS', 60, 1, 3600),

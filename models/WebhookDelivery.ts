@@ -34,6 +34,10 @@ const schema = new mongoose.Schema(
     /** Runs so far (1 + redeliveries). */
     run: { type: Number, required: true },
     attempts: { type: [attemptSchema], default: [] },
+    /** When the next attempt is due while `pending` after a failed attempt; null otherwise. */
+    nextAttemptAt: { type: Date, default: null },
+    /** Why the delivery ended without a further attempt (destination disabled, backlog full); null otherwise. */
+    error: { type: String, default: null },
     ...expiryPaths,
   },
   { timestamps: true, versionKey: false }

@@ -23,6 +23,17 @@ const schema = new mongoose.Schema(
     /** null: every event type. */
     eventTypes: { type: [String], default: null },
     secrets: { type: [secretSchema], default: [] },
+    /**
+     * Set when delivery disabled itself (every attempt failed for WEBHOOK_DISABLE_AFTER): when, why and the id of the
+     * recorded `webhook.disabled` event; cleared by the next PUT.
+     */
+    disabled: {
+      type: new mongoose.Schema(
+        { at: { type: Date, required: true }, reason: { type: String, required: true }, eventId: String },
+        { _id: false }
+      ),
+      default: null,
+    },
   },
   { timestamps: true, versionKey: false }
 );

@@ -1,7 +1,8 @@
 /**
  * Updates and queries of the workflows (ARCHITECTURE.md §3): safe to import from the api, which sends them.
  */
-import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { DeliveryInput } from '../commands/webhookDispatch';
 import type { JobAction, JobStatus } from './jobStates';
 
 /** What a job action returns: the job's state once the action's transition is mirrored. */
@@ -29,3 +30,9 @@ export const jobUpdates = {
 } satisfies Record<JobAction, unknown>;
 
 export const jobStatusQuery = defineQuery<JobView>('status');
+
+/**
+ * Signal of a destination's delivery workflow (workflows/webhookDestination.ts): events (or redelivery runs) to
+ * deliver. A key (event id, run) the destination already has or settled recently is a no-op.
+ */
+export const webhookDeliverSignal = defineSignal<[DeliveryInput[]]>('deliver');

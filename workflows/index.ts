@@ -5,6 +5,7 @@
 export { agentExecution } from './agentExecution';
 export { job } from './job';
 export { webhookDelivery } from './webhookDelivery';
+export { webhookDestination } from './webhookDestination';
 export { webhookTest } from './webhookTest';
 export { missionRun } from './missionRun';
 export { repoClone } from './repoClone';

@@ -1,5 +1,7 @@
 /**
- * @module webhookDelivery: one event's delivery to its organization's destination (workflow id
+ * @module webhookDelivery: KEPT FOR RUNS STARTED BEFORE DELIVERY BY DESTINATION (workflows/webhookDestination.ts
+ * delivers every new event; nothing starts this one any more, but a run recorded by earlier code must finish and
+ * replay on this code: leave it unchanged). One event's delivery to its organization's destination (workflow id
  * `webhook-<eventId>`, SPEC "Webhook delivery"). Each attempt is one activity that sends once and records itself in
  * the delivery log; the waits between attempts are workflow timers (0 s, 1 s, 2 s, 4 s after transient failures,
  * lengthened by a receiver's Retry-After up to a cap), so attempt numbers, per-attempt timestamps and spacing are

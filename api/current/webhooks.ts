@@ -42,6 +42,13 @@ const integrationSchema: Schema = record({
     description: 'Secrets that sign deliveries now (never in clear): the current one, and a rotated-out one in grace',
     items: record({ created_at: timestamp, expires_at: { type: ['string', 'null'], format: 'date-time' } }),
   },
+  disabled: {
+    type: ['object', 'null'],
+    description:
+      'Set when delivery disabled itself after every attempt failed for WEBHOOK_DISABLE_AFTER (a day): when, why and the recorded `webhook.disabled` event; the next PUT enables delivery again and clears it',
+    required: ['at', 'reason', 'event_id'],
+    properties: { at: timestamp, reason: { type: 'string' }, event_id: { type: ['string', 'null'] } },
+  },
   created_at: timestamp,
   updated_at: timestamp,
 });
@@ -108,6 +115,15 @@ const deliverySchema: Schema = record({
         description: `The first ${WEBHOOK_POLICY.logResponseBytes} bytes of the receiver’s answer, as text; null when none came`,
       },
     }),
+  },
+  next_attempt_at: {
+    type: ['string', 'null'],
+    format: 'date-time',
+    description: 'While pending after a failed attempt: when the next attempt is due (the retry schedule); else null',
+  },
+  error: {
+    type: ['string', 'null'],
+    description: 'Why the delivery ended without a further attempt (destination disabled, backlog full); else null',
   },
   created_at: timestamp,
   updated_at: timestamp,

@@ -44,6 +44,10 @@ export interface WebhookReceiver {
   of(eventId: string): ReceivedDelivery[];
   /** Resolves once `count` deliveries of the event arrived. */
   waitFor(eventId: string, count: number, timeoutMs?: number): Promise<ReceivedDelivery[]>;
+  /** Goes down: stops listening and drops every connection (a connection attempt is refused) until `up()`. */
+  down(): Promise<void>;
+  /** Listens again on the same port. */
+  up(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -102,6 +106,13 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
+  let listening = true;
+  const stop = async (): Promise<void> => {
+    if (!listening) return;
+    listening = false;
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  };
   const of = (eventId: string): ReceivedDelivery[] => received.filter((r) => r.headers['service-event-id'] === eventId);
   return {
     url: `https://127.0.0.1:${port}/hooks`,
@@ -118,9 +129,14 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       }
       return of(eventId);
     },
+    down: stop,
+    up: async () => {
+      if (listening) return;
+      await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+      listening = true;
+    },
     close: async () => {
-      server.closeAllConnections();
-      await new Promise((r) => server.close(r));
+      await stop();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { ConfigError, loadConfig } from '../../lib/config';
+import { nextAttemptInMs, retryScheduleMs } from '../../workflows/webhookPolicy';
 
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {
@@ -111,6 +112,34 @@ describe('loadConfig', () => {
       expect(() => loadConfig({ WEBHOOK_TIMEOUT_MS: bad })).toThrow(
         `WEBHOOK_TIMEOUT_MS="${bad}": must be an integer between 100 and 15000`
       );
+  });
+
+  it('webhook long tail: 30s,5m,30m,2h,6h for 3 days, disabled after a day; the schedule keeps the spec’s four', () => {
+    const { webhookRetry } = loadConfig({});
+    expect(webhookRetry).toEqual({
+      tailMs: [30_000, 300_000, 1_800_000, 7_200_000, 21_600_000],
+      forMs: 3 * 86_400_000,
+      disableAfterMs: 86_400_000,
+    });
+    const waits = retryScheduleMs(webhookRetry.tailMs, webhookRetry.forMs);
+    expect(waits.slice(0, 9)).toEqual([0, 1000, 2000, 4000, 30_000, 300_000, 1_800_000, 7_200_000, 21_600_000]);
+    expect(waits.slice(8).every((w) => w === 21_600_000)).toBe(true);
+    expect(waits).toHaveLength(19); // 20 attempts
+    expect(waits.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(3 * 86_400_000);
+    // Shortened (tests), and no tail at all when WEBHOOK_RETRY_FOR leaves no room past the spec's 7 s.
+    const short = loadConfig({ WEBHOOK_RETRY_TAIL: '2s', WEBHOOK_RETRY_FOR: '15s', WEBHOOK_DISABLE_AFTER: '30s' });
+    expect(retryScheduleMs(short.webhookRetry.tailMs, short.webhookRetry.forMs)).toEqual([
+      0, 1000, 2000, 4000, 2000, 2000, 2000, 2000,
+    ]);
+    expect(short.webhookRetry.disableAfterMs).toBe(30_000);
+    expect(retryScheduleMs([30_000], 7000)).toEqual([0, 1000, 2000, 4000]);
+    // The next attempt's wait: the schedule's, lengthened by Retry-After up to 60 s; none after the last.
+    expect(nextAttemptInMs(1, null, waits)).toBe(0);
+    expect(nextAttemptInMs(5, 120, waits)).toBe(60_000);
+    expect(nextAttemptInMs(20, null, waits)).toBeNull();
+    expect(() => loadConfig({ WEBHOOK_RETRY_TAIL: '30s,soon', WEBHOOK_DISABLE_AFTER: '0s' })).toThrow(
+      /WEBHOOK_RETRY_TAIL="30s,soon": must be a comma-separated list of durations[\s\S]*WEBHOOK_DISABLE_AFTER="0s"/
+    );
   });
 
   it('retention of stream events and the delivery log: 30 days by default, durations, nonsense refused', () => {

@@ -36,13 +36,18 @@ let receiver: WebhookReceiver;
 let worker: Spawned | undefined;
 /** The worker's WEBHOOK_TIMEOUT_MS: lowered from the default 10 s (test/lib/config.test.ts) to keep the file quick. */
 const ATTEMPT_TIMEOUT_MS = 3000;
+/**
+ * The worker's WEBHOOK_RETRY_FOR: 7 s, the spec's 0 s + 1 s + 2 s + 4 s and no long tail, so that this file sees a
+ * delivery fail after its fifth attempt (the long tail: test/workflows/webhookLongTail.test.ts).
+ */
+const RETRY_FOR = '7s';
 
 const startWorker = (): Promise<Spawned> =>
   startWebhookWorker({
     mongodbUri: db.uri,
     taskQueue: queue,
     caFile: receiver.caFile,
-    env: { WEBHOOK_TIMEOUT_MS: String(ATTEMPT_TIMEOUT_MS) },
+    env: { WEBHOOK_TIMEOUT_MS: String(ATTEMPT_TIMEOUT_MS), WEBHOOK_RETRY_FOR: RETRY_FOR },
   });
 
 beforeAll(async () => {
