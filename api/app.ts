@@ -1,6 +1,6 @@
 /**
  * createApp(deps): the Koa application without listen() (tests drive it over real HTTP with supertest).
- * Middleware order: requestId → errorHandler → JSON body → the route groups' routers.
+ * Middleware order: requestId → errorHandler → JSON body → request deadline → the route groups' routers.
  * The route groups are declared once ({@link routeGroups}): the same list is mounted and documented
  * (api/openapi.ts), so the contract covers exactly the routes that answer.
  */
@@ -23,6 +23,7 @@ import { mcpSurfaceRoutes } from './mcp';
 import { mcpAuthenticate } from './mcp/auth';
 import { jsonBody } from './middlewares/body';
 import { errorHandler } from './middlewares/errors';
+import { requestDeadline } from './middlewares/requestDeadline';
 import { requestId } from './middlewares/requestId';
 import { buildOpenApi, contractHash, type RouteGroup } from './openapi';
 import { mountRoutes } from './route';
@@ -109,6 +110,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(errorHandler({ bodyLimitBytes: deps.config.bodyLimitBytes }));
   app.use(codecCors(deps.config));
   app.use(jsonBody({ limitBytes: deps.config.bodyLimitBytes, rawBody: rawBodyMatcher(groups) }));
+  app.use(requestDeadline(deps.config.requestDeadlineMs));
   for (const group of groups) {
     const options = { validateResponses: deps.config.validateResponses, ...group.options };
     app.use(mountRoutes(group.prefix, group.routes, options).routes());

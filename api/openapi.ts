@@ -160,7 +160,7 @@ function eventStreamContent(route: RouteSpec): Record<string, unknown> {
       schema: {
         type: 'string',
         description:
-          'Server-sent events: `retry:` and a `: connected` comment first, `id:` (the event sequence, 1, 2, 3 …) on ' +
+          'Server-sent events: a `: connected` comment first, then `retry:`, `id:` (the event sequence, 1, 2, 3 …) on ' +
           'every event, `: heartbeat` comments; resume with `Last-Event-ID`. Events: ' +
           (Object.keys(events).join(', ') || 'see the description'),
       },

@@ -1,9 +1,9 @@
 /**
- * Server-sent events from the durable event log (ARCHITECTURE.md §6): `retry:` hint and `: connected` comment
- * first, then a replay of the stream after the client's position (`Last-Event-ID`), then live events from the
- * process's EventTailer, `: heartbeat` every 15 s, and the end of the response after a terminal event. Every event
- * carries `id: <seq>`, so a reconnecting client resumes with no gap and no duplicate. A client disconnect only
- * unsubscribes: it never cancels the work.
+ * Server-sent events from the durable event log (ARCHITECTURE.md §6): the `: connected` comment first (SPEC: "Each
+ * stream sends an initial connection comment"), then the `retry:` hint, then a replay of the stream after the
+ * client's position (`Last-Event-ID`), then live events from the process's EventTailer, `: heartbeat` every 15 s,
+ * and the end of the response after a terminal event. Every event carries `id: <seq>`, so a reconnecting client
+ * resumes with no gap and no duplicate. A client disconnect only unsubscribes: it never cancels the work.
  *
  * Events past their retention are not skipped silently: the replay puts one `expired` event (`{from, to, message}`,
  * `id: <to>`) in place of each run of them, and a client resuming from its id continues with the first event still
@@ -154,7 +154,7 @@ export async function streamEvents(ctx: AppContext, opts: SseOptions): Promise<v
   };
   ctx.res.once('close', close); // the client went away (or the response ended)
   opts.shutdown.addEventListener('abort', close);
-  body.write(`retry: ${SSE_RETRY_MS}\n: connected\n\n`);
+  body.write(`: connected\nretry: ${SSE_RETRY_MS}\n\n`);
 
   // Read from the client's position, but never from beyond the head's last event: a position at or past the end
   // still gets the stream's last event (the terminal one when the execution is over; skipped otherwise).

@@ -24,6 +24,15 @@ export interface LibraryAgent {
 /** The library (small on purpose: a starting point for organizations, not a catalogue). */
 export const AGENT_LIBRARY: readonly LibraryAgent[] = [
   {
+    slug: 'general',
+    name: 'General Assistant',
+    role: 'Assistant',
+    description: 'A general-purpose agent: answers questions and carries out tasks of any kind.',
+    systemPrompt:
+      'You are a capable general-purpose assistant. Work toward the goal you are given step by step, say what you ' +
+      'did and what is left, and ask for the input you need instead of guessing.',
+  },
+  {
     slug: 'research-assistant',
     name: 'Research Assistant',
     role: 'Researcher',
@@ -144,21 +153,47 @@ export async function setInstallState(
     ...(change === 'restore' ? libraryFields(agent) : {}),
   };
   const res = await Agent.updateOne(filter, { $set: installed });
-  if (res.matchedCount === 0) {
-    try {
-      await createAgent(
-        auth,
-        { name: agent.name, role: agent.role, systemPrompt: agent.systemPrompt },
-        { id, libraryId: agent.slug }
-      );
-    } catch (err) {
-      // Installed concurrently by another request: the copy exists now; apply this change to it.
-      if ((err as { code?: number }).code !== 11000) throw err;
-      await Agent.updateOne(filter, { $set: installed });
-    }
+  if (res.matchedCount === 0 && !(await createLibraryCopy(auth, agent))) {
+    // Installed concurrently by another request: the copy exists now; apply this change to it.
+    await Agent.updateOne(filter, { $set: installed });
   }
   await agentsChanged(auth.organizationId);
   return { agent, agentId: id, installState: 'installed' };
+}
+
+/**
+ * Creates the organization's copy of a library agent, as the library ships it.
+ * @param auth the caller (the copy's creator).
+ * @param agent the library agent.
+ * @returns true when this call created it; false when it existed already (another request's).
+ */
+async function createLibraryCopy(auth: AuthContext, agent: LibraryAgent): Promise<boolean> {
+  try {
+    await createAgent(
+      auth,
+      { name: agent.name, role: agent.role, systemPrompt: agent.systemPrompt },
+      { id: libraryAgentId(auth.organizationId, agent.slug), libraryId: agent.slug }
+    );
+    return true;
+  } catch (err) {
+    if ((err as { code?: number }).code !== 11000) throw err;
+    return false;
+  }
+}
+
+/**
+ * A library agent named by its slug where a kind of agent is asked for (a mission's `agentType`): installed in the
+ * caller's organization on first use [docs/decisions.md "Missions: agentType names a kind of agent"].
+ * @param auth the caller.
+ * @param agent the library agent.
+ * @returns its id in the organization; null when an owner or admin uninstalled it (using it does not override that).
+ */
+export async function useLibraryAgent(auth: AuthContext, agent: LibraryAgent): Promise<string | null> {
+  const id = libraryAgentId(auth.organizationId, agent.slug);
+  const doc = await Agent.findOne({ _id: id, organizationId: auth.organizationId }).lean<AgentDoc>();
+  if (doc) return stateOf(doc) === 'installed' ? id : null;
+  if (await createLibraryCopy(auth, agent)) await agentsChanged(auth.organizationId);
+  return id;
 }
 
 /**

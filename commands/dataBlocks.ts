@@ -8,6 +8,7 @@ import { findWorkspace, type FilesDeps } from './workspaceFiles';
 import type { Config } from '../lib/config';
 import { readerFor, runReadOnlyQuery, type QueryResult } from '../lib/dataQuery';
 import { NotFoundError, ValidationError } from '../lib/errors';
+import { outsideRequestDeadline } from '../lib/requestDeadline';
 import { parseWorkspacePath } from '../lib/workspace';
 
 /**
@@ -42,8 +43,11 @@ export async function queryDataBlock(
       throw err;
     }
   };
-  return runReadOnlyQuery(query.sql, resolve, {
-    ...limits,
-    maxRows: Math.min(query.maxRows ?? limits.maxRows, limits.maxRows),
-  });
+  // Bounded by its own timeout (DATA_QUERY_TIMEOUT_MS): the request's deadline does not measure it.
+  return outsideRequestDeadline(() =>
+    runReadOnlyQuery(query.sql, resolve, {
+      ...limits,
+      maxRows: Math.min(query.maxRows ?? limits.maxRows, limits.maxRows),
+    })
+  );
 }

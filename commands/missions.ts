@@ -27,7 +27,7 @@ import {
 import { missionScheduleId } from '../workflows/ids';
 import type { missionRun } from '../workflows/missionRun';
 import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchAttributes';
-import { AGENT_LIBRARY, libraryAgentId } from './agentLibrary';
+import { AGENT_LIBRARY, useLibraryAgent } from './agentLibrary';
 import { findOrganizationAgent } from './agents';
 import type { ExecutionDeps } from './executions';
 import { createJob } from './jobs';
@@ -159,21 +159,27 @@ function scheduleSpec(schedule: MissionSchedule): ScheduleSpec {
 
 /**
  * @param auth the caller.
- * @param agentType an agent id of the organization, or the slug of a library agent (installed in it).
+ * @param agentType an agent id of the organization, or the slug of a library agent (a kind of agent: `general`,
+ *   `research-assistant`, ...), installed in the organization on first use.
  * @returns the agent's id.
- * @throws ValidationError naming `agentType`.
+ * @throws ValidationError naming `agentType`: what it accepts, or that an owner or admin uninstalled that library
+ *   agent.
  */
 async function resolveAgent(auth: AuthContext, agentType: string): Promise<string> {
   const library = AGENT_LIBRARY.find((a) => a.slug === agentType);
-  const id = library ? libraryAgentId(auth.organizationId, library.slug) : agentType;
+  if (library) {
+    const id = await useLibraryAgent(auth, library);
+    if (id) return id;
+    throw new ValidationError(
+      `Invalid agentType: the library agent ${agentType} was uninstalled in the organization (install it again with PATCH /api/agents/{id}/install-state)`
+    );
+  }
   try {
-    return (await findOrganizationAgent(auth, id))._id;
+    return (await findOrganizationAgent(auth, agentType))._id;
   } catch (err) {
     if (!(err instanceof NotFoundError)) throw err;
     throw new ValidationError(
-      library
-        ? `Invalid agentType: the library agent ${agentType} is not installed in the organization`
-        : 'Invalid agentType: agent not found'
+      `Invalid agentType: must be an agent id of the organization or a library agent: ${AGENT_LIBRARY.map((a) => a.slug).join(', ')}`
     );
   }
 }

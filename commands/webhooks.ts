@@ -60,7 +60,7 @@ export function signingSecrets(integration: WebhookIntegrationDoc, key: Buffer, 
 export function presentIntegration(doc: WebhookIntegrationDoc, now = new Date()) {
   const live = doc.secrets.filter((s) => !s.expiresAt || s.expiresAt.getTime() > now.getTime());
   return {
-    url: doc.url,
+    url: doc.url as string | null,
     enabled: doc.enabled,
     event_types: (doc.eventTypes as string[] | null | undefined) ?? null,
     signing_secrets: live.map((s) => ({
@@ -70,8 +70,8 @@ export function presentIntegration(doc: WebhookIntegrationDoc, now = new Date())
     disabled: doc.disabled
       ? { at: doc.disabled.at.toISOString(), reason: doc.disabled.reason, event_id: doc.disabled.eventId ?? null }
       : null,
-    created_at: doc.createdAt.toISOString(),
-    updated_at: doc.updatedAt.toISOString(),
+    created_at: doc.createdAt.toISOString() as string | null,
+    updated_at: doc.updatedAt.toISOString() as string | null,
   };
 }
 
@@ -95,9 +95,34 @@ function checkUrl(url: string, config: Pick<Config, 'webhookAllowPrivate'>): voi
  * @throws NotFoundError when none was configured.
  */
 export async function getIntegration(auth: AuthContext): Promise<WebhookIntegrationDoc> {
-  const doc = await WebhookIntegration.findById(auth.organizationId).lean<WebhookIntegrationDoc>();
+  const doc = await findIntegration(auth);
   if (!doc) throw new NotFoundError('Webhook delivery is not configured');
   return doc;
+}
+
+/**
+ * @param auth the caller.
+ * @returns the organization's integration, or null when it has none yet (no PUT so far).
+ */
+export async function findIntegration(auth: AuthContext): Promise<WebhookIntegrationDoc | null> {
+  return WebhookIntegration.findById(auth.organizationId).lean<WebhookIntegrationDoc>();
+}
+
+/**
+ * The public view of an organization that has no integration yet [docs/decisions.md "Reading an unconfigured
+ * webhook integration"]: no destination, delivery disabled, no secret.
+ * @returns the unconfigured state, in the shape of {@link presentIntegration}.
+ */
+export function presentUnconfiguredIntegration(): ReturnType<typeof presentIntegration> {
+  return {
+    url: null,
+    enabled: false,
+    event_types: null,
+    signing_secrets: [],
+    disabled: null,
+    created_at: null,
+    updated_at: null,
+  };
 }
 
 /**

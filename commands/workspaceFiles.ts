@@ -16,6 +16,7 @@ import {
   type WorkspaceRef,
 } from '../lib/fileStorage';
 import { parseWorkspacePath } from '../lib/workspace';
+import { outsideRequestDeadline } from '../lib/requestDeadline';
 import { Space, type SpaceDoc } from '../models';
 
 /** What the file commands need: the storage and the caps (lib/config.ts). */
@@ -193,7 +194,8 @@ export async function writeWorkspaceFile(
   const max = Math.max(0, Math.min(deps.fileMaxBytes, room));
   let created: boolean;
   try {
-    ({ created } = await deps.storage.write(ws, rel, body, max));
+    // The bytes come at the client's pace (capped in size): the request's deadline does not measure them.
+    ({ created } = await outsideRequestDeadline(() => deps.storage.write(ws, rel, body, max)));
   } catch (err) {
     if (err instanceof WriteLimitExceeded) throw max === deps.fileMaxBytes ? fileCap : workspaceCap;
     throw err;

@@ -130,6 +130,11 @@ export interface Config {
    * request answers 503 while a dependency is down. @default 3000
    */
   dependencyTimeoutMs: number;
+  /**
+   * i28-lists: the one deadline of a whole request (paused while it waits on work bounded otherwise: a model reply,
+   * an upload's bytes, a data query); past it the request answers 503 (lib/requestDeadline.ts). @default 4000
+   */
+  requestDeadlineMs: number;
   /** PATH handed to the programs the service spawns (git). @default this process's PATH */
   childPath: string;
   /**
@@ -368,6 +373,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       temporalUi: int('DEV_TEMPORAL_UI_PORT', 8233, 1, 65535),
     },
     dependencyTimeoutMs: int('DEPENDENCY_TIMEOUT_MS', 3000, 100, 60_000),
+    requestDeadlineMs: int('REQUEST_DEADLINE_MS', 4000, 100, 600_000),
     childPath: env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
     restart: {
       initialMs: int('RESTART_BACKOFF_MS', 500, 10, 60_000),

@@ -17,6 +17,7 @@ import {
 import type { Config } from './config';
 import { temporalExtensions, type TemporalExtensionsConfig } from './dataConverter';
 import { ServiceUnavailableError } from './errors';
+import { outsideRequestDeadline } from './requestDeadline';
 
 export interface TemporalDeps {
   connection: Connection;
@@ -221,7 +222,8 @@ export async function whileTemporalAnswers<T>(
   }
   w.waiters.add(abort);
   try {
-    return await deps.connection.withAbortSignal(abort.signal, wait);
+    // The watch bounds this wait (a reply may take minutes): the request's deadline does not measure it.
+    return await outsideRequestDeadline(() => deps.connection.withAbortSignal(abort.signal, wait));
   } catch (err) {
     if (abort.signal.aborted) throw new ServiceUnavailableError();
     throw err;

@@ -4,7 +4,7 @@
  *   bootstrap --org <name> --email <email> [--name <display name>]
  *       → {organizationId,userId,apiToken,serviceToken}
  *   token create --org <orgId> --user <userId> [--kind v1|service] [--scopes a,b] [--expires-in 2s] [--name n]
- *       → {token,scopes,expiresAt}
+ *       → {token,scopes,expiresAt} (without --kind: a service token when --scopes is given, else a v1 token)
  *   token revoke --org <orgId> (--id <tokenId> | --token <clear token>)
  *       → {revoked:<tokenId>}
  *   token list --org <orgId> [--user <userId>]
@@ -79,7 +79,7 @@ async function run(argv: string[]): Promise<unknown> {
       email: { type: 'string' },
       name: { type: 'string' },
       user: { type: 'string' },
-      kind: { type: 'string', default: 'v1' },
+      kind: { type: 'string' },
       scopes: { type: 'string' },
       'expires-in': { type: 'string' },
       id: { type: 'string' },
@@ -101,7 +101,9 @@ async function run(argv: string[]): Promise<unknown> {
   } else if (command === 'token create') {
     const organizationId = need(values, 'org');
     const userId = need(values, 'user');
-    const kind = values.kind;
+    // Scopes exist only on service tokens: `--scopes` without `--kind` means a service token (docs/decisions.md
+    // "Admin CLI: --scopes without --kind"); `--kind v1 --scopes` stays a usage error.
+    const kind = values.kind ?? (values.scopes !== undefined ? 'service' : 'v1');
     if (kind !== 'v1' && kind !== 'service') throw new UsageError('--kind must be v1 or service');
     let expiresAt: Date | null = null;
     if (values['expires-in'] !== undefined) {

@@ -38,7 +38,9 @@ export const missionCreateBody: Schema = {
     title: requiredStr(200),
     goal: requiredStr(MAX_MESSAGE_CHARS, { description: 'What each run’s job works toward' }),
     agentType: requiredStr(100, {
-      description: 'An agent of the organization, or a library agent’s slug (installed in the organization)',
+      description:
+        'An agent id of the organization, or the slug of a library agent (a kind of agent: `general`, ' +
+        '`research-assistant`, `writing-editor`, `code-reviewer`), installed in the organization on first use',
     }),
     schedule,
     status: { ...missionStatus, description: 'Default `active`; `paused` creates its Schedule paused' },

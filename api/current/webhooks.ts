@@ -4,10 +4,11 @@
  * delivery"; commands/webhooks.ts; docs/decisions.md "Webhook delivery").
  */
 import {
-  getIntegration,
+  findIntegration,
   listDeliveries,
   presentDelivery,
   presentIntegration,
+  presentUnconfiguredIntegration,
   putIntegration,
   redeliver,
   rotateSigningSecret,
@@ -20,7 +21,7 @@ import { DELIVERY_STATUSES } from '../../models/WebhookDelivery';
 import { WEBHOOK_POLICY } from '../../workflows/webhookPolicy';
 import type { AppDeps } from '../app';
 import { input, type RouteSpec } from '../route';
-import { httpUrl, record, requiredStr, timestamp } from '../schemas';
+import { httpUrl, nullableTimestamp, record, requiredStr, timestamp } from '../schemas';
 
 const tags = ['Webhooks'];
 
@@ -34,8 +35,8 @@ const eventType: Schema = {
 };
 
 const integrationSchema: Schema = record({
-  url: { type: 'string' },
-  enabled: { type: 'boolean' },
+  url: { type: ['string', 'null'], description: 'The destination; null until the first PUT' },
+  enabled: { type: 'boolean', description: 'Whether events are delivered; false until the first PUT' },
   event_types: { type: ['array', 'null'], items: { type: 'string' } },
   signing_secrets: {
     type: 'array',
@@ -49,8 +50,8 @@ const integrationSchema: Schema = record({
     required: ['at', 'reason', 'event_id'],
     properties: { at: timestamp, reason: { type: 'string' }, event_id: { type: ['string', 'null'] } },
   },
-  created_at: timestamp,
-  updated_at: timestamp,
+  created_at: { ...nullableTimestamp, description: 'null until the first PUT' },
+  updated_at: { ...nullableTimestamp, description: 'null until the first PUT' },
 });
 
 const secretSchema: Schema = {
@@ -138,13 +139,15 @@ export function webhookRoutes(deps: AppDeps): RouteSpec[] {
     {
       method: 'get',
       path: '/messaging-integration',
-      summary: 'Read the webhook delivery configuration (404 until the first PUT)',
+      summary:
+        'Read the webhook delivery configuration (until the first PUT: no destination, delivery disabled, no secret)',
       tags,
       auth: 'service',
       scope: 'webhooks:read',
       responses: { 200: record({ integration: integrationSchema }) },
       handler: async (ctx) => {
-        ctx.body = { integration: presentIntegration(await getIntegration(ctx.state.auth)) };
+        const doc = await findIntegration(ctx.state.auth);
+        ctx.body = { integration: doc ? presentIntegration(doc) : presentUnconfiguredIntegration() };
       },
     },
     {

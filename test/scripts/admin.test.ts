@@ -67,6 +67,39 @@ describe('admin CLI', () => {
     expect(after.body.message).toBe('Invalid or expired token');
   });
 
+  it('--scopes without --kind makes a service token; --kind v1 with --scopes is a usage error', async () => {
+    const res = admin(
+      'token',
+      'create',
+      '--org',
+      boot.organizationId,
+      '--user',
+      boot.userId,
+      '--scopes',
+      'agents:read'
+    );
+    expect({ status: res.status, stderr: res.stderr }).toEqual({ status: 0, stderr: '' });
+    const out = JSON.parse(res.stdout.trim());
+    expect(out.token).toMatch(/^svc_/);
+    expect(out.scopes).toEqual(['agents:read']);
+    expect((await t.request.get('/api/agents').set('Authorization', bearer(out.token))).status).toBe(200);
+
+    const v1 = admin(
+      'token',
+      'create',
+      '--org',
+      boot.organizationId,
+      '--user',
+      boot.userId,
+      '--kind',
+      'v1',
+      '--scopes',
+      'agents:read'
+    );
+    expect(v1.status).toBe(2);
+    expect(v1.stderr).toMatch(/^admin: --scopes applies to service tokens \(--kind service\)/);
+  });
+
   it('an expiring v1 token answers Token expired after --expires-in', async () => {
     const out = JSON.parse(
       admin('token', 'create', '--org', boot.organizationId, '--user', boot.userId, '--expires-in', '1s').stdout.trim()

@@ -340,3 +340,30 @@ it('database killed (FerretDB, then PostgreSQL): requests answer 503 in seconds;
   expect(dev.output()).toMatch(restartLine('ferretdb'));
   expect(dev.output()).toMatch(restartLine('postgres'));
 });
+
+it('database hung (FerretDB stopped with SIGSTOP, connections open): every route answers 503 in seconds', async () => {
+  // A hung server answers none of the calls already written to its open connections: only the request's own
+  // deadline (REQUEST_DEADLINE_MS, the default here) ends the wait, for the request as a whole (lib/requestDeadline.ts).
+  const ferret = await findProcess(dev.child.pid!, PARTS.ferretdb);
+  process.kill(ferret.pid, 'SIGSTOP');
+  try {
+    await new Promise((r) => setTimeout(r, 1100)); // past CACHE_TTL_MS: no cached record answers for the database
+    const [task, list, jobs, clientExecute] = await Promise.all([
+      call('POST', '/api/v1/tasks', { token: apiToken, body: { title: `hung ${Math.random()}` } }),
+      call('GET', '/api/v1/agents?limit=7', { token: apiToken }),
+      call('GET', '/api/jobs?limit=3', { token: serviceToken }),
+      call('POST', '/api/agent/execute', { token: serviceToken, body: { characterId: agentId, message: 'hello' } }),
+    ]);
+    withStackOutput(() => {
+      expectV1Outage(task);
+      expectV1Outage(list);
+      expectCurrentOutage(jobs);
+      expectCurrentOutage(clientExecute);
+    });
+  } finally {
+    process.kill(ferret.pid, 'SIGCONT');
+  }
+  await waitReady();
+  const again = await call('POST', '/api/v1/tasks', { token: apiToken, body: { title: 'after the hang' } });
+  expect(again.status).toBe(200);
+});

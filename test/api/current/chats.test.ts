@@ -146,7 +146,7 @@ describe('chat lifecycle', () => {
       execution: { id: expect.stringMatching(/^exec-/), status: 'pending' },
     });
     await waitForStatus(stream, 'done');
-    expect(stream.raw).toMatch(/^retry: 2000\n: connected\n\n/);
+    expect(stream.raw).toMatch(/^: connected\nretry: 2000\n\n/);
     const list = stream.events;
     expect(ids(list)).toEqual(list.map((_, i) => i + 1));
     expect(names(list)[0]).toBe('message.created');

@@ -114,6 +114,7 @@ it('the review loop: run → awaiting_review → iterate → awaiting_review →
 
   // The job stream: every transition in order, ids without gaps, ended by the terminal status.
   await stream.ended;
+  expect(stream.raw).toMatch(/^: connected\nretry: 2000\n\n/); // the connection comment first (SPEC)
   expect(stream.events.map((e) => Number(e.id))).toEqual(stream.events.map((_, i) => i + 1));
   const statuses = stream.events.filter((e) => e.event === 'job.status').map((e) => JSON.parse(e.data).status);
   expect(statuses).toEqual(['queued', 'running', 'awaiting_review', 'running', 'awaiting_review', 'completed']);

@@ -90,12 +90,34 @@ it('creates a mission with its Schedule; reads its next run times; refuses a bad
   await bad({ type: 'once', value: 'tomorrow' }, /^Invalid schedule\.value: /);
   await bad({ type: 'weekly', value: 'x' }, /^Invalid schedule\.type/);
   const noAgent = await api.post('/missions', { title: 'x', goal: 'g', agentType: 'agt_nope' });
-  expect([noAgent.status, noAgent.body.error.message]).toEqual([400, 'Invalid agentType: agent not found']);
-  const notInstalled = await api.post('/missions', { title: 'x', goal: 'g', agentType: 'research-assistant' });
-  expect(notInstalled.body.error.message).toBe(
-    'Invalid agentType: the library agent research-assistant is not installed in the organization'
-  );
+  expect([noAgent.status, noAgent.body.error.message]).toEqual([
+    400,
+    'Invalid agentType: must be an agent id of the organization or a library agent: general, research-assistant, writing-editor, code-reviewer',
+  ]);
   expect(await Mission.countDocuments({ title: 'x' })).toBe(0);
+}, 30_000);
+
+it('agentType names a kind of agent: a library slug (general, …) is installed on first use; uninstalled stays out', async () => {
+  const { org, api } = await setup();
+  const generalId = `agt_lib_general_${org.organizationId}`;
+  const first = await api.post('/missions', { title: 'g1', goal: 'Tidy the backlog', agentType: 'general' });
+  expect(first.status).toBe(201);
+  expect(first.body.mission).toMatchObject({ agentType: 'general', agentId: generalId });
+  const again = await api.post('/missions', { title: 'g2', goal: 'Tidy it again', agentType: 'general' });
+  expect(again.body.mission.agentId).toBe(generalId);
+  const agents = await api.get('/agents');
+  expect(agents.body.agents.filter((a: { id: string }) => a.id === generalId)).toEqual([
+    expect.objectContaining({ library_id: 'general', install_state: 'installed' }),
+  ]);
+  expect(agents.body.library.find((e: { id: string }) => e.id === generalId).install_state).toBe('installed');
+
+  // An owner's uninstall is not overridden by a mission naming it.
+  expect((await api.patch(`/agents/${generalId}/install-state`, { state: 'uninstalled' })).status).toBe(200);
+  const refused = await api.post('/missions', { title: 'g3', goal: 'x', agentType: 'general' });
+  expect([refused.status, refused.body.error.message]).toEqual([
+    400,
+    'Invalid agentType: the library agent general was uninstalled in the organization (install it again with PATCH /api/agents/{id}/install-state)',
+  ]);
 }, 30_000);
 
 it('a triggered run creates a job for the mission’s goal and open tasks, linked to the mission', async () => {

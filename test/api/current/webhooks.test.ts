@@ -81,7 +81,21 @@ describe('configuration', () => {
   it('creates the secret on the first PUT, shows it once, stores it encrypted; reads never show it', async () => {
     const org = await buildOrg();
     const auth = bearer(org.serviceToken);
-    expect((await t.request.get('/api/messaging-integration').set('Authorization', auth)).status).toBe(404);
+    // Before any PUT: 200 with the unconfigured state (no destination, delivery disabled, no secret).
+    const unconfigured = await t.request.get('/api/messaging-integration').set('Authorization', auth);
+    expect({ status: unconfigured.status, body: unconfigured.body }).toEqual({
+      status: 200,
+      body: {
+        integration: {
+          url: null,
+          enabled: false,
+          event_types: null,
+          signing_secrets: [],
+          created_at: null,
+          updated_at: null,
+        },
+      },
+    });
     const first = await t.request
       .put('/api/messaging-integration')
       .set('Authorization', auth)

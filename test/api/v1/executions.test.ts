@@ -175,7 +175,7 @@ describe('POST /api/v1/agents/{id}/execute (stream)', () => {
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/event-stream/);
     const raw = res.body as string;
-    expect(raw.startsWith('retry: 2000\n: connected\n\n')).toBe(true);
+    expect(raw.startsWith(': connected\nretry: 2000\n\n')).toBe(true);
     const events = parseSse(raw);
     expect(events[0].event).toBe('meta');
     const meta = JSON.parse(events[0].data);
