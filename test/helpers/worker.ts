@@ -15,6 +15,21 @@ import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anth
 import { createTestApp, type TestApp } from './app';
 import { testLogger } from './env';
 
+/**
+ * The workflow code the workers run (the global setup's bundle, else bundled from source) with the workers' data
+ * converter, for Worker.runReplayHistory: sealed payloads are opened, clear ones (histories from before the codec)
+ * pass through.
+ * @param config the test configuration (its encryption key).
+ * @returns the replay options.
+ */
+export function replaySource(config: Readonly<Config>) {
+  const bundle = process.env.AAS_WORKFLOW_BUNDLE;
+  const { dataConverter } = temporalExtensions(config);
+  return bundle
+    ? { workflowBundle: { code: readFileSync(bundle, 'utf8') }, dataConverter }
+    : { workflowsPath: require.resolve('../../workflows'), dataConverter };
+}
+
 export interface TestWorker {
   worker: Worker;
   stop(): Promise<void>;

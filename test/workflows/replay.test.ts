@@ -10,27 +10,14 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
-import { temporalExtensions } from '../../lib/dataConverter';
 import { buildOrg } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
 import { v1As } from '../helpers/v1';
-import { useExecutionStack } from '../helpers/worker';
+import { replaySource, useExecutionStack } from '../helpers/worker';
 import { executionWorkflowId } from '../../workflows/ids';
 
 useTestDatabase();
 const stack = useExecutionStack('replay');
-
-/**
- * The same workflow code the workers run (the global setup's bundle, else bundled from source), with the workers'
- * data converter: sealed payloads are opened, clear ones (histories from before the codec) pass through.
- */
-function workflowSource() {
-  const bundle = process.env.AAS_WORKFLOW_BUNDLE;
-  const { dataConverter } = temporalExtensions(stack.t.config);
-  return bundle
-    ? { workflowBundle: { code: readFileSync(bundle, 'utf8') }, dataConverter }
-    : { workflowsPath: require.resolve('../../workflows'), dataConverter };
-}
 
 const eventTypes = (h: temporal.api.history.v1.IHistory): string[] =>
   (h.events ?? []).map((e) => temporal.api.enums.v1.EventType[e.eventType ?? 0]);
@@ -41,7 +28,7 @@ it('an execution recorded before the input shape and the payload codec (clear pa
   );
   // The fixture is what it says: the old shape's markers are in it.
   expect(eventTypes(history).filter((t) => t === 'EVENT_TYPE_MARKER_RECORDED').length).toBe(3);
-  await Worker.runReplayHistory(workflowSource(), history);
+  await Worker.runReplayHistory(replaySource(stack.t.config), history);
 }, 60_000);
 
 it('a current execution has no patch markers or search-attribute upserts, and replays', async () => {
@@ -58,5 +45,5 @@ it('a current execution has no patch markers or search-attribute upserts, and re
   expect(types).not.toContain('EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES');
   // One marker: the local finish.
   expect(types.filter((t) => t === 'EVENT_TYPE_MARKER_RECORDED')).toHaveLength(1);
-  await Worker.runReplayHistory(workflowSource(), history);
+  await Worker.runReplayHistory(replaySource(stack.t.config), history);
 }, 60_000);

@@ -25,6 +25,7 @@ import { bearer, buildOrg } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
 import type { Spawned } from '../helpers/processes';
 import { until } from '../helpers/until';
+import { replaySource } from '../helpers/worker';
 import { deliveryOf, startWebhookWorker } from '../helpers/webhooks';
 
 jest.setTimeout(150_000);
@@ -261,10 +262,7 @@ it('the per-event workflow of runs started before the upgrade still delivers, an
   });
   expect(await handle.result()).toBe('delivered');
   expect(receiver.of(input.eventId).map((d) => d.headers['service-delivery-attempt'])).toEqual(['1', '2']);
-  const bundle = process.env.AAS_WORKFLOW_BUNDLE;
-  const source = bundle
-    ? { workflowBundle: { code: readFileSync(bundle, 'utf8') } }
-    : { workflowsPath: require.resolve('../../workflows') };
+  const source = replaySource(t.config);
   await Worker.runReplayHistory(source, await handle.fetchHistory());
   // And a destination's history replays too.
   const destination = t.temporal.client.workflow.getHandle(destinationWorkflowId(org.organizationId));

@@ -91,6 +91,7 @@ describe('configuration', () => {
           enabled: false,
           event_types: null,
           signing_secrets: [],
+          disabled: null,
           created_at: null,
           updated_at: null,
         },
