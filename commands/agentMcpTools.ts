@@ -69,7 +69,9 @@ export function capOutput(text: string, maxBytes: number): string {
 function offeredSchema(schema: Record<string, unknown> | undefined): Record<string, unknown> {
   if (!schema || schema.type !== 'object' || JSON.stringify(schema).length > MAX_SCHEMA_CHARS)
     return { type: 'object', additionalProperties: true };
-  return schema;
+  // The providers take the schema itself; a `$schema` dialect marker is left out.
+  const { $schema: _dialect, ...rest } = schema;
+  return rest;
 }
 
 interface Loaded {

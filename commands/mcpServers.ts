@@ -215,10 +215,11 @@ export async function deleteMcpServer(auth: AuthContext, id: string): Promise<vo
  */
 export async function checkMcpServerIds(auth: AuthContext, ids: readonly string[], field: string): Promise<void> {
   if (ids.length === 0) return;
-  const found = await McpServer.find({ organizationId: auth.organizationId, $or: ids.map((_id) => ({ _id })) })
-    .select({ _id: 1 })
+  // By `_id`, each (docs/query-shapes.md); the organization is checked on the rows.
+  const found = await McpServer.find({ $or: ids.map((_id) => ({ _id })) })
+    .select({ _id: 1, organizationId: 1 })
     .lean();
-  const known = new Set(found.map((d) => d._id));
+  const known = new Set(found.filter((d) => d.organizationId === auth.organizationId).map((d) => d._id));
   const bad = ids.find((id) => !known.has(id));
   if (bad !== undefined) throw new ValidationError(`Invalid ${field}: MCP server ${bad} not found`);
 }
@@ -237,8 +238,11 @@ export async function mcpServersForAgent(
   const ids = [...new Set(agent.mcpServerIds ?? [])];
   const names = [...new Set(skills.flatMap((s) => s.requiredMCPs ?? []))];
   if (ids.length === 0 && names.length === 0) return [];
-  const or = [...ids.map((_id) => ({ _id })), ...names.map((name) => ({ name }))];
-  const found = await McpServer.find({ organizationId: agent.organizationId, $or: or }).lean<McpServerDoc[]>();
+  // Each branch is index-served: `_id`, or (organizationId, name); the organization is checked on the rows.
+  const or = [...ids.map((_id) => ({ _id })), ...names.map((name) => ({ organizationId: agent.organizationId, name }))];
+  const found = (await McpServer.find({ $or: or }).lean<McpServerDoc[]>()).filter(
+    (d) => d.organizationId === agent.organizationId
+  );
   const byId = new Map(found.map((d) => [d._id, d]));
   const byName = new Map(found.map((d) => [d.name, d]));
   const out = new Map<string, McpServerDoc>();

@@ -1,7 +1,7 @@
 /**
  * A real MCP server on loopback for the tests: the official SDK's McpServer behind its StreamableHTTPServerTransport
  * (stateless, JSON answers), over HTTPS with a certificate made on the spot (the service trusts it through
- * MCP_CA_FILE). Two tools, `add {a, b}` and `shout {text}`; every call is kept with the Authorization header it came
+ * MCP_CA_FILE). Two tools, `add {a, b, delayMs?}` (answers after delayMs) and `shout {text}`; every call is kept with the Authorization header it came
  * with, so a test sees what reached the server.
  */
 import { mkdtempSync } from 'node:fs';
@@ -56,9 +56,13 @@ export async function startMcpTestServer(): Promise<McpTestServer> {
       const mcp = new McpServer({ name: 'test-tools', version: '1.0.0' });
       mcp.registerTool(
         'add',
-        { description: 'Adds two numbers', inputSchema: { a: z.number(), b: z.number() } },
-        async ({ a, b }) => {
-          calls.push({ tool: 'add', args: { a, b }, authorization });
+        {
+          description: 'Adds two numbers',
+          inputSchema: { a: z.number(), b: z.number(), delayMs: z.number().optional() },
+        },
+        async ({ a, b, delayMs }) => {
+          calls.push({ tool: 'add', args: { a, b, ...(delayMs !== undefined ? { delayMs } : {}) }, authorization });
+          if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
           return { content: [{ type: 'text', text: `sum=${a + b}` }] };
         }
       );

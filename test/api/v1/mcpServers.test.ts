@@ -4,6 +4,8 @@
  * check; the tool listing through the official client with reachability; agents' `mcpServerIds` /
  * `mcp_server_ids` checked; another organization gets 404 everywhere.
  */
+import { AgentMcpTools } from '../../../commands/agentMcpTools';
+import { mcpServersForAgent } from '../../../commands/mcpServers';
 import { McpServer } from '../../../models';
 import { currentAs } from '../../helpers/current';
 import { buildMember, buildOrg } from '../../helpers/factories';
@@ -187,5 +189,19 @@ describe('/api/v1/mcp-servers', () => {
     });
     expect((await api.get(`/mcp-servers/${id}`)).status).toBe(404);
     expect((await api.get(`/agents/${created.body.id}`)).body.agent.mcpServerIds).toEqual([]);
+  });
+
+  it('skills’ requiredMCPs give their agents the servers of those names in the agent’s organization only', async () => {
+    const org = await buildOrg();
+    const other = await buildOrg();
+    const mine = (await v1As(t, org.apiToken).post('/mcp-servers', { name: 'calc', url: mcp.url })).body.mcpServer;
+    const theirs = (await v1As(t, other.apiToken).post('/mcp-servers', { name: 'docs', url: mcp.url })).body.mcpServer;
+    const agent = { organizationId: org.organizationId, mcpServerIds: [theirs.id] };
+    const skills = [{ requiredMCPs: ['calc', 'docs', 'missing'] }];
+    expect((await mcpServersForAgent(agent, skills)).map((d) => d._id)).toEqual([mine.id]);
+    // Their tools are listed through the MCP client and offered under `<server>__<tool>`.
+    const tools = await AgentMcpTools.load(t.config, agent, skills);
+    expect(tools.offered.map((x) => x.name)).toEqual(['calc__add', 'calc__shout']);
+    expect(tools.handles('docs__add')).toBe(false);
   });
 });
