@@ -2,6 +2,7 @@
  * Activities of the agentExecution workflow. All are idempotent under Temporal's at-least-once execution:
  * status moves are conditional, events have deterministic seqs, messages deterministic ids.
  */
+import { executionDuration, executionsFinished, firstDelta } from '../lib/metrics';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { AgentFileTools, type ToolOutcome } from '../commands/agentFileTools';
@@ -428,6 +429,8 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         )) {
           if (ev.type === 'text') {
             if (ev.text) {
+              if (earlier === '' && writer.written === '')
+                firstDelta.observe((Date.now() - new Date(exec.createdAt).getTime()) / 1000);
               writer.text(ev.text);
               usage.delta();
             }
@@ -741,6 +744,10 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
       ]),
     ]);
 
+    if (!terminal) {
+      executionsFinished.inc({ status: finalStatus });
+      executionDuration.observe({ status: finalStatus }, (Date.now() - new Date(exec.createdAt).getTime()) / 1000);
+    }
     log.info({ executionId: exec._id, status: input.status, usage }, 'execution finished');
   }
 

@@ -4,6 +4,7 @@
  * died during it) rewrites the same log entry instead of adding one; the receiver may then see the same attempt
  * number twice, which its dedupe on Idempotency-Key (= the event id) absorbs.
  */
+import { webhookAttempts, webhookLag } from '../lib/metrics';
 import { ApplicationFailure } from '@temporalio/common';
 import { signingSecrets, type DeliveryInput, type TestResult } from '../commands/webhooks';
 import { serviceEventBody } from '../commands/serviceEvents';
@@ -166,9 +167,15 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
         { status: null, latencyMs: 0, error: 'Webhook delivery is disabled', response: null },
         'failed'
       );
+      webhookAttempts.inc({ outcome: 'disabled' });
       return { outcome: 'permanent', retryAfterSeconds: null };
     }
     const result = await send(integration, input.eventId, event.type, event.body, input.attempt);
+    webhookAttempts.inc({ outcome: result.outcome });
+    if (result.outcome === 'delivered') {
+      const created = Date.parse((JSON.parse(event.body) as { createdAt?: string }).createdAt ?? '');
+      if (Number.isFinite(created)) webhookLag.observe(Math.max(0, Date.now() - created) / 1000);
+    }
     const status: DeliveryStatus =
       result.outcome === 'delivered'
         ? 'delivered'

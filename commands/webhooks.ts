@@ -4,6 +4,7 @@
  * starts what a Temporal outage or a crash left unstarted, the delivery log and redelivery.
  * Decisions: docs/decisions.md "Webhook delivery".
  */
+import { outboxDepth } from '../lib/metrics';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
@@ -281,6 +282,7 @@ export function installWebhookDispatcher(temporal: TemporalDeps, logger: Logger)
  */
 export async function sweepWebhookOutbox(temporal: TemporalDeps, now = Date.now()): Promise<number> {
   const entries = await WebhookOutbox.find({ queue: OUTBOX_QUEUE }).limit(OUTBOX_BATCH).lean();
+  outboxDepth.set(entries.length); // at most one batch: "a batch or more" past OUTBOX_BATCH
   let handled = 0;
   for (const entry of entries) {
     const age = now - new Date(entry.createdAt).getTime();

@@ -143,6 +143,12 @@ export interface ObservabilityConfig {
   codecToken?: string;
   /** Browser origins (the Temporal Web UI's) allowed to call the codec endpoint (TEMPORAL_CODEC_CORS_ORIGINS). */
   codecCorsOrigins: string[];
+  /** Bearer token of the api's `GET /metrics` (METRICS_TOKEN, at least 16 characters); unset: 404. */
+  metricsToken?: string;
+  /** A worker-only process serves `GET /metrics` on HOST:METRICS_PORT (no token: do not publish it); unset: off. */
+  metricsPort?: number;
+  /** The Temporal SDK's Prometheus exporter on 127.0.0.1:TEMPORAL_METRICS_PORT, appended to /metrics; unset: off. */
+  temporalMetricsPort?: number;
 }
 
 /**
@@ -369,7 +375,26 @@ function observabilityConfig(env: Env, config: Config, problems: string[]): Obse
     if (!/^https?:\/\/[^/\s]+$/.test(o))
       problems.push(`TEMPORAL_CODEC_CORS_ORIGINS: ${JSON.stringify(o)} is not an origin (scheme://host[:port])`);
   }
-  return { ...(codecToken && codecToken.length >= 32 ? { codecToken } : {}), codecCorsOrigins: origins };
+  const metricsToken = nonEmpty(env, 'METRICS_TOKEN');
+  if (metricsToken !== undefined && metricsToken.length < 16)
+    problems.push('METRICS_TOKEN: must be at least 16 characters (a random secret)');
+  const port = (name: string): number | undefined => {
+    const raw = nonEmpty(env, name);
+    if (raw === undefined) return undefined;
+    const n = Number(raw);
+    if (Number.isInteger(n) && n >= 0 && n <= 65535) return n;
+    problems.push(`${name}=${JSON.stringify(raw)}: must be a port (0 to 65535)`);
+    return undefined;
+  };
+  const metricsPort = port('METRICS_PORT');
+  const temporalMetricsPort = port('TEMPORAL_METRICS_PORT');
+  return {
+    ...(codecToken && codecToken.length >= 32 ? { codecToken } : {}),
+    codecCorsOrigins: origins,
+    ...(metricsToken && metricsToken.length >= 16 ? { metricsToken } : {}),
+    ...(metricsPort !== undefined ? { metricsPort } : {}),
+    ...(temporalMetricsPort ? { temporalMetricsPort } : {}),
+  };
 }
 
 /**

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { Next } from 'koa';
 import type { AppContext } from '../context';
 import type { Logger } from '../../lib/logger';
+import { observeHttp } from '../../lib/metrics';
 import { runWithRequestId } from '../../lib/requestContext';
 import { CODEC_TOKEN_PATH } from '../codec';
 
@@ -28,6 +29,7 @@ export function requestId(logger: Logger) {
       await runWithRequestId(id, next);
     } finally {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      observeHttp(ctx.method, (ctx as { _matchedRoute?: string })._matchedRoute, ctx.status, ms / 1000);
       const path = CODEC_TOKEN_PATH.test(ctx.path)
         ? ctx.path.replace(CODEC_TOKEN_PATH, '/codec/[redacted]/$1')
         : ctx.path;
