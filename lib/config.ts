@@ -149,6 +149,13 @@ export interface ObservabilityConfig {
   metricsPort?: number;
   /** The Temporal SDK's Prometheus exporter on 127.0.0.1:TEMPORAL_METRICS_PORT, appended to /metrics; unset: off. */
   temporalMetricsPort?: number;
+  /**
+   * OpenTelemetry traces (lib/tracing.ts), from the standard variables: OTEL_TRACES_EXPORTER `otlp` or `console`
+   * (unset or `none`: off; OTEL_SDK_DISABLED=true: off), OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (else
+   * OTEL_EXPORTER_OTLP_ENDPOINT + `/v1/traces`, else the exporter's default http://localhost:4318/v1/traces),
+   * OTEL_SERVICE_NAME (default agent-automation-service).
+   */
+  tracing?: { exporter: 'otlp' | 'console'; endpoint?: string; serviceName: string };
 }
 
 /**
@@ -387,6 +394,14 @@ function observabilityConfig(env: Env, config: Config, problems: string[]): Obse
     return undefined;
   };
   const metricsPort = port('METRICS_PORT');
+  const exporter = nonEmpty(env, 'OTEL_TRACES_EXPORTER') ?? 'none';
+  if (!['otlp', 'console', 'none'].includes(exporter))
+    problems.push(`OTEL_TRACES_EXPORTER=${JSON.stringify(exporter)}: must be otlp, console or none`);
+  const base = nonEmpty(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
+  const endpoint =
+    nonEmpty(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') ?? (base && `${base.replace(/\/+$/, '')}/v1/traces`);
+  const tracingOn =
+    (exporter === 'otlp' || exporter === 'console') && !/^true$/i.test(nonEmpty(env, 'OTEL_SDK_DISABLED') ?? '');
   const temporalMetricsPort = port('TEMPORAL_METRICS_PORT');
   return {
     ...(codecToken && codecToken.length >= 32 ? { codecToken } : {}),
@@ -394,6 +409,15 @@ function observabilityConfig(env: Env, config: Config, problems: string[]): Obse
     ...(metricsToken && metricsToken.length >= 16 ? { metricsToken } : {}),
     ...(metricsPort !== undefined ? { metricsPort } : {}),
     ...(temporalMetricsPort ? { temporalMetricsPort } : {}),
+    ...(tracingOn
+      ? {
+          tracing: {
+            exporter: exporter as 'otlp' | 'console',
+            ...(endpoint ? { endpoint } : {}),
+            serviceName: nonEmpty(env, 'OTEL_SERVICE_NAME') ?? 'agent-automation-service',
+          },
+        }
+      : {}),
   };
 }
 

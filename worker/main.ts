@@ -11,6 +11,7 @@ import { HEARTBEAT_THROTTLE } from '../activities/executions';
 import { loadConfigOrExit } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
 import { serveMetrics } from '../lib/metrics';
+import { setupTracing, shutdownTracing } from '../lib/tracing';
 import { connectMongo, disconnectMongo } from '../lib/mongo';
 import { configureCaches } from '../lib/sharedCache';
 import { WakeupReceiver } from '../lib/wakeups';
@@ -65,6 +66,8 @@ export async function main(stop: StopSignals): Promise<void> {
 
   await connectMongo(config.mongodbUri, { timeoutMs: config.dependencyTimeoutMs });
   installRuntimeLogger(logger, config.observability.temporalMetricsPort);
+  // Traces (off unless OTEL_TRACES_EXPORTER asks): before the worker and its client are built, so they join them.
+  await setupTracing(config, 'worker');
   if (config.observability.metricsPort !== undefined) {
     const metrics = await serveMetrics(
       config.host,
@@ -122,6 +125,7 @@ export async function main(stop: StopSignals): Promise<void> {
   await temporal.connection.close();
   await connection.close();
   await disconnectMongo();
+  await shutdownTracing();
   logger.info('worker stopped');
   logger.flush();
   process.exit(0);
