@@ -2,6 +2,8 @@
  * Activities of the agentExecution workflow. All are idempotent under Temporal's at-least-once execution:
  * status moves are conditional, events have deterministic seqs, messages deterministic ids.
  */
+import { traceModelCall } from '../lib/tracing';
+import { executionDuration, executionsFinished, firstDelta } from '../lib/metrics';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { AgentFileTools, type ToolOutcome } from '../commands/agentFileTools';
@@ -429,6 +431,8 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
       const conversation: ModelMessage[] = [...messages, ...replay.turns];
       let rounds = replay.rounds;
       let prefill = replay.tail;
+      // A retry that resumes a reply already delivered text: its first delta is not the execution's.
+      let deltaSeen = earlier !== '';
       if (replay.open) {
         // A worker died between recording a round's calls and recording all their results: only the missing
         // ones run (a repeated write writes the same content again).
@@ -438,28 +442,38 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
       for (;;) {
         const writtenBefore = writer.written.length;
         const calls: ToolCall[] = [];
-        const events = provider.stream({
-          model: exec.model,
-          // A job's iteration is also told how to ask for review or input (workflows/jobStates.ts).
-          system: exec.jobId ? `${system}\n\n${JOB_PROTOCOL_PROMPT}` : system,
-          messages: conversation,
-          prefill: prefill || undefined,
-          maxTokens: MAX_OUTPUT_TOKENS,
-          ...(offered.length > 0 ? { tools: offered } : {}),
-          signal,
-          note: exec.modelNote ?? undefined,
-        });
-        for await (const ev of withIdleTimeout(events, deps.config.modelIdleTimeoutSeconds * 1000, () =>
-          idle.abort()
-        )) {
-          if (ev.type === 'text') {
-            if (ev.text) {
-              writer.text(ev.text);
-              usage.delta();
+        // One span per model call (lib/tracing.ts; a no-op while tracing is off).
+        await traceModelCall({ provider: exec.provider, model: exec.model }, async (report) => {
+          const events = provider.stream({
+            model: exec.model,
+            // A job's iteration is also told how to ask for review or input (workflows/jobStates.ts).
+            system: exec.jobId ? `${system}\n\n${JOB_PROTOCOL_PROMPT}` : system,
+            messages: conversation,
+            prefill: prefill || undefined,
+            maxTokens: MAX_OUTPUT_TOKENS,
+            ...(offered.length > 0 ? { tools: offered } : {}),
+            signal,
+            note: exec.modelNote ?? undefined,
+          });
+          for await (const ev of withIdleTimeout(events, deps.config.modelIdleTimeoutSeconds * 1000, () =>
+            idle.abort()
+          )) {
+            if (ev.type === 'text') {
+              if (ev.text) {
+                if (!deltaSeen) {
+                  deltaSeen = true;
+                  firstDelta.observe((Date.now() - new Date(exec.createdAt).getTime()) / 1000);
+                }
+                writer.text(ev.text);
+                usage.delta();
+              }
+            } else if (ev.type === 'tool_use') calls.push({ id: ev.id, name: ev.name, input: ev.input });
+            else {
+              usage.report(ev.inputTokens, ev.outputTokens);
+              report(ev);
             }
-          } else if (ev.type === 'tool_use') calls.push({ id: ev.id, name: ev.name, input: ev.input });
-          else usage.report(ev.inputTokens, ev.outputTokens);
-        }
+          }
+        });
         await writer.flush();
         usage.nextCall();
         if (calls.length === 0) break;
@@ -767,6 +781,10 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
       ]),
     ]);
 
+    if (!terminal) {
+      executionsFinished.inc({ status: finalStatus });
+      executionDuration.observe({ status: finalStatus }, (Date.now() - new Date(exec.createdAt).getTime()) / 1000);
+    }
     log.info({ executionId: exec._id, status: input.status, usage }, 'execution finished');
   }
 

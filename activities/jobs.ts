@@ -3,6 +3,7 @@
  * the iteration's records have deterministic ids, and a transition's stream events, record update and service
  * events are keyed by the transition's number, so a retried activity writes nothing twice.
  */
+import { executionsStarted } from '../lib/metrics';
 import { ApplicationFailure } from '@temporalio/common';
 import { recordPendingExecution } from '../commands/executions';
 import { recordEvent, type ServiceEventType } from '../commands/serviceEvents';
@@ -124,6 +125,7 @@ export function createJobActivities(deps: JobActivityDeps) {
       jobId: job._id,
       chatSeqBase: session.chatStreamSeq ?? 0,
     });
+    executionsStarted.inc({ source: 'job' });
   }
 
   /**

@@ -4,6 +4,7 @@
  * retried activity (the worker died during it) rewrites the same log entry instead of adding one; the receiver may
  * then see the same attempt number twice, which its dedupe on Idempotency-Key (= the event id) absorbs.
  */
+import { webhookAttempts as attemptsMetric, webhookLag } from '../lib/metrics';
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
 import { signingSecrets, type DeliveryInput, type TestResult } from '../commands/webhooks';
@@ -88,6 +89,15 @@ interface LogState {
 
 /** Heartbeats of a running batch start after this (a quick batch sends none). */
 const BATCH_HEARTBEAT_MS = 2_000;
+
+/**
+ * Delivery lag (event recorded → delivered) into its histogram.
+ * @param body the event's stored body (its createdAt).
+ */
+function observeLag(body: string): void {
+  const created = Date.parse((JSON.parse(body) as { createdAt?: string }).createdAt ?? '');
+  if (Number.isFinite(created)) webhookLag.observe(Math.max(0, Date.now() - created) / 1000);
+}
 
 /**
  * @param deps logger and configuration.
@@ -223,6 +233,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
         { status: null, latencyMs: 0, error: 'Webhook delivery is disabled', response: null },
         { status: 'failed', ...settled }
       );
+      attemptsMetric.inc({ outcome: 'disabled' });
       return { outcome: 'permanent', retryAfterSeconds: null };
     }
     const result = await send(
@@ -233,6 +244,8 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       event.body,
       input.attempt
     );
+    attemptsMetric.inc({ outcome: result.outcome });
+    if (result.outcome === 'delivered') observeLag(event.body);
     const status: DeliveryStatus =
       result.outcome === 'delivered'
         ? 'delivered'
@@ -282,6 +295,8 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
             return { outcome: 'failed', retryInMs: null };
           }
           const result = await send(integration, secrets, item.eventId, event.type, event.body, item.attempt);
+          attemptsMetric.inc({ outcome: result.outcome });
+          if (result.outcome === 'delivered') observeLag(event.body);
           const retryInMs =
             result.outcome === 'transient' ? nextAttemptInMs(item.attempt, result.retryAfterSeconds, schedule) : null;
           const outcome = result.outcome === 'delivered' ? 'delivered' : retryInMs === null ? 'failed' : 'retry';

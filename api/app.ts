@@ -15,6 +15,7 @@ import type { Logger } from '../lib/logger';
 import type { TemporalDeps } from '../lib/temporal';
 import { buildInfo } from '../lib/version';
 import { codecCors, codecRoutes } from './codec';
+import { metricsRoutes } from './metrics';
 import type { AppContext, AppState } from './context';
 import { CURRENT_PREFIX, currentRoutes } from './current';
 import { wellKnownRoutes, type Contract } from './current/contract';
@@ -58,7 +59,12 @@ export function routeGroups(deps: AppDeps, contract: () => Contract): RouteGroup
     },
     {
       prefix: '',
-      routes: [...healthRoutes(deps), ...wellKnownRoutes(deps.config, contract), ...codecRoutes(deps.config)],
+      routes: [
+        ...healthRoutes(deps),
+        ...wellKnownRoutes(deps.config, contract),
+        ...codecRoutes(deps.config),
+        ...metricsRoutes(deps.config),
+      ],
     },
     {
       prefix: '',

@@ -10,6 +10,7 @@ import { startExpirySweeps } from '../lib/expiry';
 import { createLogger } from '../lib/logger';
 import { connectMongo, disconnectMongo } from '../lib/mongo';
 import { createTemporal } from '../lib/temporal';
+import { setupTracing, shutdownTracing } from '../lib/tracing';
 import '../models';
 import type { StopSignals } from '../lib/signals';
 import { createApp } from './app';
@@ -37,6 +38,8 @@ export async function main(stop: StopSignals): Promise<void> {
   }
   // Where the database has no TTL indexes (the embedded one), this process deletes what expired (lib/expiry.ts).
   const stopSweeps = startExpirySweeps((err) => logger.warn({ err }, 'sweeping expired records failed'));
+  // Traces (off unless OTEL_TRACES_EXPORTER asks): before the Temporal client is built, so it joins them.
+  await setupTracing(config, 'api');
   const temporal = createTemporal(config);
   const shutdown = new AbortController();
   const events = new EventTailer(config.eventPollMs, (err) => logger.warn({ err }, 'event tailer read failed'));
@@ -79,7 +82,7 @@ export async function main(stop: StopSignals): Promise<void> {
     server.closeIdleConnections();
     await closed;
     clearTimeout(force);
-    await Promise.allSettled([disconnectMongo(), temporal.connection.close()]);
+    await Promise.allSettled([disconnectMongo(), temporal.connection.close(), shutdownTracing()]);
     logger.info('api stopped');
     logger.flush();
     process.exit(0);

@@ -13,6 +13,7 @@
  * position is at or past it (it is replayed once, with its own id, then the response ends), so a join after the end
  * of a finished execution ends at once and a join past the head of a running one ends when the execution does.
  */
+import { sseConnections } from '../lib/metrics';
 import { PassThrough } from 'node:stream';
 import { check, type Schema } from '../lib/ajv';
 import { ValidationError } from '../lib/errors';
@@ -132,9 +133,11 @@ export async function streamEvents(ctx: AppContext, opts: SseOptions): Promise<v
       () => undefined // the database is unreachable: keep the stream; the next heartbeat asks again
     );
   }, opts.heartbeatMs ?? SSE_HEARTBEAT_MS);
+  sseConnections.inc();
   const close = (): void => {
     if (closed) return;
     closed = true;
+    sseConnections.dec();
     clearInterval(heartbeat);
     unsubscribe?.();
     opts.shutdown.removeEventListener('abort', close);

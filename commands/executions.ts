@@ -10,6 +10,7 @@ import { AppError, ConflictError, NotFoundError, ServiceUnavailableError, Valida
 import { newExecutionId, newId } from '../lib/ids';
 import { insertDocument } from '../lib/mongo';
 import { paginate } from '../lib/pagination';
+import { executionsStarted } from '../lib/metrics';
 import { resolveModel } from '../lib/providers';
 import { currentRequestId } from '../lib/requestContext';
 import { whileTemporalAnswers, type TemporalDeps } from '../lib/temporal';
@@ -344,6 +345,7 @@ export async function startExecution(
       await appendEvents(executionId, [{ seq: 2, event: 'error', data: { message: 'Chat execution failed' } }]);
       throw err instanceof AppError ? err : new ServiceUnavailableError();
     }
+    executionsStarted.inc({ source: input.source });
     return execution;
   } catch (err) {
     await release();

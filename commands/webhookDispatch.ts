@@ -8,6 +8,7 @@
  * Signals to one destination are coalesced per process: while one is on its way, the events recorded meanwhile wait
  * and go together in the next (one signal, one history event, for many events in a burst; no wait when idle).
  */
+import { outboxDepth } from '../lib/metrics';
 import { TypedSearchAttributes } from '@temporalio/common';
 import type { Logger } from '../lib/logger';
 import type { TemporalDeps } from '../lib/temporal';
@@ -158,6 +159,7 @@ const OUTBOX_BATCH = 500;
  */
 export async function sweepWebhookOutbox(temporal: TemporalDeps, now = Date.now()): Promise<number> {
   const entries = await WebhookOutbox.find({ queue: OUTBOX_QUEUE }).limit(OUTBOX_BATCH).lean();
+  outboxDepth.set(entries.length); // at most one batch: "a batch or more" past OUTBOX_BATCH
   const byOrganization = new Map<string, DeliveryInput[]>();
   const done: string[] = [];
   for (const entry of entries) {

@@ -171,6 +171,19 @@ export interface ObservabilityConfig {
   codecToken?: string;
   /** Browser origins (the Temporal Web UI's) allowed to call the codec endpoint (TEMPORAL_CODEC_CORS_ORIGINS). */
   codecCorsOrigins: string[];
+  /** Bearer token of the api's `GET /metrics` (METRICS_TOKEN, at least 16 characters); unset: 404. */
+  metricsToken?: string;
+  /** A worker-only process serves `GET /metrics` on HOST:METRICS_PORT (no token: do not publish it); unset: off. */
+  metricsPort?: number;
+  /** The Temporal SDK's Prometheus exporter on 127.0.0.1:TEMPORAL_METRICS_PORT, appended to /metrics; unset: off. */
+  temporalMetricsPort?: number;
+  /**
+   * OpenTelemetry traces (lib/tracing.ts), from the standard variables: OTEL_TRACES_EXPORTER `otlp` or `console`
+   * (unset or `none`: off; OTEL_SDK_DISABLED=true: off), OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (else
+   * OTEL_EXPORTER_OTLP_ENDPOINT + `/v1/traces`, else the exporter's default http://localhost:4318/v1/traces),
+   * OTEL_SERVICE_NAME (default agent-automation-service).
+   */
+  tracing?: { exporter: 'otlp' | 'console'; endpoint?: string; serviceName: string };
 }
 
 /**
@@ -423,7 +436,43 @@ function observabilityConfig(env: Env, config: Config, problems: string[]): Obse
     if (!/^https?:\/\/[^/\s]+$/.test(o))
       problems.push(`TEMPORAL_CODEC_CORS_ORIGINS: ${JSON.stringify(o)} is not an origin (scheme://host[:port])`);
   }
-  return { ...(codecToken && codecToken.length >= 32 ? { codecToken } : {}), codecCorsOrigins: origins };
+  const metricsToken = nonEmpty(env, 'METRICS_TOKEN');
+  if (metricsToken !== undefined && metricsToken.length < 16)
+    problems.push('METRICS_TOKEN: must be at least 16 characters (a random secret)');
+  const port = (name: string): number | undefined => {
+    const raw = nonEmpty(env, name);
+    if (raw === undefined) return undefined;
+    const n = Number(raw);
+    if (Number.isInteger(n) && n >= 0 && n <= 65535) return n;
+    problems.push(`${name}=${JSON.stringify(raw)}: must be a port (0 to 65535)`);
+    return undefined;
+  };
+  const metricsPort = port('METRICS_PORT');
+  const exporter = nonEmpty(env, 'OTEL_TRACES_EXPORTER') ?? 'none';
+  if (!['otlp', 'console', 'none'].includes(exporter))
+    problems.push(`OTEL_TRACES_EXPORTER=${JSON.stringify(exporter)}: must be otlp, console or none`);
+  const base = nonEmpty(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
+  const endpoint =
+    nonEmpty(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') ?? (base && `${base.replace(/\/+$/, '')}/v1/traces`);
+  const tracingOn =
+    (exporter === 'otlp' || exporter === 'console') && !/^true$/i.test(nonEmpty(env, 'OTEL_SDK_DISABLED') ?? '');
+  const temporalMetricsPort = port('TEMPORAL_METRICS_PORT');
+  return {
+    ...(codecToken && codecToken.length >= 32 ? { codecToken } : {}),
+    codecCorsOrigins: origins,
+    ...(metricsToken && metricsToken.length >= 16 ? { metricsToken } : {}),
+    ...(metricsPort !== undefined ? { metricsPort } : {}),
+    ...(temporalMetricsPort ? { temporalMetricsPort } : {}),
+    ...(tracingOn
+      ? {
+          tracing: {
+            exporter: exporter as 'otlp' | 'console',
+            ...(endpoint ? { endpoint } : {}),
+            serviceName: nonEmpty(env, 'OTEL_SERVICE_NAME') ?? 'agent-automation-service',
+          },
+        }
+      : {}),
+  };
 }
 
 /**

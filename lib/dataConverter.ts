@@ -12,9 +12,17 @@ import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } f
 import { type DataConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { ClientOptions } from '@temporalio/client';
+import type { Context as ActivityContext } from '@temporalio/activity';
+import {
+  makeWorkflowExporter,
+  OpenTelemetryActivityInboundInterceptor,
+  OpenTelemetryActivityOutboundInterceptor,
+  OpenTelemetryWorkflowClientInterceptor,
+} from '@temporalio/interceptors-opentelemetry';
 import type { WorkerOptions } from '@temporalio/worker';
 import type { Config } from './config';
 import { requestIdActivityInterceptors, requestIdClientInterceptor } from './requestContext';
+import { activeTracing } from './tracing';
 
 /** `metadata.encoding` of a sealed payload (the name the Temporal samples and UI know). */
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
@@ -116,7 +124,7 @@ export interface TemporalExtensions {
    */
   worker(
     source: WorkflowSource
-  ): Pick<WorkerOptions, 'dataConverter' | 'interceptors' | 'workflowBundle' | 'workflowsPath'>;
+  ): Pick<WorkerOptions, 'dataConverter' | 'interceptors' | 'sinks' | 'workflowBundle' | 'workflowsPath'>;
 }
 
 /**
@@ -128,14 +136,37 @@ export interface TemporalExtensions {
  */
 export function temporalExtensions(config: TemporalExtensionsConfig): TemporalExtensions {
   const dataConverter = createDataConverter(config.encryptionKey);
+  // Traces (lib/tracing.ts): the Temporal interceptors join the request's trace when tracing is on.
+  const tracing = activeTracing();
   return {
     dataConverter,
-    client: { dataConverter, interceptors: { workflow: [requestIdClientInterceptor] } },
+    client: {
+      dataConverter,
+      interceptors: {
+        workflow: [requestIdClientInterceptor, ...(tracing ? [new OpenTelemetryWorkflowClientInterceptor()] : [])],
+      },
+    },
     worker: (source) => ({
       dataConverter,
+      // The workflows' spans leave the sandbox through this sink; a worker with tracing off drops them.
+      sinks: {
+        exporter: tracing
+          ? makeWorkflowExporter(tracing.spanProcessor, tracing.resource)
+          : { export: { fn: () => undefined } },
+      },
       ...(source ? { workflowBundle: source } : { workflowsPath: require.resolve('../workflows') }),
       interceptors: {
-        activity: [requestIdActivityInterceptors],
+        activity: [
+          requestIdActivityInterceptors,
+          ...(tracing
+            ? [
+                (ctx: ActivityContext) => ({
+                  inbound: new OpenTelemetryActivityInboundInterceptor(ctx),
+                  outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
+                }),
+              ]
+            : []),
+        ],
         // A bundle already holds them (the SDK warns when they are given beside one).
         ...(source ? {} : { workflowModules: WORKFLOW_INTERCEPTOR_MODULES }),
       },

@@ -10,6 +10,8 @@ import { createTemporal, temporalConnectFailure, temporalConnectionOptions } fro
 import { HEARTBEAT_THROTTLE } from '../activities/executions';
 import { loadConfigOrExit } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
+import { serveMetrics } from '../lib/metrics';
+import { setupTracing, shutdownTracing } from '../lib/tracing';
 import { connectMongo, disconnectMongo } from '../lib/mongo';
 import { configureCaches } from '../lib/sharedCache';
 import { WakeupReceiver } from '../lib/wakeups';
@@ -18,10 +20,13 @@ import { startHealthFile } from './health';
 import type { StopSignals } from '../lib/signals';
 
 /**
- * Forwards Temporal's runtime and workflow logs into the pino logger, so every process logs one format.
+ * Forwards Temporal's runtime and workflow logs into the pino logger, so every process logs one format; with
+ * TEMPORAL_METRICS_PORT, the SDK's worker metrics are served in Prometheus format on that loopback port (and appended
+ * to the process's /metrics, lib/metrics.ts).
  * @param logger pino logger.
+ * @param temporalMetricsPort TEMPORAL_METRICS_PORT.
  */
-export function installRuntimeLogger(logger: Logger): void {
+export function installRuntimeLogger(logger: Logger, temporalMetricsPort?: number): void {
   const levels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
     TRACE: 'trace',
     DEBUG: 'debug',
@@ -32,6 +37,9 @@ export function installRuntimeLogger(logger: Logger): void {
   const temporalLog = logger.child({ component: 'temporal' });
   Runtime.install({
     shutdownSignals: [], // the entrypoint handles SIGTERM/SIGINT itself
+    ...(temporalMetricsPort
+      ? { telemetryOptions: { metrics: { prometheus: { bindAddress: `127.0.0.1:${temporalMetricsPort}` } } } }
+      : {}),
     logger: new DefaultLogger('INFO', (entry) => {
       temporalLog[levels[entry.level]]((entry.meta ?? {}) as LogMetadata, entry.message);
     }),
@@ -57,7 +65,18 @@ export async function main(stop: StopSignals): Promise<void> {
   });
 
   await connectMongo(config.mongodbUri, { timeoutMs: config.dependencyTimeoutMs });
-  installRuntimeLogger(logger);
+  installRuntimeLogger(logger, config.observability.temporalMetricsPort);
+  // Traces (off unless OTEL_TRACES_EXPORTER asks): before the worker and its client are built, so they join them.
+  await setupTracing(config, 'worker');
+  if (config.observability.metricsPort !== undefined) {
+    const metrics = await serveMetrics(
+      config.host,
+      config.observability.metricsPort,
+      config.observability.temporalMetricsPort
+    );
+    const address = metrics.address();
+    logger.info({ port: typeof address === 'object' && address ? address.port : null }, 'metrics served on /metrics');
+  }
   // The worker caches what the api does (lib/sharedCache.ts) only once it receives their invalidations like an api.
   const invalidations = new WakeupReceiver(null, (err) =>
     logger.warn({ err }, 'cannot register for cache invalidations (retried)')
@@ -106,6 +125,7 @@ export async function main(stop: StopSignals): Promise<void> {
   await temporal.connection.close();
   await connection.close();
   await disconnectMongo();
+  await shutdownTracing();
   logger.info('worker stopped');
   logger.flush();
   process.exit(0);

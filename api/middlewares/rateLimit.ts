@@ -7,6 +7,7 @@
 import type { Next } from 'koa';
 import { countRequest } from '../../commands/rateLimits';
 import { RateLimitedError } from '../../lib/errors';
+import { rateLimitRefusals } from '../../lib/metrics';
 import type { AppContext } from '../context';
 
 /**
@@ -31,7 +32,10 @@ export function rateLimit(options: { limit: number; windowSeconds: number }) {
       'RateLimit-Reset': String(resetIn),
       'RateLimit-Policy': `${limit};w=${options.windowSeconds}`,
     });
-    if (count > limit) throw new RateLimitedError(resetIn);
+    if (count > limit) {
+      rateLimitRefusals.inc();
+      throw new RateLimitedError(resetIn);
+    }
     await next();
   };
 }

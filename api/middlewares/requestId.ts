@@ -6,10 +6,18 @@ import { randomUUID } from 'node:crypto';
 import type { Next } from 'koa';
 import type { AppContext } from '../context';
 import type { Logger } from '../../lib/logger';
+import { observeHttp } from '../../lib/metrics';
 import { runWithRequestId } from '../../lib/requestContext';
+import { traceHttpRequest } from '../../lib/tracing';
 import { CODEC_TOKEN_PATH } from '../codec';
 
 const ACCEPTED_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * @param ctx the request.
+ * @returns the template of the route that answered (`/api/v1/agents/:id`), if one did.
+ */
+const matchedRoute = (ctx: AppContext): string | undefined => (ctx as { _matchedRoute?: string })._matchedRoute;
 
 /**
  * @param logger root logger.
@@ -24,10 +32,15 @@ export function requestId(logger: Logger) {
     ctx.set('x-request-id', id);
     const started = process.hrtime.bigint();
     try {
-      // The work this request starts (workflows, signals) carries its id (lib/requestContext.ts).
-      await runWithRequestId(id, next);
+      // The work this request starts (workflows, signals) carries its id (lib/requestContext.ts), and joins the
+      // request's trace when tracing is on (lib/tracing.ts).
+      await traceHttpRequest(ctx.method, ctx.headers, async () => {
+        await runWithRequestId(id, next);
+        return { route: matchedRoute(ctx), status: ctx.status };
+      });
     } finally {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      observeHttp(ctx.method, matchedRoute(ctx), ctx.status, ms / 1000);
       const path = CODEC_TOKEN_PATH.test(ctx.path)
         ? ctx.path.replace(CODEC_TOKEN_PATH, '/codec/[redacted]/$1')
         : ctx.path;

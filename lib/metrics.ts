@@ -1,0 +1,156 @@
+/**
+ * Metrics in Prometheus text format [docs/decisions.md "Observability: metrics"], with prom-client: one registry per
+ * process, read at `GET /metrics` (the api's port, behind METRICS_TOKEN) or on METRICS_PORT (a worker-only process).
+ * The Temporal SDK's own worker metrics (the Rust core's Prometheus exporter on TEMPORAL_METRICS_PORT, loopback)
+ * are appended to the same answer.
+ *
+ * Labels never carry ids or user text: every label value comes from a short fixed list (a route's template, not its
+ * path; a status code; an outcome), so the number of series stays bounded whatever the traffic.
+ */
+import http from 'node:http';
+import client from 'prom-client';
+
+/** This process's registry (default process metrics included: CPU, memory, event loop lag, GC). */
+export const registry = new client.Registry();
+client.collectDefaultMetrics({ register: registry, prefix: 'aas_' });
+
+const seconds = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const longSeconds = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800];
+
+/** HTTP requests by method, route template and status. */
+export const httpRequests = new client.Counter({
+  name: 'aas_http_requests_total',
+  help: 'HTTP requests answered, by method, route template and status code',
+  labelNames: ['method', 'route', 'status'] as const,
+  registers: [registry],
+});
+/** HTTP latency by method, route template and status class. */
+export const httpDuration = new client.Histogram({
+  name: 'aas_http_request_duration_seconds',
+  help: 'Time to answer an HTTP request (to the end of the handler; a stream counts until it ends)',
+  labelNames: ['method', 'route', 'status_class'] as const,
+  buckets: seconds,
+  registers: [registry],
+});
+/** Executions started, by where they came from. */
+export const executionsStarted = new client.Counter({
+  name: 'aas_executions_started_total',
+  help: 'Agent executions started, by source (v1, client, chat, mcp, job)',
+  labelNames: ['source'] as const,
+  registers: [registry],
+});
+/** Executions finished, by final status. */
+export const executionsFinished = new client.Counter({
+  name: 'aas_executions_finished_total',
+  help: 'Agent executions finished, by status (completed, failed, cancelled)',
+  labelNames: ['status'] as const,
+  registers: [registry],
+});
+/** Execution duration, creation to end. */
+export const executionDuration = new client.Histogram({
+  name: 'aas_execution_duration_seconds',
+  help: 'Agent execution duration, from its creation to its end, by status',
+  labelNames: ['status'] as const,
+  buckets: longSeconds,
+  registers: [registry],
+});
+/** Time to first delta. */
+export const firstDelta = new client.Histogram({
+  name: 'aas_execution_first_delta_seconds',
+  help: 'Time from an execution’s creation to the first text delta of its reply',
+  buckets: seconds,
+  registers: [registry],
+});
+/** Open event streams. */
+export const sseConnections = new client.Gauge({
+  name: 'aas_sse_connections',
+  help: 'Server-sent event streams open on this api process',
+  registers: [registry],
+});
+/** Webhook attempts by outcome. */
+export const webhookAttempts = new client.Counter({
+  name: 'aas_webhook_attempts_total',
+  help: 'Webhook delivery attempts, by outcome (delivered, failed_transient, failed_permanent, refused)',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+/** Webhook delivery lag. */
+export const webhookLag = new client.Histogram({
+  name: 'aas_webhook_delivery_lag_seconds',
+  help: 'Time from a service event’s creation to its successful delivery',
+  buckets: longSeconds,
+  registers: [registry],
+});
+/** Webhook outbox depth. */
+export const outboxDepth = new client.Gauge({
+  name: 'aas_webhook_outbox_depth',
+  help: 'Service events whose delivery workflow the last outbox sweep found not started',
+  registers: [registry],
+});
+/** Rate-limit refusals. */
+export const rateLimitRefusals = new client.Counter({
+  name: 'aas_rate_limit_refusals_total',
+  help: 'Requests refused with 429 by the rate limit',
+  registers: [registry],
+});
+
+/** Methods kept as label values (anything else is `OTHER`). */
+const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
+
+/**
+ * Records one HTTP request.
+ * @param method the request method.
+ * @param route the matched route's template (`/api/v1/agents/:id`), or undefined when none matched.
+ * @param status the status code answered.
+ * @param durationSeconds how long it took.
+ */
+export function observeHttp(method: string, route: string | undefined, status: number, durationSeconds: number): void {
+  const m = METHODS.has(method) ? method : 'OTHER';
+  const r = route ?? 'unmatched';
+  const s = status >= 100 && status < 600 ? String(status) : 'other';
+  httpRequests.inc({ method: m, route: r, status: s });
+  httpDuration.observe({ method: m, route: r, status_class: `${s[0]}xx` }, durationSeconds);
+}
+
+/**
+ * This process's metrics, and the Temporal SDK's when its exporter runs (TEMPORAL_METRICS_PORT).
+ * @param temporalMetricsPort the SDK exporter's loopback port, if any.
+ * @returns the Prometheus text.
+ */
+export async function renderMetrics(temporalMetricsPort?: number): Promise<string> {
+  const own = await registry.metrics();
+  if (!temporalMetricsPort) return own;
+  const sdk = await fetch(`http://127.0.0.1:${temporalMetricsPort}/metrics`, { signal: AbortSignal.timeout(2000) })
+    .then((r) => (r.ok ? r.text() : ''))
+    .catch(() => '');
+  return sdk ? `${own}\n${sdk}` : own;
+}
+
+/** The Content-Type of the answer. */
+export const METRICS_CONTENT_TYPE = registry.contentType;
+
+/**
+ * A worker-only process's metrics server: `GET /metrics` on host:port (no other route).
+ * @param host the interface.
+ * @param port METRICS_PORT (0: any free port).
+ * @param temporalMetricsPort TEMPORAL_METRICS_PORT.
+ * @returns the listening server.
+ */
+export async function serveMetrics(host: string, port: number, temporalMetricsPort?: number): Promise<http.Server> {
+  const server = http.createServer((req, res) => {
+    if (req.method !== 'GET' || req.url !== '/metrics') {
+      res.writeHead(404).end();
+      return;
+    }
+    renderMetrics(temporalMetricsPort).then(
+      (text) => res.writeHead(200, { 'Content-Type': METRICS_CONTENT_TYPE }).end(text),
+      () => res.writeHead(500).end()
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, resolve);
+  });
+  server.unref();
+  return server;
+}

@@ -1,0 +1,160 @@
+/**
+ * Traces [docs/decisions.md "Observability: traces"]: OpenTelemetry, off by default, on with the standard variables
+ * (OTEL_TRACES_EXPORTER=otlp or console; OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+ * OTEL_SERVICE_NAME). One trace follows a request: the HTTP request's span (api/middlewares/requestId.ts), the
+ * workflow start and run, each activity and local activity (Temporal's interceptors, @temporalio/interceptors-
+ * opentelemetry, wired in lib/dataConverter.ts `temporalExtensions`), and each model call (`chat <model>`, with
+ * gen_ai attributes: system, model, input and output tokens).
+ *
+ * Off, the OpenTelemetry API's tracer is a no-op and no Temporal tracing interceptor is installed.
+ */
+import { context, propagation, SpanKind, SpanStatusCode, trace, type Span, type Tracer } from '@opentelemetry/api';
+import { Resource } from '@opentelemetry/resources';
+import {
+  BatchSpanProcessor,
+  ConsoleSpanExporter,
+  type SpanExporter,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import type { Config } from './config';
+
+/** The tracing of this process, once installed. */
+export interface ActiveTracing {
+  provider: NodeTracerProvider;
+  spanProcessor: SpanProcessor;
+  resource: Resource;
+}
+
+let active: ActiveTracing | undefined;
+
+/** @returns the installed tracing, if any (read when Temporal clients and workers are built). */
+export function activeTracing(): ActiveTracing | undefined {
+  return active;
+}
+
+/**
+ * Installs tracing with a span processor (tests: an in-memory exporter) and registers it as the global provider.
+ * @param spanProcessor where spans go.
+ * @param serviceName `service.name` of the spans.
+ * @returns the installed tracing.
+ */
+export function installTracing(spanProcessor: SpanProcessor, serviceName: string): ActiveTracing {
+  const resource = new Resource({ 'service.name': serviceName });
+  const provider = new NodeTracerProvider({ resource, spanProcessors: [spanProcessor] });
+  provider.register(); // AsyncLocalStorage context manager, W3C trace context propagation
+  active = { provider, spanProcessor, resource };
+  return active;
+}
+
+/**
+ * Turns tracing on when the configuration asks for it (call before any Temporal client or worker is built).
+ * @param config the tracing settings.
+ * @param role api or worker (a suffix of service.name's instance, for people reading traces).
+ * @returns the installed tracing, or undefined when off.
+ */
+export async function setupTracing(
+  config: Pick<Config, 'observability'>,
+  role: string
+): Promise<ActiveTracing | undefined> {
+  const settings = config.observability.tracing;
+  if (!settings) return undefined;
+  let exporter: SpanExporter;
+  if (settings.exporter === 'console') exporter = new ConsoleSpanExporter();
+  else {
+    const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
+    exporter = new OTLPTraceExporter(settings.endpoint ? { url: settings.endpoint } : {});
+  }
+  const tracing = installTracing(new BatchSpanProcessor(exporter), settings.serviceName);
+  trace.getTracer('agent-automation-service').startSpan(`${role} started`).end();
+  return tracing;
+}
+
+/** Flushes and stops tracing (at shutdown). */
+export async function shutdownTracing(): Promise<void> {
+  await active?.provider.shutdown().catch(() => undefined);
+}
+
+/** @returns the service's tracer (a no-op while tracing is off). */
+export function tracer(): Tracer {
+  return trace.getTracer('agent-automation-service');
+}
+
+/**
+ * Runs an HTTP request in its server span (continuing an incoming `traceparent`).
+ * @param method the request method.
+ * @param headers the request headers.
+ * @param fn the request's handling; returns the route template and the status once done.
+ * @returns when done.
+ */
+export async function traceHttpRequest(
+  method: string,
+  headers: Record<string, string | string[] | undefined>,
+  fn: () => Promise<{ route?: string; status: number }>
+): Promise<void> {
+  if (!active) {
+    await fn();
+    return;
+  }
+  const parent = propagation.extract(context.active(), headers);
+  const span = tracer().startSpan(
+    `${method}`,
+    { kind: SpanKind.SERVER, attributes: { 'http.request.method': method } },
+    parent
+  );
+  try {
+    await context.with(trace.setSpan(parent, span), async () => {
+      let done: { route?: string; status: number } | undefined;
+      try {
+        done = await fn();
+      } finally {
+        if (done?.route) {
+          span.updateName(`${method} ${done.route}`);
+          span.setAttribute('http.route', done.route);
+        }
+        if (done) span.setAttribute('http.response.status_code', done.status);
+        if (done && done.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      }
+    });
+  } finally {
+    span.end();
+  }
+}
+
+/**
+ * Runs one model call in a `chat <model>` client span with the gen_ai attributes (OpenTelemetry's semantic
+ * conventions for generative AI); the caller reports the usage when it is known.
+ * @param call provider and model.
+ * @param fn the call; receives a function to report tokens.
+ * @returns fn's result.
+ */
+export async function traceModelCall<T>(
+  call: { provider: string; model: string },
+  fn: (report: (usage: { inputTokens?: number; outputTokens?: number }) => void) => Promise<T>
+): Promise<T> {
+  return tracer().startActiveSpan(
+    `chat ${call.model}`,
+    {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.system': call.provider,
+        'gen_ai.request.model': call.model,
+      },
+    },
+    async (span: Span) => {
+      try {
+        return await fn((usage) => {
+          if (usage.inputTokens !== undefined) span.setAttribute('gen_ai.usage.input_tokens', usage.inputTokens);
+          if (usage.outputTokens !== undefined) span.setAttribute('gen_ai.usage.output_tokens', usage.outputTokens);
+        });
+      } catch (err) {
+        span.recordException(err as Error);
+        span.setStatus({ code: SpanStatusCode.ERROR });
+        throw err;
+      } finally {
+        span.end();
+      }
+    }
+  );
+}
