@@ -225,7 +225,14 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       );
       return { outcome: 'permanent', retryAfterSeconds: null };
     }
-    const result = await send(integration, secretsOf(integration), input.eventId, event.type, event.body, input.attempt);
+    const result = await send(
+      integration,
+      secretsOf(integration),
+      input.eventId,
+      event.type,
+      event.body,
+      input.attempt
+    );
     const status: DeliveryStatus =
       result.outcome === 'delivered'
         ? 'delivered'

@@ -13,14 +13,7 @@
  * carrying what it still has to deliver and the keys it settled recently. With nothing to deliver for `idleMs` it
  * ends; the next event starts it again.
  */
-import {
-  condition,
-  continueAsNew,
-  log,
-  proxyActivities,
-  setHandler,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { condition, continueAsNew, log, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { BatchItem, ItemResult, WebhookActivities } from '../activities/webhooks';
 import type { DeliveryInput } from '../commands/webhookDispatch';
 import { webhookDeliverSignal } from './definitions';
