@@ -107,6 +107,12 @@ async function run(stack: Stack, receiver: Awaited<ReturnType<typeof startWebhoo
     const ids = receiver.received.map((r) => r.headers['service-event-id']);
     const distinct = new Set(ids).size;
     const logged = await WebhookDelivery.countDocuments({ organizationId: org.organizationId, status: 'delivered' });
+    // Events that needed a second attempt (a timeout on a starved worker, say): the receiver sees them twice, rightly.
+    const retried = (
+      await WebhookDelivery.find({ organizationId: org.organizationId }, { attempts: 1 }).lean<
+        Array<{ attempts: unknown[] }>
+      >()
+    ).filter((d) => d.attempts.length > 1).length;
     // CPU milliseconds per delivered event, per process (much less sensitive to the machine's load than the rate).
     const cpuMsPerEvent = Object.fromEntries(
       Object.keys(cpuAfter).map((name) => [name, ((cpuAfter[name]! - (cpuBefore[name] ?? 0)) * 1000) / arrivedDistinct])
@@ -122,6 +128,7 @@ async function run(stack: Stack, receiver: Awaited<ReturnType<typeof startWebhoo
       duplicates: ids.length - distinct,
       lost: EVENTS - distinct,
       logged: logged - 20,
+      retried,
       perSecond: arrivedDistinct / deliveredS,
     };
   } finally {
@@ -161,6 +168,7 @@ async function main(): Promise<number> {
       `| requests the receiver got / distinct event ids | ${r.requests} / ${r.distinct} |`,
       `| lost / duplicated | ${r.lost} / ${r.duplicates} |`,
       `| delivery log entries marked delivered | ${r.logged} |`,
+      `| events that needed more than one attempt | ${r.retried} |`,
       '',
       'CPU per delivered event, from /proc/<pid>/stat (user + system, the process and its children) over the burst:',
       '',
