@@ -166,6 +166,12 @@ export async function webhookDestination(input: DestinationInput): Promise<'idle
         const held = [...fresh.splice(0), ...retries.splice(0)];
         await webhookDisable({ organizationId, failingSince: streakStart, pending: held.length });
         await failAll(held, 'Webhook delivery was disabled: every attempt failed for too long');
+        // Events signalled while it was being disabled end the same way (none is dropped with the workflow).
+        while (fresh.length > 0 || overflow.length > 0)
+          await failAll(
+            [...fresh.splice(0), ...overflow.splice(0)],
+            'Webhook delivery was disabled: every attempt failed for too long'
+          );
         return 'disabled';
       }
       continue; // a batch that ended meanwhile delivered
@@ -197,7 +203,9 @@ export async function webhookDestination(input: DestinationInput): Promise<'idle
       }
     }
     if (inFlight === 0 && fresh.length === 0 && retries.length === 0) {
-      if (!(await condition(() => changed, POLICY.idleMs))) return 'idle';
+      // Ends only if nothing came meanwhile (a signal in the same activation as the timer is not dropped).
+      if (!(await condition(() => changed, POLICY.idleMs)) && fresh.length === 0 && overflow.length === 0)
+        return 'idle';
       continue;
     }
     const next = retries[0]?.due;

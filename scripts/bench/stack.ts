@@ -226,7 +226,7 @@ export async function startStack(say: (line: string) => void, extraEnv: Record<s
     sup = running;
     await running.started;
     const apiUrl = `http://127.0.0.1:${port}`;
-    await waitReady(`${apiUrl}/readyz`, 60_000, crashed);
+    await waitReady(`${apiUrl}/readyz`, 180_000, crashed); // room for a loaded machine (load 24 took over 60 s)
     say(`api ready at ${apiUrl} (worker pid ${worker.svc.child.pid}, api pid ${api.svc.child.pid})`);
     return {
       apiUrl,
