@@ -98,7 +98,7 @@ describe('admin CLI', () => {
     );
     expect(v1.status).toBe(2);
     expect(v1.stderr).toMatch(/^admin: --scopes applies to service tokens \(--kind service\)/);
-  });
+  }, 120_000);
 
   it('an expiring v1 token answers Token expired after --expires-in', async () => {
     const out = JSON.parse(

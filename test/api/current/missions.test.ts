@@ -107,7 +107,7 @@ it('agentType names a kind of agent: a library slug (general, …) is installed 
   expect(again.body.mission.agentId).toBe(generalId);
   const agents = await api.get('/agents');
   expect(agents.body.agents.filter((a: { id: string }) => a.id === generalId)).toEqual([
-    expect.objectContaining({ library_id: 'general', install_state: 'installed' }),
+    expect.objectContaining({ library_id: 'general', source: 'library', name: 'General Assistant' }),
   ]);
   expect(agents.body.library.find((e: { id: string }) => e.id === generalId).install_state).toBe('installed');
 
