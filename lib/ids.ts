@@ -41,7 +41,8 @@ export type IdPrefix =
   | 'repo'
   | 'oac'
   | 'mcps'
-  | 'skl';
+  | 'skl'
+  | 'med';
 
 /**
  * A new resource id such as `agt_3fK9...`.

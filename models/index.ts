@@ -28,3 +28,4 @@ export * from './McpSession';
 export * from './Skill';
 export * from './SkillVersion';
 export * from './SkillName';
+export * from './Media';

@@ -3,6 +3,7 @@ import type { RouteSpec } from '../route';
 import { agentRoutes } from './agents';
 import { executionRoutes, type ExecutionRouteDeps } from './executions';
 import { keyRoutes } from './keys';
+import { mediaRoutes } from './media';
 import { v1MissionRoutes } from './missions';
 import { profileRoutes } from './profile';
 import { skillRoutes } from './skills';
@@ -25,5 +26,6 @@ export function v1Routes(deps: ExecutionRouteDeps): RouteSpec[] {
     ...profileRoutes(),
     ...skillRoutes(),
     ...v1MissionRoutes(deps),
+    ...mediaRoutes(deps.config),
   ];
 }

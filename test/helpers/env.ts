@@ -19,6 +19,7 @@ export function testConfig(overrides: Record<string, string> = {}): Readonly<Con
     VALIDATE_RESPONSES: 'true',
     ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
     WORKSPACES_DIR: path.join(process.env.AAS_TEST_DATA_DIR ?? os.tmpdir(), 'workspaces'),
+    MEDIA_DIR: path.join(process.env.AAS_TEST_DATA_DIR ?? os.tmpdir(), 'media'),
     ...overrides,
   });
 }
