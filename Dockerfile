@@ -42,13 +42,14 @@ ENV NODE_ENV=production \
     PORT=3000 \
     DATA_DIR=/data/service \
     WORKSPACES_DIR=/data/workspaces \
+    MEDIA_DIR=/data/media \
     WORKFLOW_BUNDLE=/app/dist/workflow-bundle.js
 WORKDIR /app
 COPY package.json ./
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-# The workspace volume is created from this directory, so it belongs to `node` (uid 1000) like the processes.
-RUN mkdir -p /data/service /data/workspaces && chown -R node:node /data
+# The workspace and media volumes are created from these directories, so it belongs to `node` (uid 1000) like the processes.
+RUN mkdir -p /data/service /data/workspaces /data/media && chown -R node:node /data
 USER node
 EXPOSE 3000
 CMD ["node", "dist/scripts/start.js"]

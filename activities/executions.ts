@@ -10,6 +10,7 @@ import { AgentFileTools, type ToolOutcome } from '../commands/agentFileTools';
 import { AgentMcpTools, type McpToolRef } from '../commands/agentMcpTools';
 import { enabledTools } from '../commands/builtInTools';
 import { agentWithSkills } from '../commands/skills';
+import { userTurn } from '../commands/mediaTurn';
 import { composeSystemPrompt } from '../commands/systemPrompt';
 import type { Config } from '../lib/config';
 import { appendEvents, CoalescingWriter, readEvents, type LoggedEvent } from '../lib/eventLog';
@@ -354,7 +355,8 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     const { agent, skills } = found;
     // The agent's prompt, then its skills' (commands/systemPrompt.ts).
     const system = composeSystemPrompt(agent, skills);
-    const messages: ModelMessage[] = [...history, { role: 'user', content: exec.input?.message ?? '' }];
+    // The message, with the media it references read now (commands/mediaTurn.ts).
+    const messages: ModelMessage[] = [...history, await userTurn(exec, deps.config)];
     const earlier = deliveredText(existing);
     // The chat stream gets the user message, the working status and whatever an earlier attempt delivered, then
     // each delta right after it is written to the execution's own stream. The first part is written while the

@@ -245,7 +245,12 @@ function operation(group: RouteGroup, route: RouteSpec): Record<string, unknown>
     op.requestBody = {
       required: true,
       description: route.rawBody.description,
-      content: { [route.rawBody.contentType as string]: { schema: { type: 'string', format: 'binary' } } },
+      content: {
+        [route.rawBody.contentType as string]: {
+          // A form's parts (multipart/form-data) when the route names them; else the body is the file's bytes.
+          schema: route.rawBody.schema ? clean(route.rawBody.schema as Schema) : { type: 'string', format: 'binary' },
+        },
+      },
     };
   }
   if (isIdempotent(route, group.options ?? {})) {

@@ -34,7 +34,8 @@ export interface RouteSpec {
   scope?: Scope;
   body?: Schema;
   /**
-   * The route reads its request body itself, as bytes (uploads): `{ contentType, description }` for the document.
+   * The route reads its request body itself, as bytes (uploads): `{ contentType, description }` for the document,
+   * and `schema` when the body is a form (multipart/form-data: its parts).
    * The JSON body parser leaves such requests alone, and they do not honour Idempotency-Key (the body is streamed,
    * never fingerprinted) [docs/decisions.md "Workspace files"].
    */

@@ -31,6 +31,7 @@ import type { agentExecution, AgentExecutionOutcome } from '../workflows/agentEx
 import { EXECUTION_SHAPE, executionWorkflowId } from '../workflows/ids';
 import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 import { findVisibleAgent } from './agents';
+import { checkMediaForModel, checkMediaIds } from './media';
 import { defaultSpaceId } from './spaces';
 import type { AuthContext } from './tokens';
 
@@ -44,6 +45,8 @@ export interface ExecuteInput {
   source: 'v1' | 'client' | 'chat' | 'mcp';
   parentExecutionId?: string;
   taskId?: string;
+  /** Media of the organization the model gets with the message (checked here: commands/media.ts). */
+  mediaIds?: string[];
 }
 
 export interface ExecutionDeps {
@@ -178,6 +181,7 @@ export interface PendingExecution {
   requestId?: string | null;
   jobId?: string | null;
   chatSeqBase: number;
+  mediaIds?: string[];
 }
 
 const ignoreDuplicate = (err: unknown): void => {
@@ -201,16 +205,19 @@ export function metaEvent(exec: { _id: string; chatId: string; sessionId: string
  * @returns the execution as stored.
  */
 export async function recordPendingExecution(p: PendingExecution): Promise<ExecutionDoc> {
-  const { message, ...rest } = p;
+  const { message, mediaIds, ...rest } = p;
   const fields = { ...rest, requestId: p.requestId ?? currentRequestId() ?? null };
   // Three inserts by known ids, independent of each other: written together (each is idempotent).
   const [stored] = await Promise.all([
-    (insertDocument(Execution, { ...fields, input: { message } }) as Promise<ExecutionDoc>).catch(
-      async (err: unknown) => {
-        ignoreDuplicate(err);
-        return Execution.findById(p._id).lean<ExecutionDoc>();
-      }
-    ),
+    (
+      insertDocument(Execution, {
+        ...fields,
+        input: { message, ...(mediaIds?.length ? { mediaIds } : {}) },
+      }) as Promise<ExecutionDoc>
+    ).catch(async (err: unknown) => {
+      ignoreDuplicate(err);
+      return Execution.findById(p._id).lean<ExecutionDoc>();
+    }),
     insertDocument(ChatMessage, {
       _id: `${p._id}:user`,
       organizationId: p.organizationId,
@@ -244,9 +251,10 @@ export async function startExecution(
 ): Promise<ExecutionDoc> {
   // A new conversation in the default space: the space is looked up together with the agent.
   const newInDefaultSpace = input.chatId === undefined && input.sessionId === undefined && input.spaceId === undefined;
-  const [agent, defaultSpace] = await Promise.all([
+  const [agent, defaultSpace, media] = await Promise.all([
     findVisibleAgent(auth, agentId),
     newInDefaultSpace ? defaultSpaceId(auth) : undefined,
+    checkMediaIds(auth, input.mediaIds ?? [], 'mediaIds'),
   ]);
   const executionId = newExecutionId();
   const { chat, session, needsLock } = await resolveConversation(
@@ -285,6 +293,7 @@ export async function startExecution(
   try {
     // The chat's model option wins over the agent's (PATCH /api/chats/{id}/options).
     const resolved = resolveModel(chat.model ?? agent.model, deps.config);
+    checkMediaForModel(media, resolved.provider, 'mediaIds');
     let root = executionId;
     if (input.parentExecutionId) {
       const parent = await Execution.findOne({
@@ -312,6 +321,7 @@ export async function startExecution(
       taskId: input.taskId ?? null,
       source: input.source,
       chatSeqBase: locked.chatStreamSeq ?? 0,
+      mediaIds: input.mediaIds,
     });
     try {
       await deps.temporal.client.workflow.start<typeof agentExecution>('agentExecution', {

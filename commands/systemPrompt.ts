@@ -28,11 +28,12 @@ export const SKILLS_PREAMBLE =
   'You have the skills below: instructions for particular kinds of work, in order. Follow a skill when the task ' +
   'calls for it. The instructions above come first where they disagree.';
 
-const attribute = (s: string): string =>
+/** `s` as the value of a `name="…"` attribute of the prompt's frames (skills, attached files). */
+export const attribute = (s: string): string =>
   s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/\n/g, ' ');
 
 /** `text` cut to at most `n` characters, never between the two halves of a surrogate pair. */
-function cut(text: string, n: number): string {
+export function cut(text: string, n: number): string {
   const end = n > 0 && /[\uD800-\uDBFF]/.test(text.charAt(n - 1)) ? n - 1 : n;
   return text.slice(0, end);
 }

@@ -86,6 +86,12 @@ export interface Config {
   /** Most bytes one workspace may hold (413 for a write that would go over). @default 1 GiB */
   workspaceMaxBytes: number;
   /**
+   * Media (/api/v1/media) [docs/decisions.md "Media"]: where the files are kept (MEDIA_DIR; the api writes them,
+   * the worker reads them at model-call time, so both need it) and the largest upload (MEDIA_MAX_BYTES, 413 above).
+   * @default <dataDir>/media, 5 MiB
+   */
+  media: { dir: string; maxBytes: number };
+  /**
    * Data-block queries (POST /api/workspaces/{id}/data-blocks/query) [docs/decisions.md "Data blocks"]: most rows
    * answered, longest run (interrupted after), the engine's memory, and queries running at once per api process.
    * @default 10000, 10000 ms, 256 MiB, 2
@@ -359,6 +365,10 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     workspacesDir: path.resolve(nonEmpty(env, 'WORKSPACES_DIR') ?? path.join(dataDir, 'workspaces')),
     workspaceFileMaxBytes: int('WORKSPACE_FILE_MAX_BYTES', 100 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
     workspaceMaxBytes: int('WORKSPACE_MAX_BYTES', 1024 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
+    media: {
+      dir: path.resolve(nonEmpty(env, 'MEDIA_DIR') ?? path.join(dataDir, 'media')),
+      maxBytes: int('MEDIA_MAX_BYTES', 5 * 1024 * 1024, 1, 32 * 1024 * 1024),
+    },
     repoClone: {
       timeoutSeconds: int('REPO_CLONE_TIMEOUT_SECONDS', 300, 1, 3600),
       maxBytes: int('REPO_CLONE_MAX_BYTES', 512 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),

@@ -102,10 +102,10 @@ export class GoneError extends AppError {
   }
 }
 
-/** 415: a body was sent with a media type other than JSON. */
+/** 415: a body was sent with a media type other than JSON (or, for an upload, the one it takes). */
 export class UnsupportedMediaTypeError extends AppError {
-  constructor() {
-    super(415, 'unsupported_media_type', 'Content-Type must be application/json');
+  constructor(message = 'Content-Type must be application/json') {
+    super(415, 'unsupported_media_type', message);
   }
 }
 

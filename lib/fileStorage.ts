@@ -102,7 +102,7 @@ function byteLimit(max: number): Transform {
  * Copies a body into a new file, failing with WriteLimitExceeded past `max` bytes. The body itself is never
  * destroyed: past the limit it is drained, so that an HTTP request still gets its answer (413) instead of a reset.
  */
-async function copyLimited(body: Readable, file: string, max: number): Promise<void> {
+export async function copyLimited(body: Readable, file: string, max: number): Promise<void> {
   const limit = byteLimit(max);
   const onError = (err: unknown): void => void limit.destroy(err as Error);
   const onClose = (): void => {

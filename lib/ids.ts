@@ -42,7 +42,8 @@ export type IdPrefix =
   | 'oac'
   | 'mcps'
   | 'skl'
-  | 'mcp';
+  | 'mcp'
+  | 'med';
 
 /**
  * A new resource id such as `agt_3fK9...`.

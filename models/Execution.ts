@@ -21,7 +21,11 @@ const schema = new mongoose.Schema(
     /** Position of this turn in its session (1-based). */
     turn: { type: Number, required: true },
     status: { type: String, enum: EXECUTION_STATUSES, default: 'pending' },
-    input: { message: { type: String, required: true } },
+    input: {
+      message: { type: String, required: true },
+      /** Media sent to the model with the message (ids; the bytes are read at model-call time). */
+      mediaIds: { type: [String], default: undefined },
+    },
     /** Final reply; on failure or cancellation, the partial text delivered so far. */
     result: { type: String, default: null },
     error: { type: new mongoose.Schema({ message: String, code: String }, { _id: false }), default: null },

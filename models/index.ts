@@ -29,3 +29,4 @@ export * from './Skill';
 export * from './SkillVersion';
 export * from './SkillName';
 export * from './McpServer';
+export * from './Media';

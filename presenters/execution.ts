@@ -17,7 +17,7 @@ export function presentExecution(e: ExecutionDoc): Record<string, unknown> {
     chatId: e.chatId,
     sessionId: e.sessionId,
     spaceId: e.spaceId,
-    input: { message: e.input?.message ?? '' },
+    input: { message: e.input?.message ?? '', ...(e.input?.mediaIds?.length ? { mediaIds: e.input.mediaIds } : {}) },
     result: e.result ?? null,
     error: e.error?.message ? { message: e.error.message, code: e.error.code ?? 'failed' } : null,
     provider: e.provider,

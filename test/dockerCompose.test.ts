@@ -168,10 +168,15 @@ describe('docker-compose.yml', () => {
     expect(s.worker.command).toEqual(['node', 'dist/worker/index.js']);
   });
 
-  it('api and worker share one workspace volume, created from a directory the image gives its user', () => {
+  it('api and worker share one workspace volume and one media volume, created from directories the image gives its user', () => {
     const workspaces = String(s.api.environment?.WORKSPACES_DIR);
-    for (const name of ['api', 'worker']) expect(s[name].volumes).toEqual([`workspaces:${workspaces}`]);
+    const media = String(s.api.environment?.MEDIA_DIR);
+    for (const name of ['api', 'worker'])
+      expect(s[name].volumes).toEqual([`workspaces:${workspaces}`, `media:${media}`]);
     expect(compose.volumes).toHaveProperty('workspaces');
+    expect(compose.volumes).toHaveProperty('media');
+    expect(stages.at(-1)!.body).toMatch(new RegExp(`mkdir -p [^\\n]*${media}[^\\n]*&& chown`));
+    expect(stages.at(-1)!.body).toContain(`MEDIA_DIR=${media}`);
     const runtime = stages.at(-1)!.body;
     const user = /^USER (\w+)$/m.exec(runtime)?.[1];
     expect(user).toBe('node');

@@ -11,6 +11,7 @@ import { record, requiredStr, str } from '../schemas';
 import { executionStreamEvents } from '../v1/executions.schema';
 import { wantsEventStream } from '../sse';
 import { executeResponse, MAX_MESSAGE_CHARS } from '../v1/executions.schema';
+import { mediaIdList } from '../v1/media.schema';
 import { replyToExecution, type ExecutionRouteDeps } from '../v1/executions';
 
 const counters = {
@@ -65,6 +66,7 @@ export function clientExecuteRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           sessionId: str(100),
           chatId: str(100),
           stream: { type: 'boolean', default: false },
+          mediaIds: mediaIdList,
         },
       },
       responses: { 200: executeResponse },
@@ -79,12 +81,14 @@ export function clientExecuteRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           sessionId?: string;
           chatId?: string;
           stream: boolean;
+          mediaIds?: string[];
         }>(ctx).body;
         const exec = await startExecution(deps, ctx.state.auth, body.characterId, {
           message: body.message,
           spaceId: body.spaceId,
           sessionId: body.sessionId,
           chatId: body.chatId,
+          mediaIds: body.mediaIds,
           source: 'client',
         });
         await replyToExecution(deps, ctx, exec, body.stream || wantsEventStream(ctx));

@@ -27,11 +27,12 @@ import {
 } from '../../commands/workspaceLinks';
 import type { Schema } from '../../lib/ajv';
 import type { Config } from '../../lib/config';
-import { contentTypeHeader, dispositionFor, mediaTypeOf } from '../../lib/contentTypes';
+import { contentTypeHeader, mediaTypeOf } from '../../lib/contentTypes';
 import { UnsupportedContentEncodingError } from '../../lib/errors';
 import type { FileEntry } from '../../lib/fileStorage';
 import { MAX_PATH_LENGTH } from '../../lib/workspace';
 import type { AppContext } from '../context';
+import { sendFile } from '../download';
 import { input, type RouteSpec } from '../route';
 import { record, requiredStr, str, timestamp, nullableTimestamp } from '../schemas';
 
@@ -137,24 +138,10 @@ function presentPreview(p: Preview): Record<string, unknown> {
   };
 }
 
-/** The policy of every file answer that is not an app page: nothing in it may run. */
-const FILE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox";
-
-/**
- * Answers a workspace file (read, share): its type from its name, inline only for types safe to show
- * (lib/contentTypes.ts `dispositionFor`), never sniffed, never scripted.
- */
-function sendFile(ctx: AppContext, file: { entry: FileEntry; content: Readable }, cache: string): void {
-  const media = mediaTypeOf(file.entry.name);
-  ctx.status = 200;
-  ctx.type = contentTypeHeader(media);
-  ctx.length = file.entry.size;
-  ctx.attachment(file.entry.name, { type: dispositionFor(media) });
-  ctx.type = contentTypeHeader(media); // attachment() sets the type from the name too: ours wins
-  ctx.set('X-Content-Type-Options', 'nosniff');
-  ctx.set('Content-Security-Policy', FILE_CSP);
-  ctx.set('Cache-Control', cache);
-  ctx.body = file.content;
+/** Answers a workspace file (read, share): its type from its name (api/download.ts). */
+function sendWorkspaceFile(ctx: AppContext, file: { entry: FileEntry; content: Readable }, cache: string): void {
+  const { name, size } = file.entry;
+  sendFile(ctx, { name, size, mediaType: mediaTypeOf(name), content: file.content }, cache);
 }
 
 /**
@@ -221,7 +208,7 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       responses: { 200: binary('The file, with its Content-Type and Content-Disposition') },
       handler: async (ctx) => {
         const { params, query } = input<unknown, { path: string }>(ctx);
-        sendFile(ctx, await readFile(deps, ctx.state.auth, params.id, query.path), 'private, no-store');
+        sendWorkspaceFile(ctx, await readFile(deps, ctx.state.auth, params.id, query.path), 'private, no-store');
       },
     },
     {
@@ -442,7 +429,7 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       responses: { 200: binary('The file, with its Content-Type and Content-Disposition') },
       errors: [410],
       handler: async (ctx) => {
-        sendFile(ctx, await openSharedFile(deps, input(ctx).params.token), 'private, no-store');
+        sendWorkspaceFile(ctx, await openSharedFile(deps, input(ctx).params.token), 'private, no-store');
       },
     },
     {

@@ -1,6 +1,7 @@
 /** JSON Schemas of agent execution and /api/v1/executions. */
 import type { Schema } from '../../lib/ajv';
 import { EXECUTION_STATUSES } from '../../models/Execution';
+import { mediaIdList } from './media.schema';
 import {
   expiredEvent,
   nextCursor,
@@ -26,6 +27,7 @@ export const executeBody: Schema = {
     sessionId: str(100, { description: 'Existing session to continue' }),
     chatId: str(100, { description: 'Existing chat to continue' }),
     stream: { type: 'boolean', default: false, description: 'Answer as text/event-stream' },
+    mediaIds: mediaIdList,
   },
 };
 
@@ -35,6 +37,7 @@ export interface ExecuteBody {
   sessionId?: string;
   chatId?: string;
   stream: boolean;
+  mediaIds?: string[];
 }
 
 export const executeResponse: Schema = record({
@@ -111,7 +114,7 @@ export const executionSchema: Schema = record({
   chatId: { type: 'string' },
   sessionId: { type: 'string' },
   spaceId: { type: 'string' },
-  input: record({ message: { type: 'string' } }),
+  input: record({ message: { type: 'string' }, mediaIds: { type: 'array', items: { type: 'string' } } }, ['mediaIds']),
   result: nullableStr,
   error: { oneOf: [{ type: 'null' }, record({ message: { type: 'string' }, code: { type: 'string' } })] },
   provider: { type: 'string', enum: ['anthropic', 'openai', 'builtin'] },

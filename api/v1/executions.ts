@@ -122,6 +122,7 @@ export function executionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           spaceId: body.spaceId,
           sessionId: body.sessionId,
           chatId: body.chatId,
+          mediaIds: body.mediaIds,
           source: 'v1',
         });
         await replyToExecution(deps, ctx, exec, body.stream || wantsEventStream(ctx));

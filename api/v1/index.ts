@@ -4,6 +4,7 @@ import { agentRoutes } from './agents';
 import { executionRoutes, type ExecutionRouteDeps } from './executions';
 import { keyRoutes } from './keys';
 import { mcpServerRoutes } from './mcpServers';
+import { mediaRoutes } from './media';
 import { v1MissionRoutes } from './missions';
 import { profileRoutes } from './profile';
 import { skillRoutes } from './skills';
@@ -27,5 +28,6 @@ export function v1Routes(deps: ExecutionRouteDeps): RouteSpec[] {
     ...skillRoutes(),
     ...v1MissionRoutes(deps),
     ...mcpServerRoutes(deps),
+    ...mediaRoutes(deps.config),
   ];
 }

@@ -9,11 +9,18 @@ import type { ContentBlockParam, MessageParam } from '@anthropic-ai/sdk/resource
 import { ProviderAbortedError, ProviderError } from './types';
 import type { ModelContentBlock, ModelEvent, ModelProvider, ModelRequest } from './types';
 
-/** @returns the Messages API form of a structured message's blocks (empty text blocks left out: refused there). */
+/**
+ * @returns the Messages API form of a structured message's blocks (empty text blocks left out: refused there); media
+ * as base64 image and document blocks.
+ */
 function blocksParam(blocks: ModelContentBlock[]): ContentBlockParam[] {
   return blocks.flatMap((b): ContentBlockParam[] => {
     if (b.type === 'text') return b.text === '' ? [] : [{ type: 'text', text: b.text }];
     if (b.type === 'tool_use') return [{ type: 'tool_use', id: b.id, name: b.name, input: b.input }];
+    if (b.type === 'image')
+      return [{ type: 'image', source: { type: 'base64', media_type: b.mediaType, data: b.data } }];
+    if (b.type === 'document')
+      return [{ type: 'document', title: b.title, source: { type: 'base64', media_type: b.mediaType, data: b.data } }];
     return [{ type: 'tool_result', tool_use_id: b.toolUseId, content: b.content, is_error: b.isError ?? false }];
   });
 }

@@ -19,9 +19,14 @@ const MAX_QUOTE_CHARS = 500;
  * @returns the complete reply the built-in model gives to it.
  */
 function replyFor(req: ModelRequest): string {
-  const lastUser = textOfContent([...req.messages].reverse().find((m) => m.role === 'user')?.content ?? '');
+  const content = [...req.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+  // A turn with media ends with the message itself, after the media's blocks (commands/mediaTurn.ts).
+  const blocks = typeof content === 'string' ? [] : content;
+  const media = blocks.filter((b) => b.type !== 'tool_result').length - 1;
+  const lastUser = media > 0 ? textOfContent(blocks.slice(-1)) : textOfContent(content);
   const why = req.note ?? 'this agent asks for it by name';
-  return `I am the built-in offline model (${why}). You said: "${lastUser.slice(0, MAX_QUOTE_CHARS)}".`;
+  const quote = `You said: "${lastUser.slice(0, MAX_QUOTE_CHARS)}"`;
+  return `I am the built-in offline model (${why}). ${quote}${media > 0 ? `, with ${media} attached file(s) I do not read` : ''}.`;
 }
 
 /**

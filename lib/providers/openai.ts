@@ -6,13 +6,14 @@
  * output has been delivered, which the SDK cannot know.
  */
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
-import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type { ChatCompletionContentPart, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { ProviderAbortedError, ProviderError, textOfContent } from './types';
 import type { ModelEvent, ModelMessage, ModelProvider, ModelRequest } from './types';
 
 /**
  * @returns the chat-completions form of one message: an assistant turn's tool calls become `tool_calls`, a user
- * turn's tool results one `tool` message each (their text, if any, a user message after them).
+ * turn's tool results one `tool` message each (their text, if any, a user message after them); a user turn with
+ * images, a user message of content parts (text, `image_url` data URLs).
  */
 function messageParams(m: ModelMessage): ChatCompletionMessageParam[] {
   if (typeof m.content === 'string') return [{ role: m.role, content: m.content }];
@@ -28,7 +29,17 @@ function messageParams(m: ModelMessage): ChatCompletionMessageParam[] {
   const results = m.content.flatMap((b): ChatCompletionMessageParam[] =>
     b.type === 'tool_result' ? [{ role: 'tool', tool_call_id: b.toolUseId, content: b.content }] : []
   );
-  return [...results, ...(text ? [{ role: 'user' as const, content: text }] : [])];
+  if (!m.content.some((b) => b.type === 'image' || b.type === 'document'))
+    return [...results, ...(text ? [{ role: 'user' as const, content: text }] : [])];
+  // A turn with media: its text and images as content parts, images as data URLs.
+  const parts = m.content.flatMap((b): ChatCompletionContentPart[] => {
+    if (b.type === 'text') return b.text === '' ? [] : [{ type: 'text', text: b.text }];
+    if (b.type === 'image') return [{ type: 'image_url', image_url: { url: `data:${b.mediaType};base64,${b.data}` } }];
+    // Refused before the execution starts (commands/media.ts `checkMediaForModel`); said, never sent, if one came.
+    if (b.type === 'document') return [{ type: 'text', text: `[${b.title}: a PDF this model cannot read]` }];
+    return [];
+  });
+  return [...results, { role: 'user', content: parts }];
 }
 
 /** Options of {@link createOpenAIProvider}. */

@@ -4,11 +4,16 @@
  * offline built-in provider.
  */
 
-/** A block of a structured message: text, a tool call the model made, or the result of one. */
+/**
+ * A block of a structured message: text, a tool call the model made, the result of one, or a medium of the user's
+ * turn (an image, a PDF document: base64 content; commands/mediaTurn.ts).
+ */
 export type ModelContentBlock =
   | { type: 'text'; text: string }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
-  | { type: 'tool_result'; toolUseId: string; content: string; isError?: boolean };
+  | { type: 'tool_result'; toolUseId: string; content: string; isError?: boolean }
+  | { type: 'image'; mediaType: 'image/png' | 'image/jpeg' | 'image/gif' | 'image/webp'; data: string }
+  | { type: 'document'; mediaType: 'application/pdf'; data: string; title: string };
 
 /**
  * One turn of conversation history sent to the model: plain text, or blocks (an assistant turn that called tools,

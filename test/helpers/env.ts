@@ -22,6 +22,7 @@ export function testConfig(overrides: Record<string, string> = {}): Readonly<Con
     // The in-process apps get room on a loaded machine; the request deadline's own test runs the real default
     // (test/scripts/selfHealing.test.ts, test/lib/requestDeadline.test.ts).
     REQUEST_DEADLINE_MS: '60000',
+    MEDIA_DIR: path.join(process.env.AAS_TEST_DATA_DIR ?? os.tmpdir(), 'media'),
     ...overrides,
   });
 }
