@@ -4,7 +4,10 @@
  *
  * fixtures/execution-history-legacy.bin: the history of a JSON execution recorded by the code of 4e09113, before
  * the input `shape` (its patch markers, search-attribute upserts and deadline timer; encoded
- * temporal.api.history.v1.History). The second test records a current-shape execution live and replays it.
+ * temporal.api.history.v1.History). fixtures/execution-history-shape2-*.json: a completed and a cancelled execution
+ * of shape 2 (the model call a regular activity), recorded by the code of 16eda23 (JSON of the History message as
+ * protobufjs writes it: enums and 64-bit numbers as strings, bytes in base64). The last test records a
+ * current-shape execution live and replays it.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -30,6 +33,32 @@ it('an execution recorded before the input shape and the payload codec (clear pa
   expect(eventTypes(history).filter((t) => t === 'EVENT_TYPE_MARKER_RECORDED').length).toBe(3);
   await Worker.runReplayHistory(replaySource(stack.t.config), history);
 }, 60_000);
+
+/**
+ * @param name the fixture's file name.
+ * @returns the history it holds.
+ */
+function jsonHistory(name: string): temporal.api.history.v1.History {
+  return temporal.api.history.v1.History.fromObject(
+    JSON.parse(readFileSync(path.join(__dirname, '../fixtures', name), 'utf8'))
+  );
+}
+
+it.each(['completed', 'cancelled'])(
+  'an execution of shape 2 (%s; the model call a regular activity) replays on the current code',
+  async (outcome) => {
+    const history = jsonHistory(`execution-history-shape2-${outcome}.json`);
+    const types = eventTypes(history);
+    // The fixture is what it says: the model call was a regular activity, and the workflow ended as recorded.
+    expect(types).toContain('EVENT_TYPE_ACTIVITY_TASK_SCHEDULED');
+    expect(types).toContain(
+      outcome === 'cancelled' ? 'EVENT_TYPE_ACTIVITY_TASK_CANCELED' : 'EVENT_TYPE_ACTIVITY_TASK_COMPLETED'
+    );
+    expect(types.at(-1)).toBe('EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED');
+    await Worker.runReplayHistory(workflowSource(), history);
+  },
+  60_000
+);
 
 it('a current execution has no patch markers or search-attribute upserts, and replays', async () => {
   const org = await buildOrg();
