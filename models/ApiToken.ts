@@ -47,7 +47,7 @@ const schema = new mongoose.Schema(
   { timestamps: true, versionKey: false }
 );
 schema.index({ hash: 1 }, { unique: true });
-schema.index({ organizationId: 1, userId: 1, kind: 1 });
+schema.index({ organizationId: 1, userId: 1, kind: 1, createdAt: -1, _id: -1 });
 
 export type ApiTokenDoc = InferSchemaType<typeof schema> & { _id: string };
 export const ApiToken = mongoose.model('ApiToken', schema, 'api_tokens');

@@ -5,7 +5,8 @@
  * the first two stages, and only a `$natural` sort there), so it filters, sorts, skips, limits and counts in its
  * own Go code, as before the patch.
  * The data mixes types on purpose: strings that differ by case and accents (byte order, not a locale's), numbers
- * of every kind, dates, booleans, null, missing fields, and arrays in the filtered field.
+ * of every kind, dates, booleans, null, missing fields, and arrays in the filtered fields (the indexed equality
+ * fields too).
  */
 import mongoose from 'mongoose';
 import { useTestDatabase } from '../helpers/mongo';
@@ -44,16 +45,20 @@ beforeAll(async () => {
   const docs = Array.from({ length: 400 }, (_, i) => {
     const doc: Record<string, unknown> = {
       _id: `d${String(i).padStart(4, '0')}`,
-      k: i % 3 === 0 ? 'a' : 'b',
+      // An array now and then in an indexed equality field: `=` on the ordered mirror cannot match it.
+      k: i % 3 === 0 ? 'a' : i % 17 === 0 ? ['b', 'a'] : 'b',
       w: i % 5 === 0 ? 'x' : 'y',
       createdAt: new Date(base + Math.floor(i / 4) * 1000),
     };
     if (i % 11 !== 0) doc.s = scalars[i % scalars.length];
     if (i % 13 !== 0) doc.v = i % 7 === 0 ? arrays[i % arrays.length] : scalars[(i * 5) % scalars.length];
+    // null, missing, a string, an array holding null: {n: null} matches all but the string.
+    if (i % 4 !== 1) doc.n = [null, undefined, 'q', [null, 'q']][i % 4];
     return doc;
   });
   await coll().insertMany(docs);
   await coll().createIndex({ k: 1, createdAt: -1, _id: -1 });
+  await coll().createIndex({ n: 1, createdAt: -1, _id: -1 });
 });
 
 interface Case {
@@ -87,6 +92,13 @@ const cases: Case[] = [
   },
   { filter: { k: 'a', s: { $type: 'string' } }, sort: { s: 1, _id: 1 }, limit: 10 },
   { filter: { k: 'zzz' }, sort: { _id: 1 }, limit: 10 },
+  // Served in order by an index's ordered mirror (docs/decisions.md "List pages flat in tenant size"), arrays of
+  // the equality fields read apart, in either direction.
+  { filter: { k: 'a' }, sort: { createdAt: -1, _id: -1 }, limit: 30 },
+  { filter: { k: 'a' }, sort: { createdAt: 1, _id: 1 }, limit: 30, skip: 5 },
+  { filter: { k: { $eq: 'b' } }, sort: { createdAt: -1, _id: -1 }, limit: 400 },
+  { filter: { n: null }, sort: { createdAt: -1, _id: -1 }, limit: 40 },
+  { filter: { n: 'q', k: 'a' }, sort: { createdAt: 1, _id: 1 }, limit: 40 },
 ];
 
 describe('sort and limit pushdown on the embedded database', () => {

@@ -11,8 +11,13 @@
 //   - connects FerretDB with plan_cache_mode=force_custom_plan, so the key parameter is a constant when
 //     PostgreSQL plans (FerretDB caches prepared statements, which would otherwise get generic plans), and
 //   - mirrors the leading top-level field of every btree index FerretDB holds into a GIN `jsonb_path_ops`
-//     expression index `((_jsonb -> 'field') jsonb_path_ops)`, which `@>` with a constant key can use; a loop
-//     does it for collections and indexes created later too, and drops a mirror no index needs any more.
+//     expression index `((_jsonb -> 'field') jsonb_path_ops)`, which `@>` with a constant key can use;
+//   - mirrors every compound index (two fields or more) into an ordered btree index on each field's type bracket
+//     and value, the expressions the patched FerretDB sorts by, so a page (equality on the leading fields, sort on
+//     the next ones, a limit) is read in order from the index and stops at the limit (pushdown.patch
+//     orderedLimitQuery), plus, for each of its fields but the last, a partial index holding only the rows where
+//     that field is an array (what `=` cannot match; empty, usually);
+//   - a loop does it for collections and indexes created later too, and drops a mirror no index needs any more.
 //
 // Application code stays plain MongoDB: it declares indexes and never knows which server answers.
 package main
@@ -133,8 +138,13 @@ func mirrorLoop(ctx context.Context, pgURL string, every time.Duration) {
 	}
 }
 
-// mirrorSuffix marks the indexes this wrapper owns.
-const mirrorSuffix = "_aasgin"
+// mirrorSuffix, orderedSuffix and arraySuffix mark the indexes this wrapper owns: GIN mirrors of leading fields,
+// ordered mirrors of compound indexes, and partial indexes of the rows where a field is an array.
+const (
+	mirrorSuffix  = "_aasgin"
+	orderedSuffix = "_aasord"
+	arraySuffix   = "_aasarr"
+)
 
 // btreeKeys lists, for every btree index on a FerretDB table, its leading key column's definition; mirrorIndexes
 // lists the GIN indexes this wrapper made. Only FerretDB's own schemas hold `_jsonb` tables.
@@ -146,69 +156,134 @@ const mirrorSuffix = "_aasgin"
 // intersects it with the tenant's index, so a list got 2.1x slower at 50,000 documents than at 1,000; trailing
 // fields also add a GIN update to every write.
 const btreeKeys = `
-SELECT n.nspname, t.relname, pg_get_indexdef(i.indexrelid, 1, true)
+SELECT n.nspname, t.relname,
+  array(SELECT pg_get_indexdef(i.indexrelid, k, true) FROM generate_series(1, i.indnkeyatts) k ORDER BY k),
+  array(SELECT (i.indoption[k - 1] & 1) = 1 FROM generate_series(1, i.indnkeyatts) k ORDER BY k)
 FROM pg_index i
 JOIN pg_class t ON t.oid = i.indrelid
 JOIN pg_namespace n ON n.oid = t.relnamespace
 JOIN pg_class ic ON ic.oid = i.indexrelid
 JOIN pg_am am ON am.oid = ic.relam
 WHERE am.amname = 'btree' AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')
-  AND ic.relname NOT LIKE '%` + mirrorSuffix + `'`
+  AND ic.relname NOT LIKE '%` + mirrorSuffix + `' AND ic.relname NOT LIKE '%` + orderedSuffix + `'
+  AND ic.relname NOT LIKE '%` + arraySuffix + `' AND i.indpred IS NULL`
 
+// mirrorIndexes lists the indexes this wrapper made, each with whether it is valid (and, for GIN, made without
+// fastupdate).
 const mirrorIndexes = `
-SELECT n.nspname, t.relname, ic.relname, i.indisvalid AND 'fastupdate=off' = ANY(coalesce(ic.reloptions, '{}'))
+SELECT n.nspname, t.relname, ic.relname,
+  i.indisvalid AND (am.amname <> 'gin' OR 'fastupdate=off' = ANY(coalesce(ic.reloptions, '{}')))
 FROM pg_index i
 JOIN pg_class t ON t.oid = i.indrelid
 JOIN pg_namespace n ON n.oid = t.relnamespace
 JOIN pg_class ic ON ic.oid = i.indexrelid
-WHERE ic.relname LIKE '%` + mirrorSuffix + `'`
+JOIN pg_am am ON am.oid = ic.relam
+WHERE ic.relname LIKE '%` + mirrorSuffix + `' OR ic.relname LIKE '%` + orderedSuffix + `'
+  OR ic.relname LIKE '%` + arraySuffix + `'`
 
 // topLevelKey matches FerretDB's index expression for a top-level field: `(_jsonb -> 'field'::text)`.
 var topLevelKey = regexp.MustCompile(`^\(?_jsonb -> '((?:[^']|'')*)'::text\)?$`)
 
 type tableRef struct{ schema, table string }
 
-// mirrorName is the GIN index name for one field of one table: unique per (table, field), within 63 bytes.
-func mirrorName(table, field string) string {
+// mirrorName is the name of one mirror of one table: unique per (table, what it mirrors), within 63 bytes.
+func mirrorName(table, what, suffix string) string {
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(table + "\x00" + field))
+	_, _ = h.Write([]byte(table + "\x00" + what))
 	prefix := table
 	if len(prefix) > 40 {
 		prefix = prefix[:40]
 	}
-	return fmt.Sprintf("%s_%08x%s", prefix, h.Sum32(), mirrorSuffix)
+	return fmt.Sprintf("%s_%08x%s", prefix, h.Sum32(), suffix)
 }
+
+// rankExpr, valueExpr and typeExpr: the expressions the patched FerretDB sorts and filters by
+// (pushdown.patch, internal/backends/postgresql/aas_pushdown.go): the same text, so that PostgreSQL matches an
+// ordered mirror's columns with a query's ORDER BY and `=`.
+func rankExpr(field string) string {
+	return fmt.Sprintf(`(CASE COALESCE(_jsonb->'$s'->'p'->%[1]s->>'t', 'null') WHEN 'null' THEN 1 WHEN 'int' THEN 2 `+
+		`WHEN 'long' THEN 2 WHEN 'double' THEN 2 WHEN 'string' THEN 3 WHEN 'object' THEN 4 WHEN 'array' THEN 5 `+
+		`WHEN 'binData' THEN 6 WHEN 'objectId' THEN 7 WHEN 'bool' THEN 8 WHEN 'date' THEN 9 WHEN 'timestamp' THEN 10 `+
+		`WHEN 'regex' THEN 11 ELSE 12 END)`, quoteLiteral(field))
+}
+
+func valueExpr(field string) string {
+	return fmt.Sprintf(`COALESCE(_jsonb->%s, 'null'::jsonb)`, quoteLiteral(field))
+}
+
+func typeExpr(field string) string {
+	return fmt.Sprintf(`(_jsonb->'$s'->'p'->%s->>'t')`, quoteLiteral(field))
+}
+
+// sortableField is the patched FerretDB's rule for a field it sorts by (aas_pushdown.go SortableField).
+var sortableField = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`).MatchString
 
 // mirrorOnce creates the missing mirrors, rebuilds invalid ones and drops those no index needs any more.
 func mirrorOnce(ctx context.Context, conn *pgx.Conn) error {
-	want := map[tableRef]map[string]string{} // table → mirror name → field
+	want := map[tableRef]map[string]mirror{} // table → mirror name → what to create
+	add := func(ref tableRef, name string, m mirror) {
+		if want[ref] == nil {
+			want[ref] = map[string]mirror{}
+		}
+		want[ref][name] = m
+	}
 	rows, err := conn.Query(ctx, btreeKeys)
 	if err != nil {
 		return fmt.Errorf("listing indexes: %w", err)
 	}
 	for rows.Next() {
-		var schema, table, def string
-		if err := rows.Scan(&schema, &table, &def); err != nil {
+		var schema, table string
+		var defs []string
+		var desc []bool
+		if err := rows.Scan(&schema, &table, &defs, &desc); err != nil {
 			rows.Close()
 			return err
 		}
-		m := topLevelKey.FindStringSubmatch(def)
-		if m == nil {
-			continue // not a FerretDB field index, or a nested field (never pushed down)
-		}
-		field := strings.ReplaceAll(m[1], "''", "'")
 		ref := tableRef{schema, table}
-		if want[ref] == nil {
-			want[ref] = map[string]string{}
+		fields := make([]string, 0, len(defs))
+		for _, def := range defs {
+			m := topLevelKey.FindStringSubmatch(def)
+			if m == nil {
+				break // not a FerretDB field index, or a nested field (never pushed down)
+			}
+			fields = append(fields, strings.ReplaceAll(m[1], "''", "'"))
 		}
-		want[ref][mirrorName(table, field)] = field
+		if len(fields) == 0 {
+			continue
+		}
+		ginQuery := fmt.Sprintf("USING gin ((_jsonb -> %s) jsonb_path_ops) WITH (fastupdate = off)", quoteLiteral(fields[0]))
+		add(ref, mirrorName(table, fields[0], mirrorSuffix), mirror{ginQuery, fields[0]})
+		if len(fields) < 2 || len(fields) != len(defs) || len(desc) != len(defs) {
+			continue
+		}
+		// An ordered mirror, only of fields the patched FerretDB sorts by.
+		cols := make([]string, 0, 2*len(fields))
+		sortable := true
+		for i, f := range fields {
+			sortable = sortable && sortableField(f)
+			dir := ""
+			if desc[i] {
+				dir = " DESC"
+			}
+			cols = append(cols, rankExpr(f)+dir, valueExpr(f)+dir)
+		}
+		if !sortable {
+			continue
+		}
+		what := "ordered\x00" + strings.Join(cols, ", ")
+		add(ref, mirrorName(table, what, orderedSuffix), mirror{"(" + strings.Join(cols, ", ") + ")", strings.Join(fields, ", ")})
+		for _, f := range fields[:len(fields)-1] {
+			// Keyed by the type name itself (a few bytes): an array value could pass a btree entry's size limit.
+			arrays := fmt.Sprintf("(%[1]s) WHERE %[1]s = 'array'", typeExpr(f))
+			add(ref, mirrorName(table, "array\x00"+f, arraySuffix), mirror{arrays, f + " arrays"})
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return err
 	}
 
-	have := map[tableRef]map[string]bool{} // mirror name → valid and made without fastupdate
+	have := map[tableRef]map[string]bool{} // mirror name → valid (and a GIN made without fastupdate)
 	rows, err = conn.Query(ctx, mirrorIndexes)
 	if err != nil {
 		return fmt.Errorf("listing mirrors: %w", err)
@@ -249,29 +324,29 @@ func mirrorOnce(ctx context.Context, conn *pgx.Conn) error {
 		}
 	}
 	for ref, names := range want {
-		for name, field := range names {
+		for name, m := range names {
 			if have[ref][name] {
 				continue
 			}
-			// fastupdate off: GIN's pending list would otherwise collect recent inserts, and every lookup scans
-			// it linearly until a vacuum merges it, so lookups got slower with every write (measured: 2x at 50,000
-			// documents right after a bulk load). Each insert updates the tree directly instead.
-			q := fmt.Sprintf(
-				"CREATE INDEX IF NOT EXISTS %s ON %s USING gin ((_jsonb -> %s) jsonb_path_ops) WITH (fastupdate = off)",
-				pgx.Identifier{name}.Sanitize(),
-				pgx.Identifier{ref.schema, ref.table}.Sanitize(),
-				quoteLiteral(field),
-			)
+			// GIN with fastupdate off: GIN's pending list would otherwise collect recent inserts, and every lookup
+			// scans it linearly until a vacuum merges it, so lookups got slower with every write (measured: 2x at
+			// 50,000 documents right after a bulk load). Each insert updates the tree directly instead.
+			q := fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s %s",
+				pgx.Identifier{name}.Sanitize(), pgx.Identifier{ref.schema, ref.table}.Sanitize(), m.using)
 			if _, err := conn.Exec(ctx, q); err != nil {
 				// A table dropped in the meantime is not an error: the next pass no longer sees it.
-				fmt.Fprintf(os.Stderr, "mirror: creating %s.%s (%s.%s): %v\n", ref.schema, name, ref.table, field, err)
+				fmt.Fprintf(os.Stderr, "mirror: creating %s.%s (%s.%s): %v\n", ref.schema, name, ref.table, m.what, err)
 				continue
 			}
-			fmt.Fprintf(os.Stdout, "mirror: created %s.%s on %s (%s)\n", ref.schema, name, ref.table, field)
+			fmt.Fprintf(os.Stdout, "mirror: created %s.%s on %s (%s)\n", ref.schema, name, ref.table, m.what)
 		}
 	}
 	return nil
 }
+
+// mirror is one index this wrapper keeps: the part of CREATE INDEX after the table, and what it mirrors (for the
+// log line).
+type mirror struct{ using, what string }
 
 // quoteLiteral quotes s as a PostgreSQL string literal.
 func quoteLiteral(s string) string {
