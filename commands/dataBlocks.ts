@@ -12,7 +12,7 @@ import { parseWorkspacePath } from '../lib/workspace';
 
 /**
  * @param deps storage.
- * @param limits lib/config.ts `dataQuery` (rows, time, memory, concurrency).
+ * @param limits lib/config.ts `dataQuery` (rows, bytes, time, memory, concurrency).
  * @param auth the caller.
  * @param id workspace id.
  * @param query the SQL and an optional smaller row limit.
@@ -42,8 +42,10 @@ export async function queryDataBlock(
       throw err;
     }
   };
-  return runReadOnlyQuery(query.sql, resolve, {
-    ...limits,
-    maxRows: Math.min(query.maxRows ?? limits.maxRows, limits.maxRows),
-  });
+  return runReadOnlyQuery(
+    query.sql,
+    resolve,
+    { ...limits, maxRows: Math.min(query.maxRows ?? limits.maxRows, limits.maxRows) },
+    auth.organizationId
+  );
 }
