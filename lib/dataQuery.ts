@@ -15,7 +15,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Json } from '@duckdb/node-api';
-import { AppError, QueryLimitError, RateLimitedError } from './errors';
+import { AppError, QueryLimitError, RateLimitedError, rebuildError } from './errors';
 
 /** The readers by file extension (lower case). */
 const READERS: Record<string, string> = {
@@ -198,10 +198,6 @@ function start(job: Job): void {
   });
 }
 
-function toError(e: WireError): AppError {
-  return new AppError(e.status, e.code, e.message);
-}
-
 async function runOn(w: Worker, job: Job): Promise<void> {
   try {
     await w.ready;
@@ -239,7 +235,7 @@ async function runOn(w: Worker, job: Job): Promise<void> {
     const onMessage = (m: ToParent) => {
       if (m.type === 'done') finish(() => job.resolve(m.result));
       else if (m.type === 'failed')
-        finish(() => job.reject(m.error.status < 500 ? toError(m.error) : new Error(m.error.message)));
+        finish(() => job.reject(m.error.status < 500 ? rebuildError(m.error) : new Error(m.error.message)));
       else if (m.type === 'resolve') {
         job.resolveTable(m.name).then(
           (file) => child.send({ type: 'resolved', ask: m.ask, file } satisfies FromParent),

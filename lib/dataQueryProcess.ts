@@ -5,7 +5,7 @@
  * this process at worst, never the api. It exits when the parent goes away.
  */
 import { runReadOnlyQuery } from './dataQueryEngine';
-import { AppError } from './errors';
+import { AppError, rebuildError } from './errors';
 import type { FromParent, ToParent } from './dataQuery';
 
 const send = (message: ToParent): void => {
@@ -24,11 +24,7 @@ process.on('message', (message: FromParent) => {
   const resolveTable = (name: string): Promise<string | null> =>
     new Promise((resolve, reject) => {
       const ask = (nextAsk += 1);
-      answers.set(ask, (answer) =>
-        answer.error
-          ? reject(new AppError(answer.error.status, answer.error.code, answer.error.message))
-          : resolve(answer.file)
-      );
+      answers.set(ask, (answer) => (answer.error ? reject(rebuildError(answer.error)) : resolve(answer.file)));
       send({ type: 'resolve', ask, name });
     });
   runReadOnlyQuery(message.sql, resolveTable, message.limits).then(
