@@ -24,7 +24,7 @@ import {
   type ClientRegistration,
 } from '../commands/oauthServer';
 import { hasScope, resolveToken } from '../commands/tokens';
-import type { Schema } from '../lib/ajv';
+import { checkCharacters, type Schema } from '../lib/ajv';
 import type { Config } from '../lib/config';
 import { TOKEN_PREFIX } from '../lib/crypto';
 import { OAuthError, RateLimitedError } from '../lib/errors';
@@ -52,7 +52,10 @@ async function readForm(ctx: AppContext): Promise<URLSearchParams> {
     if (size > FORM_LIMIT_BYTES) throw new OAuthError(400, 'invalid_request', 'Request body too large');
     chunks.push(chunk as Buffer);
   }
-  return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+  const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+  const problem = checkCharacters(Object.fromEntries(form));
+  if (problem) throw new OAuthError(400, 'invalid_request', problem);
+  return form;
 }
 
 /** An authorization request, checked (RFC 6749 §4.1.1, OAuth 2.1 §4.1.1, PKCE S256 required). */
