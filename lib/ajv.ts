@@ -69,8 +69,8 @@ export function describeError(error: ErrorObject): string {
  * carriage return; DEL and the C1 controls (U+0080–U+009F, U+0085 included); unpaired UTF-16 surrogates (not
  * encodable as UTF-8, so the store refuses them).
  */
-// eslint-disable-next-line no-control-regex
 const FORBIDDEN =
+  // eslint-disable-next-line no-control-regex
   /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
