@@ -24,10 +24,11 @@ import {
   type ClientRegistration,
 } from '../commands/oauthServer';
 import { hasScope, resolveToken } from '../commands/tokens';
-import type { Schema } from '../lib/ajv';
+import { checkCharacters, type Schema } from '../lib/ajv';
 import type { Config } from '../lib/config';
 import { TOKEN_PREFIX } from '../lib/crypto';
-import { OAuthError } from '../lib/errors';
+import { OAuthError, RateLimitedError } from '../lib/errors';
+import { countRequest } from '../commands/rateLimits';
 import type { AppContext } from './context';
 import { input, type RouteSpec } from './route';
 import { httpUrl, record, str } from './schemas';
@@ -51,7 +52,10 @@ async function readForm(ctx: AppContext): Promise<URLSearchParams> {
     if (size > FORM_LIMIT_BYTES) throw new OAuthError(400, 'invalid_request', 'Request body too large');
     chunks.push(chunk as Buffer);
   }
-  return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+  const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+  const problem = checkCharacters(Object.fromEntries(form));
+  if (problem) throw new OAuthError(400, 'invalid_request', problem);
+  return form;
 }
 
 /** An authorization request, checked (RFC 6749 §4.1.1, OAuth 2.1 §4.1.1, PKCE S256 required). */
@@ -212,6 +216,26 @@ async function registrationOwner(ctx: AppContext): Promise<Awaited<ReturnType<ty
   return resolved;
 }
 
+/** Registrations are counted per client address in windows of an hour [docs/decisions.md "Security"]. */
+const REGISTRATION_WINDOW_SECONDS = 3600;
+
+/**
+ * Counts a registration of the caller's address (the socket's) and sets the RateLimit-* headers.
+ * @throws RateLimitedError (429 `rate_limited`, Retry-After) past `limit` in the window.
+ */
+async function limitRegistrations(ctx: AppContext, limit: number): Promise<void> {
+  const now = Date.now();
+  const { count, resetAt } = await countRequest(`oauth-register:${ctx.ip}`, REGISTRATION_WINDOW_SECONDS, now);
+  const resetIn = Math.max(1, Math.ceil((resetAt - now) / 1000));
+  ctx.set({
+    'RateLimit-Limit': String(limit),
+    'RateLimit-Remaining': String(Math.max(0, limit - count)),
+    'RateLimit-Reset': String(resetIn),
+    'RateLimit-Policy': `${limit};w=${REGISTRATION_WINDOW_SECONDS}`,
+  });
+  if (count > limit) throw new RateLimitedError(resetIn);
+}
+
 /**
  * @param config APP_URL and ENCRYPTION_KEY.
  * @returns the authorization server's route declarations (mounted at the root).
@@ -226,8 +250,9 @@ export function oauthRoutes(config: Readonly<Config>): RouteSpec[] {
       auth: 'public',
       body: registrationBody,
       responses: { 201: registrationResponse },
-      errors: [401, 403],
+      errors: [401, 403, 429],
       handler: async (ctx) => {
+        await limitRegistrations(ctx, config.oauthRegistrationsPerHour);
         const owner = await registrationOwner(ctx);
         ctx.status = 201;
         ctx.set('Cache-Control', 'no-store');

@@ -13,7 +13,7 @@ import { parseWorkspacePath } from '../lib/workspace';
 
 /**
  * @param deps storage.
- * @param limits lib/config.ts `dataQuery` (rows, time, memory, concurrency).
+ * @param limits lib/config.ts `dataQuery` (rows, bytes, time, memory, concurrency).
  * @param auth the caller.
  * @param id workspace id.
  * @param query the SQL and an optional smaller row limit.
@@ -45,9 +45,11 @@ export async function queryDataBlock(
   };
   // Bounded by its own timeout (DATA_QUERY_TIMEOUT_MS): the request's deadline does not measure it.
   return outsideRequestDeadline(() =>
-    runReadOnlyQuery(query.sql, resolve, {
-      ...limits,
-      maxRows: Math.min(query.maxRows ?? limits.maxRows, limits.maxRows),
-    })
+    runReadOnlyQuery(
+      query.sql,
+      resolve,
+      { ...limits, maxRows: Math.min(query.maxRows ?? limits.maxRows, limits.maxRows) },
+      auth.organizationId
+    )
   );
 }

@@ -90,6 +90,9 @@ export function scheduleInput(
   return s.type === 'cron' ? { type: 'cron', value: s.value, timezone: s.timezone } : { type: 'once', value: s.value };
 }
 
+/** The years a `once` schedule may name (what the workflow engine's calendar specs accept). */
+export const SCHEDULE_YEARS = { first: 2000, last: 2100 } as const;
+
 /**
  * Validates and normalizes a schedule (the cron expression by croner, the time zone by Intl).
  * @param input what the client sent (null or undefined: manual).
@@ -102,6 +105,12 @@ export function parseSchedule(input: ScheduleInput | null | undefined): MissionS
     const at = new Date(input.value);
     if (!/^\d{4}-\d{2}-\d{2}T/.test(input.value) || Number.isNaN(at.getTime()))
       throw new ValidationError('Invalid schedule.value: expected an ISO 8601 time such as 2030-01-01T09:00:00Z');
+    // Temporal's calendar specs cover these years only [docs/decisions.md "Security"].
+    const year = at.getUTCFullYear();
+    if (year < SCHEDULE_YEARS.first || year > SCHEDULE_YEARS.last)
+      throw new ValidationError(
+        `Invalid schedule.value: the time must fall in the years ${SCHEDULE_YEARS.first} to ${SCHEDULE_YEARS.last}`
+      );
     return { type: 'once', value: at.toISOString(), timezone: 'UTC' };
   }
   const timezone = input.timezone ?? 'UTC';

@@ -14,6 +14,7 @@
  */
 import { createHash, hkdfSync } from 'node:crypto';
 import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
+import mongoose from 'mongoose';
 import type { Config } from '../lib/config';
 import { randomBase62 } from '../lib/ids';
 import { safeEqual, sha256Hex } from '../lib/crypto';
@@ -27,6 +28,7 @@ import {
   type OAuthClientDoc,
   type OAuthGrantDoc,
 } from '../models';
+import { clientExpiry, revokeFamily, tokenLive, touchClient } from './oauthClients';
 import { MCP_SCOPE, mcpResourceUrl, oauthIssuer, type OAuthClientAuthMethod, type OAuthGrantType } from './oauth';
 import { memberContext, type AuthContext } from './tokens';
 
@@ -127,6 +129,8 @@ export async function registerClient(
     redirectUris,
     organizationId: owner?.organizationId ?? null,
     userId: owner?.userId ?? null,
+    tokenId: owner?.tokenId ?? null,
+    ...clientExpiry(false),
   });
   return {
     client_id: client._id,
@@ -147,7 +151,10 @@ export async function registerClient(
  */
 export async function findClient(clientId: string): Promise<OAuthClientDoc | null> {
   if (clientId.length > 100) return null;
-  return OAuthClient.findById(clientId).lean<OAuthClientDoc>();
+  const client = await OAuthClient.findById(clientId).lean<OAuthClientDoc>();
+  // Expired (abandoned) clients may outlive their expiry until the sweep: never trusted past it.
+  if (!client || (client.expiresAt && client.expiresAt.getTime() <= Date.now())) return null;
+  return client;
 }
 
 /**
@@ -194,6 +201,8 @@ export async function issueAuthorizationCode(approved: ApprovedAuthorization, pe
   const code = `oacc_${randomBase62(40)}`;
   await OAuthGrant.create({
     _id: sha256Hex(code),
+    familyId: sha256Hex(code),
+    tokenId: person.tokenId,
     kind: 'code',
     clientId: approved.client._id,
     organizationId: person.organizationId,
@@ -204,6 +213,7 @@ export async function issueAuthorizationCode(approved: ApprovedAuthorization, pe
     codeChallenge: approved.codeChallenge,
     ...expiryFields(new Date(Date.now() + OAUTH_LIFETIMES.codeSeconds * 1000)),
   });
+  await touchClient(approved.client);
   return code;
 }
 
@@ -271,11 +281,26 @@ export interface TokenResponse {
  */
 async function issueTokens(
   config: Readonly<Config>,
-  grant: { clientId: string; organizationId: string; userId: string; scope: string; resource: string },
+  grant: {
+    clientId: string;
+    organizationId: string;
+    userId: string;
+    scope: string;
+    resource: string;
+    tokenId?: string | null;
+    familyId?: string | null;
+  },
   withRefresh: boolean
 ): Promise<TokenResponse> {
   const jti = randomBase62(24);
-  const accessToken = await new SignJWT({ scope: grant.scope, client_id: grant.clientId, org: grant.organizationId })
+  const accessToken = await new SignJWT({
+    scope: grant.scope,
+    client_id: grant.clientId,
+    org: grant.organizationId,
+    // The service token it descends from and its grant family: revoking either ends this token.
+    ...(grant.tokenId ? { tok: grant.tokenId } : {}),
+    ...(grant.familyId ? { fam: grant.familyId } : {}),
+  })
     .setProtectedHeader({ alg: JWT_ALG, typ: JWT_TYPE })
     .setIssuer(oauthIssuer(config.appUrl))
     .setAudience(grant.resource)
@@ -295,6 +320,8 @@ async function issueTokens(
     await OAuthGrant.create({
       _id: sha256Hex(refresh),
       kind: 'refresh',
+      tokenId: grant.tokenId ?? null,
+      familyId: grant.familyId ?? null,
       clientId: grant.clientId,
       organizationId: grant.organizationId,
       userId: grant.userId,
@@ -324,8 +351,12 @@ async function redeem(value: string, kind: 'code' | 'refresh', client: OAuthClie
     await OAuthGrantUse.create({ _id: id, ...expiryFields(grant.expiresAt) });
   } catch (err) {
     if ((err as { code?: number }).code !== 11000) throw err;
-    throw invalid(`The ${label} was already used`);
+    // Reuse means a copy leaked (RFC 9700 §4.14.2, OAuth 2.1 §4.3.1): everything the family issued is revoked.
+    await revokeFamily(grant.familyId ?? grant._id);
+    throw invalid(`The ${label} was already used: every token issued from it is revoked`);
   }
+  if (!(await tokenLive(grant.tokenId)))
+    throw invalid(`The service token that approved this ${label} was revoked or expired`);
   return grant;
 }
 
@@ -358,11 +389,21 @@ export async function exchangeToken(
       throw new OAuthError(400, 'unauthorized_client', 'client_credentials is for machine clients');
     if (!(await memberContext(client.organizationId, client.userId, client._id, [MCP_SCOPE])))
       throw new OAuthError(400, 'invalid_grant', 'The client’s user is no longer a member of its organization');
+    if (!(await tokenLive(client.tokenId)))
+      throw new OAuthError(400, 'invalid_grant', 'The service token that registered this client was revoked');
+    await touchClient(client);
     const scope = resolveScope(form.get('scope') ?? undefined);
     const resource = resolveResource(config, form.get('resource') ?? undefined);
     return issueTokens(
       config,
-      { clientId: client._id, organizationId: client.organizationId, userId: client.userId, scope, resource },
+      {
+        clientId: client._id,
+        organizationId: client.organizationId,
+        userId: client.userId,
+        scope,
+        resource,
+        tokenId: client.tokenId,
+      },
       false
     );
   }
@@ -384,6 +425,7 @@ export async function exchangeToken(
       throw new OAuthError(400, 'invalid_target', 'resource does not match the authorization request');
     if (!(await memberContext(grant.organizationId, grant.userId, client._id, [MCP_SCOPE])))
       throw new OAuthError(400, 'invalid_grant', 'The user is no longer a member of the organization');
+    await touchClient(client);
     return issueTokens(config, grant, client.grantTypes.includes('refresh_token'));
   }
 
@@ -394,6 +436,7 @@ export async function exchangeToken(
     throw new OAuthError(400, 'invalid_target', 'resource does not match the grant');
   if (!(await memberContext(grant.organizationId, grant.userId, client._id, [MCP_SCOPE])))
     throw new OAuthError(400, 'invalid_grant', 'The user is no longer a member of the organization');
+  await touchClient(client);
   return issueTokens(config, grant, true);
 }
 
@@ -450,15 +493,17 @@ export async function verifyAccessToken(
     if (err instanceof joseErrors.JOSEError) return 'invalid';
     throw err;
   }
-  const { sub, org, client_id: clientId, jti, scope } = claims;
+  const { sub, org, client_id: clientId, jti, scope, tok, fam } = claims;
   if (typeof sub !== 'string' || typeof org !== 'string' || typeof clientId !== 'string' || typeof jti !== 'string')
     return 'invalid';
   const scopes = typeof scope === 'string' ? scope.split(' ').filter(Boolean) : [];
-  const [revoked, client, auth] = await Promise.all([
-    OAuthRevocation.exists({ _id: jti }),
+  const revocations = typeof fam === 'string' ? [jti, `fam:${fam}`] : [jti];
+  const [revoked, client, auth, live] = await Promise.all([
+    OAuthRevocation.exists({ _id: mongoose.trusted({ $in: revocations }) }),
     findClient(clientId),
     memberContext(org, sub, `oauth:${jti}`, scopes),
+    tokenLive(typeof tok === 'string' ? tok : null),
   ]);
-  if (revoked || !client || !auth) return 'invalid';
+  if (revoked || !client || !auth || !live) return 'invalid';
   return { auth, clientId };
 }

@@ -4,6 +4,7 @@
 import { generateToken, sha256Hex, TOKEN_PREFIX, type TokenKind } from '../lib/crypto';
 import { NotFoundError, ValidationError } from '../lib/errors';
 import { invalidate, SharedCache } from '../lib/sharedCache';
+import { revokeOAuthOfToken } from './oauthClients';
 import { ApiToken, Membership, SCOPES, type ApiTokenDoc, type Scope } from '../models';
 
 /** Who is calling: set on ctx.state.auth by the auth middleware. */
@@ -165,6 +166,8 @@ export async function revokeToken(
   if (!found.revokedAt)
     await ApiToken.updateOne({ _id: found._id, organizationId }, { $set: { revokedAt: new Date() } });
   await authChanged(organizationId);
+  // Everything the token granted through OAuth ends with it (also checked at every use: a retry completes this).
+  await revokeOAuthOfToken(found._id);
 }
 
 /**

@@ -65,7 +65,45 @@ export function describeError(error: ErrorObject): string {
 }
 
 /**
- * Validates (and, for queries, coerces and defaults) a value in place.
+ * Characters no string of a request may hold [docs/decisions.md "Security"]: C0 controls but tab, line feed and
+ * carriage return; DEL and the C1 controls (U+0080–U+009F, U+0085 included); unpaired UTF-16 surrogates (not
+ * encodable as UTF-8, so the store refuses them).
+ */
+const FORBIDDEN =
+  // eslint-disable-next-line no-control-regex
+  /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * @param value a request value (body, query, parameters, tool arguments).
+ * @param path the path of `value` (dotted, as in the other messages).
+ * @returns the path of the first string or key holding a forbidden character, or undefined.
+ */
+function controlCharacterAt(value: unknown, path: string): string | undefined {
+  if (typeof value === 'string') return FORBIDDEN.test(value) ? path : undefined;
+  if (!value || typeof value !== 'object') return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const at = path ? `${path}.${key}` : key;
+    if (FORBIDDEN.test(key)) return at;
+    const found = controlCharacterAt(item, at);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/**
+ * Refuses control characters anywhere in a request value; every surface validates through {@link check}, so this is
+ * the one place [issue 30 point 9].
+ * @param value the value.
+ * @returns the message naming the field, or undefined.
+ */
+export function checkCharacters(value: unknown): string | undefined {
+  const at = controlCharacterAt(value, '');
+  return at === undefined ? undefined : `Field ${at || '(body)'} must not contain control characters`;
+}
+
+/**
+ * Validates (and, for queries, coerces and defaults) a value in place. Strings holding control characters are
+ * refused first ({@link checkCharacters}).
  * @param schema the schema.
  * @param value the value.
  * @param kind `body` (strict) or `query` (coercing).
@@ -77,6 +115,8 @@ export function check(schema: Schema, value: unknown, kind: 'body' | 'query' = '
     validate = (kind === 'query' ? queryAjv : bodyAjv).compile(schema);
     cache.set(schema, validate);
   }
+  const characters = checkCharacters(value);
+  if (characters) return characters;
   if (validate(value)) return undefined;
   const first = validate.errors?.[0];
   return first ? describeError(first) : 'Invalid request';

@@ -96,7 +96,12 @@ export interface Config {
    * answered, longest run (interrupted after), the engine's memory, and queries running at once per api process.
    * @default 10000, 10000 ms, 256 MiB, 2
    */
-  dataQuery: { maxRows: number; timeoutMs: number; memoryBytes: number; concurrency: number };
+  dataQuery: { maxRows: number; maxBytes: number; timeoutMs: number; memoryBytes: number; concurrency: number };
+  /**
+   * Dynamic client registrations (POST /oauth/register) per client address per hour [docs/decisions.md
+   * "Security"]. @default 20
+   */
+  oauthRegistrationsPerHour: number;
   /**
    * Repository clones [docs/decisions.md "Repositories"]: longest clone (git is killed after it), most bytes a
    * clone may take (also bounded by the workspace's room), and an extra CA bundle git trusts (a private CA).
@@ -376,10 +381,12 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     },
     dataQuery: {
       maxRows: int('DATA_QUERY_MAX_ROWS', 10000, 1, 1000000),
+      maxBytes: int('DATA_QUERY_MAX_BYTES', 16 * 1024 * 1024, 1024, 512 * 1024 * 1024),
       timeoutMs: int('DATA_QUERY_TIMEOUT_MS', 10000, 10, 600000),
       memoryBytes: int('DATA_QUERY_MEMORY_BYTES', 256 * 1024 * 1024, 16 * 1024 * 1024, Number.MAX_SAFE_INTEGER),
       concurrency: int('DATA_QUERY_CONCURRENCY', 2, 1, 64),
     },
+    oauthRegistrationsPerHour: int('OAUTH_REGISTRATIONS_PER_HOUR', 20, 1, 100_000),
     validateResponses: bool('VALIDATE_RESPONSES', false),
     eventPollMs: int('EVENT_POLL_MS', 1000, 10, 60_000),
     cacheTtlMs: int('CACHE_TTL_MS', 1000, 0, 60_000),

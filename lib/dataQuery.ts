@@ -1,29 +1,21 @@
 /**
- * Read-only SQL over tabular files through an embedded DuckDB (`@duckdb/node-api`) [docs/decisions.md "Data
- * blocks"]. One in-memory database per query, thrown away after it:
- * 1. The statement is parsed by DuckDB itself (`json_serialize_sql`, which serializes SELECT statements only, and
- *    `extractStatements` + the prepared statement's type): exactly one SELECT, nothing else.
- * 2. Its syntax tree is walked: every table it reads is a base table named by a path (`FROM 'data/sales.csv'`),
- *    resolved by the caller's `resolveTable` (workspace path rules, symlinks checked) to one local file; CTE names
- *    are left alone; table functions are refused except pure generators (`range`, `generate_series`, `unnest`).
- * 3. Each file becomes a view of the same name over `read_csv` / `read_json_auto` / `read_parquet`; then external
- *    access is switched off except for exactly those files (`allowed_paths`), extension loading and spilling to
- *    disk are off, and the configuration is locked: the engine itself refuses any other file, and there is no
- *    network (no httpfs is built in and nothing may be installed).
- * 4. The query runs with `threads=1` and `memory_limit`, is interrupted after `timeoutMs`, and at most `maxRows`
- *    rows are read from its result stream.
- * DuckDB's Node bindings run every call on libuv's thread pool, never on the event loop; at most `concurrency`
- * queries run at once per process (more wait, a few at most, then 429) so the pool stays free for file I/O.
+ * Data-block queries, out of the api's process [docs/decisions.md "Data blocks"]. The engine (DuckDB,
+ * lib/dataQueryEngine.ts) runs in child processes (lib/dataQueryProcess.ts) forked on demand, one query at a time
+ * each, at most `concurrency` per api process, reused while healthy:
+ * - each has its own heap cap (`--max-old-space-size`) besides the engine's `memory_limit`, and is killed
+ *   (SIGKILL) when its query outlives the time limit by `KILL_GRACE_MS`: a runaway query costs that process, never
+ *   the api's memory or event loop;
+ * - the answer is capped in rows and in bytes (JSON of the rows) inside the child, before it is sent;
+ * - waiting queries are queued **per organization**; a free slot goes to the waiting organization whose last query
+ *   started longest ago (one with nothing running first): another organization's first query waits for one
+ *   running query to end at most (≤ the time limit + grace), whatever one organization has queued. An
+ *   organization with `concurrency × 4` queries waiting gets 429.
+ * Table names are resolved here, in the api (workspace path rules, the storage), when the child asks.
  */
-import {
-  DuckDBInstance,
-  JsonDuckDBValueConverter,
-  StatementType,
-  type DuckDBConnection,
-  type DuckDBResult,
-  type Json,
-} from '@duckdb/node-api';
-import { AppError, QueryLimitError, RateLimitedError, ValidationError } from './errors';
+import { fork, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import type { Json } from '@duckdb/node-api';
+import { AppError, QueryLimitError, RateLimitedError, rebuildError } from './errors';
 
 /** The readers by file extension (lower case). */
 const READERS: Record<string, string> = {
@@ -35,9 +27,6 @@ const READERS: Record<string, string> = {
   parquet: 'read_parquet',
 };
 
-/** Table functions that read nothing outside the query itself. */
-const GENERATORS = new Set(['range', 'generate_series', 'unnest']);
-
 /** @returns the reader of a file name, or undefined when it is not a tabular file. */
 export function readerFor(name: string): string | undefined {
   const dot = name.lastIndexOf('.');
@@ -46,9 +35,10 @@ export function readerFor(name: string): string | undefined {
 
 export interface QueryLimits {
   maxRows: number;
+  /** Most bytes of the rows as JSON; past it the query is stopped (422). */
+  maxBytes: number;
   timeoutMs: number;
   memoryBytes: number;
-  concurrency: number;
 }
 
 export interface QueryColumn {
@@ -74,184 +64,226 @@ export interface QueryResult {
  */
 export type TableResolver = (name: string) => Promise<string | null>;
 
-const quoteIdent = (s: string): string => `"${s.replace(/"/g, '""')}"`;
-const quoteString = (s: string): string => `'${s.replace(/'/g, "''")}'`;
+interface WireError {
+  status: number;
+  code: string;
+  message: string;
+}
 
-/** What the syntax tree reads: base tables (minus CTE names), and table functions. */
-function tablesOf(tree: unknown): { tables: Set<string>; functions: Set<string>; ctes: Set<string> } {
-  const tables = new Set<string>();
-  const functions = new Set<string>();
-  const ctes = new Set<string>();
-  const walk = (node: unknown): void => {
-    if (Array.isArray(node)) return node.forEach(walk);
-    if (!node || typeof node !== 'object') return;
-    const o = node as Record<string, unknown>;
-    if (o.type === 'BASE_TABLE' && typeof o.table_name === 'string') {
-      if (o.schema_name || o.catalog_name) throw new ValidationError('Tables are workspace files: no schema names');
-      tables.add(o.table_name);
-    }
-    if (o.type === 'TABLE_FUNCTION') {
-      const fn = o.function as { function_name?: unknown } | undefined;
-      functions.add(String(fn?.function_name ?? '')); // its arguments are walked below
-    }
-    const map = (o.cte_map as { map?: { key?: unknown }[] } | undefined)?.map;
-    if (Array.isArray(map)) for (const m of map) if (typeof m.key === 'string') ctes.add(m.key);
-    Object.values(o).forEach(walk);
-  };
-  walk(tree);
-  return { tables, functions, ctes };
+/** Messages of the api to a query process. */
+export type FromParent =
+  | { type: 'run'; sql: string; limits: QueryLimits }
+  | { type: 'resolved'; ask: number; file: string | null; error?: WireError };
+
+/** Messages of a query process to the api. */
+export type ToParent =
+  | { type: 'ready' }
+  | { type: 'resolve'; ask: number; name: string }
+  | { type: 'done'; result: QueryResult }
+  | { type: 'failed'; error: WireError };
+
+/** How long past its time limit a query's process may take to stop it itself before it is killed. */
+export const KILL_GRACE_MS = 1000;
+
+/** The JS heap of a query process: the answer (up to `maxBytes` of JSON) a few times over, at least 128 MiB. */
+function heapMegabytes(limits: QueryLimits): number {
+  return Math.max(128, Math.ceil((limits.maxBytes * 4) / 1024 / 1024) + 64);
+}
+
+interface Worker {
+  child: ChildProcess;
+  heapMb: number;
+  ready: Promise<void>;
+}
+
+function spawnWorker(heapMb: number): Worker {
+  const ext = path.extname(__filename);
+  const entry = path.join(__dirname, `dataQueryProcess${ext}`);
+  const child = fork(entry, [], {
+    // Sources run through tsx (dev, tests); the build runs the compiled file.
+    execArgv: [`--max-old-space-size=${heapMb}`, ...(ext === '.ts' ? ['--import', 'tsx'] : [])],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    serialization: 'advanced',
+  });
+  const ready = new Promise<void>((resolve, reject) => {
+    const onMessage = (m: ToParent) => {
+      if (m.type !== 'ready') return;
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+      resolve();
+    };
+    const onExit = () => reject(new Error('The data-query process stopped while starting'));
+    child.on('message', onMessage);
+    child.once('exit', onExit);
+  });
+  ready.catch(() => undefined);
+  return { child, heapMb, ready };
+}
+
+interface Job {
+  tenant: string;
+  sql: string;
+  resolveTable: TableResolver;
+  limits: QueryLimits;
+  concurrency: number;
+  resolve(result: QueryResult): void;
+  reject(err: unknown): void;
 }
 
 let running = 0;
-const waiting: (() => void)[] = [];
+const idle: Worker[] = [];
+/** Waiting queries by organization. */
+const queues = new Map<string, Job[]>();
+/** Per organization with queries running or waiting: how many run, and when its last one started (a sequence). */
+const tenants = new Map<string, { running: number; lastStart: number }>();
+let starts = 0;
 
-async function slot(limits: QueryLimits): Promise<() => void> {
-  if (running >= limits.concurrency) {
-    if (waiting.length >= limits.concurrency * 4) throw new RateLimitedError(1);
-    await new Promise<void>((resolve) => waiting.push(resolve));
+/**
+ * The next query: the first waiting one of the organization whose last query started longest ago (an organization
+ * with nothing running comes first), so a newcomer's first query goes before the rest of anyone's queue.
+ */
+function nextJob(): Job | undefined {
+  let chosen: string | undefined;
+  for (const tenant of queues.keys()) {
+    const last = tenants.get(tenant)?.lastStart ?? -1;
+    if (chosen === undefined || last < (tenants.get(chosen)?.lastStart ?? -1)) chosen = tenant;
   }
+  if (chosen === undefined) return undefined;
+  const jobs = queues.get(chosen)!;
+  const job = jobs.shift();
+  if (jobs.length === 0) queues.delete(chosen);
+  return job;
+}
+
+/** A process with a query holds the api's event loop open (so a query is never dropped); an idle one does not. */
+function hold(w: Worker, busy: boolean): void {
+  const channel = (w.child as unknown as { channel?: { ref(): void; unref(): void } }).channel;
+  if (busy) {
+    w.child.ref();
+    channel?.ref();
+  } else {
+    w.child.unref();
+    channel?.unref();
+  }
+}
+
+function isAlive(w: Worker): boolean {
+  return w.child.exitCode === null && w.child.signalCode === null && w.child.connected;
+}
+
+/** Runs one job on an idle (or new) process; then takes the next waiting job, if any. */
+function start(job: Job): void {
   running += 1;
-  return () => {
+  const tenant = tenants.get(job.tenant) ?? { running: 0, lastStart: 0 };
+  tenant.running += 1;
+  tenant.lastStart = starts += 1;
+  tenants.set(job.tenant, tenant);
+  const heapMb = heapMegabytes(job.limits);
+  let worker = idle.pop();
+  while (worker && (!isAlive(worker) || worker.heapMb !== heapMb)) {
+    worker.child.kill('SIGKILL');
+    worker = idle.pop();
+  }
+  const w = worker ?? spawnWorker(heapMb);
+  hold(w, true);
+  void runOn(w, job).finally(() => {
+    hold(w, false);
     running -= 1;
-    waiting.shift()?.();
-  };
+    tenant.running -= 1;
+    if (tenant.running === 0 && !queues.has(job.tenant)) tenants.delete(job.tenant);
+    if (isAlive(w) && idle.length < job.concurrency) idle.push(w);
+    else w.child.kill('SIGKILL');
+    const next = nextJob();
+    if (next) start(next);
+  });
 }
 
-/** Engine errors worded for clients: DuckDB's first line (`Binder Error: …`, `Parser Error: …`). */
-function engineError(err: unknown): Error {
-  const message = err instanceof Error ? err.message : String(err);
-  const first = message
-    .split('\n')[0]!
-    .replace(/^(Error: )+/, '')
-    .slice(0, 1000);
-  if (/^Out of Memory Error/i.test(first)) return new QueryLimitError(`The query exceeded its memory limit: ${first}`);
-  if (/^Permission Error/i.test(first)) return new ValidationError(`The query may read workspace files only: ${first}`);
-  return new ValidationError(`Query failed: ${first}`);
-}
-
-/** Parses with DuckDB (no binding) and checks it is one SELECT. @returns the syntax tree. */
-async function parse(conn: DuckDBConnection, sql: string): Promise<unknown> {
-  let extracted;
+async function runOn(w: Worker, job: Job): Promise<void> {
   try {
-    extracted = await conn.extractStatements(sql);
+    await w.ready;
   } catch (err) {
-    throw engineError(err);
+    job.reject(err);
+    return;
   }
-  if (extracted.count !== 1) throw new ValidationError('Send exactly one SELECT statement');
-  // Not prepared here: binding would already open the files it names (replacement scans), before the lock below.
-  const reader = await conn.runAndReadAll('SELECT json_serialize_sql($1::VARCHAR)', [sql]);
-  const tree = JSON.parse(String(reader.getRows()[0]![0])) as { error: boolean; error_message?: string };
-  if (tree.error) {
-    throw new ValidationError(
-      /Only SELECT/i.test(tree.error_message ?? '')
-        ? 'Only SELECT statements are allowed (the query is read-only)'
-        : `Query failed: ${tree.error_message ?? 'it does not parse'}`
-    );
-  }
-  return tree;
+  const { child } = w;
+  await new Promise<void>((done) => {
+    let settled = false;
+    let killedForTime = false;
+    const finish = (fn: () => void) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+      fn();
+      done();
+    };
+    const timer = setTimeout(() => {
+      killedForTime = true;
+      child.kill('SIGKILL');
+    }, job.limits.timeoutMs + KILL_GRACE_MS);
+    const onExit = () =>
+      finish(() =>
+        job.reject(
+          new QueryLimitError(
+            killedForTime
+              ? `The query exceeded its time limit of ${job.limits.timeoutMs} ms`
+              : 'The query exceeded its memory limit (its engine stopped)'
+          )
+        )
+      );
+    const onMessage = (m: ToParent) => {
+      if (m.type === 'done') finish(() => job.resolve(m.result));
+      else if (m.type === 'failed')
+        finish(() => job.reject(m.error.status < 500 ? rebuildError(m.error) : new Error(m.error.message)));
+      else if (m.type === 'resolve') {
+        job.resolveTable(m.name).then(
+          (file) => child.send({ type: 'resolved', ask: m.ask, file } satisfies FromParent),
+          (err: unknown) => {
+            if (err instanceof AppError && err.expose)
+              child.send({
+                type: 'resolved',
+                ask: m.ask,
+                file: null,
+                error: { status: err.status, code: err.code, message: err.message },
+              } satisfies FromParent);
+            else {
+              child.kill('SIGKILL');
+              finish(() => job.reject(err));
+            }
+          }
+        );
+      }
+    };
+    child.on('message', onMessage);
+    child.once('exit', onExit);
+    child.send({ type: 'run', sql: job.sql, limits: job.limits } satisfies FromParent);
+  });
 }
 
 /**
- * Runs one read-only query.
+ * Runs one read-only query in a query process, in its organization's turn.
  * @param sql the query.
  * @param resolveTable maps a table name to its local file (null: not a tabular file of the workspace).
- * @param limits rows, time, memory, concurrency.
+ * @param limits rows, bytes, time, memory, and how many queries run at once in this api process.
+ * @param tenant the organization whose queue the query waits in.
  * @returns typed columns and rows.
  * @throws ValidationError (400) for anything but one SELECT over workspace files; QueryLimitError (422) past the
- * time or memory limit; RateLimitedError (429) when too many queries wait.
+ * time, bytes or memory limit; RateLimitedError (429) when the organization has too many queries waiting.
  */
-export async function runReadOnlyQuery(
+export function runReadOnlyQuery(
   sql: string,
   resolveTable: TableResolver,
-  limits: QueryLimits
+  limits: QueryLimits & { concurrency: number },
+  tenant: string
 ): Promise<QueryResult> {
-  const release = await slot(limits);
-  const instance = await DuckDBInstance.create(':memory:', {
-    threads: '1',
-    memory_limit: `${Math.floor(limits.memoryBytes / 1024 / 1024)}MB`,
-    autoinstall_known_extensions: 'false',
-    autoload_known_extensions: 'false',
+  const { concurrency, ...engineLimits } = limits;
+  return new Promise<QueryResult>((resolve, reject) => {
+    const job: Job = { tenant, sql, resolveTable, limits: engineLimits, concurrency, resolve, reject };
+    if (running < concurrency && queues.size === 0) return start(job);
+    const queue = queues.get(tenant) ?? [];
+    if (queue.length >= concurrency * 4) return reject(new RateLimitedError(1));
+    queue.push(job);
+    queues.set(tenant, queue);
   });
-  const conn = await instance.connect();
-  try {
-    const tree = await parse(conn, sql);
-    const { tables, functions, ctes } = tablesOf(tree);
-    for (const fn of functions) {
-      if (!GENERATORS.has(fn.toLowerCase()))
-        throw new ValidationError(
-          `Table function ${fn}() is not allowed: name a workspace file as a table, e.g. FROM 'data/sales.csv'`
-        );
-    }
-    const files: string[] = [];
-    const named: string[] = [];
-    for (const name of tables) {
-      if (ctes.has(name)) continue;
-      const file = await resolveTable(name);
-      const reader = readerFor(name);
-      if (!file || !reader)
-        throw new ValidationError(
-          `Unknown table ${name}: name a CSV, JSON or Parquet file of the workspace by its path`
-        );
-      await conn
-        .run(`CREATE VIEW ${quoteIdent(name)} AS SELECT * FROM ${reader}(${quoteString(file)})`)
-        .catch((err) => {
-          throw engineError(err);
-        });
-      files.push(file);
-      named.push(name);
-    }
-    await conn.run(
-      [
-        `SET allowed_paths = [${files.map(quoteString).join(', ')}]`,
-        'SET allowed_directories = []',
-        "SET temp_directory = ''",
-        'SET enable_external_access = false',
-        'SET lock_configuration = true',
-      ].join('; ')
-    );
-    return await execute(conn, sql, limits, named);
-  } finally {
-    conn.closeSync();
-    instance.closeSync();
-    release();
-  }
-}
-
-async function execute(
-  conn: DuckDBConnection,
-  sql: string,
-  limits: QueryLimits,
-  tables: string[]
-): Promise<QueryResult> {
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    conn.interrupt();
-  }, limits.timeoutMs);
-  try {
-    const prepared = await conn.prepare(sql);
-    if (prepared.statementType !== StatementType.SELECT)
-      throw new ValidationError('Only SELECT statements are allowed (the query is read-only)');
-    const result: DuckDBResult = await prepared.stream();
-    const columns = result.columnNames().map((name, i) => ({ name, type: result.columnType(i).toString() }));
-    const rows: Json[][] = [];
-    let truncated = false;
-    for (;;) {
-      const chunk = await result.fetchChunk();
-      if (!chunk || chunk.rowCount === 0) break;
-      const chunkRows = chunk.convertRows(JsonDuckDBValueConverter) as Json[][];
-      const room = limits.maxRows - rows.length;
-      rows.push(...chunkRows.slice(0, room));
-      if (chunkRows.length > room) {
-        truncated = true;
-        break;
-      }
-    }
-    return { columns, rows, truncated, tables };
-  } catch (err) {
-    if (timedOut) throw new QueryLimitError(`The query exceeded its time limit of ${limits.timeoutMs} ms`);
-    throw err instanceof AppError ? err : engineError(err);
-  } finally {
-    clearTimeout(timer);
-  }
 }

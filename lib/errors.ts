@@ -201,3 +201,13 @@ export class OAuthError extends AppError {
     super(status, 'oauth', description, headers);
   }
 }
+
+/**
+ * An error carried across a process boundary (the data-query processes, lib/dataQuery.ts): rebuilt with the
+ * status, code and message it had on the other side.
+ * @param e what was sent.
+ * @returns the error.
+ */
+export function rebuildError(e: { status: number; code: string; message: string }): AppError {
+  return new AppError(e.status, e.code, e.message);
+}

@@ -4,9 +4,10 @@
  * only use the authorization code grant (with PKCE), and acts for whoever consents. A client registered with a
  * service token (scope `mcp` or `*`) belongs to that token's organization and user: it is a machine client and may
  * use the client credentials grant, acting as that user [docs/decisions.md "MCP and OAuth"]. Only the SHA-256 of
- * the client secret is stored.
+ * the client secret is stored. Clients expire when unused (docs/decisions.md "Security").
  */
 import mongoose, { type InferSchemaType } from 'mongoose';
+import { expiringSchema, expiryPaths, registerExpiring } from '../lib/expiry';
 import { newId } from '../lib/ids';
 
 const schema = new mongoose.Schema(
@@ -25,9 +26,20 @@ const schema = new mongoose.Schema(
     /** Set for a machine client (registered with a service token): the identity of its client credentials grant. */
     organizationId: { type: String, default: null },
     userId: { type: String, default: null },
+    /** The service token that registered a machine client: revoking the token deletes the client. */
+    tokenId: { type: String, default: null },
+    /**
+     * An abandoned client expires: `OAUTH_CLIENT_IDLE_DAYS` after its registration or after the last code or token
+     * issued to it (commands/oauthClients.ts `touchClient`).
+     */
+    ...expiryPaths,
   },
   { timestamps: true, versionKey: false }
 );
 
+expiringSchema(schema);
+schema.index({ tokenId: 1 });
+schema.index({ organizationId: 1, createdAt: -1 });
+
 export type OAuthClientDoc = InferSchemaType<typeof schema> & { _id: string; createdAt: Date };
-export const OAuthClient = mongoose.model('OAuthClient', schema, 'oauth_clients');
+export const OAuthClient = registerExpiring(mongoose.model('OAuthClient', schema, 'oauth_clients'));

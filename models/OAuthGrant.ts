@@ -25,11 +25,21 @@ const grantSchema = new mongoose.Schema(
     redirectUri: { type: String, default: null },
     codeChallenge: { type: String, default: null },
     revokedAt: { type: Date, default: null },
+    /** The service token the person approved with: revoking it revokes the grant (docs/decisions.md "Security"). */
+    tokenId: { type: String, default: null },
+    /**
+     * The code a chain of refresh tokens descends from (its `_id`; a code's own): a reused code or refresh token
+     * revokes the whole family, the access tokens it issued included (their `fam` claim).
+     */
+    familyId: { type: String, default: null },
     ...expiryPaths,
   },
   { timestamps: { createdAt: true, updatedAt: false }, versionKey: false }
 );
 expiringSchema(grantSchema);
+grantSchema.index({ tokenId: 1 });
+grantSchema.index({ familyId: 1 });
+grantSchema.index({ organizationId: 1, clientId: 1 });
 
 export type OAuthGrantDoc = InferSchemaType<typeof grantSchema> & { _id: string; createdAt: Date };
 export const OAuthGrant = registerExpiring(mongoose.model('OAuthGrant', grantSchema, 'oauth_grants'));
@@ -48,7 +58,7 @@ export const OAuthGrantUse = registerExpiring(mongoose.model('OAuthGrantUse', us
 
 const revocationSchema = new mongoose.Schema(
   {
-    /** The access token's `jti`. */
+    /** The access token's `jti`, or `fam:<familyId>` for every access token of a revoked family. */
     _id: { type: String, required: true },
     /** The token's own expiry. */
     ...expiryPaths,

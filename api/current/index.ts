@@ -11,6 +11,7 @@ import { chatRoutes } from './chats';
 import { clientExecuteRoutes } from './clientExecute';
 import { jobRoutes } from './jobs';
 import { missionRoutes } from './missions';
+import { oauthClientRoutes } from './oauthClients';
 import { contractRoutes, type Contract } from './contract';
 import { dataBlockRoutes } from './dataBlocks';
 import { workspaceFileRoutes } from './workspaceFiles';
@@ -39,5 +40,6 @@ export function currentRoutes(deps: AppDeps, contract: () => Contract): RouteSpe
     ...spaceClientRoutes(deps),
     ...clientExecuteRoutes(deps),
     ...webhookRoutes(deps),
+    ...oauthClientRoutes(),
   ];
 }

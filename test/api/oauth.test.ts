@@ -165,7 +165,8 @@ describe('authorization code', () => {
     const won = (await results.find((r) => r.status === 200)!.json()) as Record<string, string>;
     expect(won).toMatchObject({ token_type: 'Bearer', scope: 'mcp', expires_in: 3600 });
     expect(results.find((r) => r.status === 200)!.headers.get('cache-control')).toBe('no-store');
-    expect(await mcpStatus(won.access_token)).toBe(404); // authenticated: only the session is unknown
+    // The losing redemptions are replays of a used code: what the code issued is revoked (RFC 9700 §4.14.2).
+    expect(await mcpStatus(won.access_token)).toBe(401);
   });
 
   it('a refresh token is used once and rotated; revocation ends refresh and access tokens', async () => {
@@ -177,13 +178,14 @@ describe('authorization code', () => {
     expect(second.status).toBe(200);
     const rotated = (await second.json()) as Record<string, string>;
     expect(rotated.refresh_token).not.toBe(first.refresh_token);
-    expect((await refresh(first)).status).toBe(400);
 
     expect((await form('/oauth/revoke', { client_id: a.clientId, token: rotated.refresh_token })).status).toBe(200);
     expect((await refresh(rotated)).status).toBe(400);
     expect(await mcpStatus(rotated.access_token)).toBe(404);
     expect((await form('/oauth/revoke', { client_id: a.clientId, token: rotated.access_token })).status).toBe(200);
     expect(await mcpStatus(rotated.access_token)).toBe(401);
+    // A used refresh token is refused (and revokes its family: test/api/oauthRevocation.test.ts).
+    expect((await refresh(first)).status).toBe(400);
   });
 });
 

@@ -55,7 +55,7 @@ it.each(['completed', 'cancelled'])(
       outcome === 'cancelled' ? 'EVENT_TYPE_ACTIVITY_TASK_CANCELED' : 'EVENT_TYPE_ACTIVITY_TASK_COMPLETED'
     );
     expect(types.at(-1)).toBe('EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED');
-    await Worker.runReplayHistory(workflowSource(), history);
+    await Worker.runReplayHistory(replaySource(stack.t.config), history);
   },
   60_000
 );

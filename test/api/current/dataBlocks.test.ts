@@ -91,7 +91,7 @@ describe('data blocks: typed answers', () => {
       { name: 'amount', type: 'DECIMAL(4,2)' },
     ]);
     expect(parquet.body.result.rows).toEqual([[2, '2026-02-03', '20.25']]);
-  });
+  }, 120_000);
 });
 
 describe('data blocks: limits', () => {
@@ -104,7 +104,7 @@ describe('data blocks: limits', () => {
     expect(all.body.result).toMatchObject({ row_count: 3, truncated: false });
     const over = await w.query('SELECT 1', { max_rows: t.config.dataQuery.maxRows + 1 });
     expect(over.status).toBe(400);
-  });
+  }, 120_000);
 
   it('interrupts a query past the time limit (422) and refuses one past the memory limit (422)', async () => {
     const w = await workspace(limited);
@@ -120,7 +120,7 @@ describe('data blocks: limits', () => {
     expect(big.body.error.message).toMatch(/memory limit/);
     // The engine is usable again afterwards.
     expect((await w.query('SELECT 42 AS answer')).body.result.rows).toEqual([[42]]);
-  });
+  }, 120_000);
 });
 
 describe('data blocks: read-only, inside the workspace', () => {
@@ -148,7 +148,7 @@ describe('data blocks: read-only, inside the workspace', () => {
     expect((await w.api.get(`/workspaces/${w.id}/files`)).body.entries.map((e: { name: string }) => e.name)).toEqual([
       'a.csv',
     ]);
-  });
+  }, 120_000);
 
   it('refuses files outside the workspace, table functions that read files, and symlinks leading out', async () => {
     const w = await workspace();
@@ -184,7 +184,7 @@ describe('data blocks: read-only, inside the workspace', () => {
     expect(hidden.status).toBe(400);
     // The workspace's own file still answers.
     expect((await w.query("SELECT a FROM 'mine.csv'")).body.result.rows).toEqual([['1']]);
-  });
+  }, 120_000);
 
   it('is another organization’s 404 and needs the workspaces:read scope', async () => {
     const w = await workspace();
@@ -193,5 +193,5 @@ describe('data blocks: read-only, inside the workspace', () => {
       sql: 'SELECT 1',
     });
     expect(r.status).toBe(404);
-  });
+  }, 120_000);
 });

@@ -239,10 +239,10 @@ describe('path safety', () => {
     ['absolute', '/etc/passwd'],
     ['windows drive', 'C:/Windows'],
     ['backslash', '..\\secret.txt'],
-    ['NUL byte', 'a.txt\u0000.png'],
     ['double-encoded ..', '%2e%2e%2fsecret.txt'],
     ['double-encoded slash', 'a%2F..%2Fsecret.txt'],
     ['dot segment', './a.txt'],
+    ['NUL byte', 'a.txt\u0000.png'],
   ];
 
   it.each(attempts)('refuses %s on every file route with 400, touching nothing', async (_name, bad) => {
@@ -265,7 +265,10 @@ describe('path safety', () => {
       expect([res.status, res.body.error?.code, res.body.error?.message]).toEqual([
         400,
         'validation_failed',
-        expect.stringMatching(/^Invalid path: /),
+        // A NUL byte is refused by the shared validation, naming the field (lib/ajv.ts `checkCharacters`).
+        bad.includes('\u0000')
+          ? expect.stringMatching(/^Field (path|from|to) must not contain control characters$/)
+          : expect.stringMatching(/^Invalid path: /),
       ]);
     }
     expect(readdirSync(w.dir).sort()).toEqual(before);
