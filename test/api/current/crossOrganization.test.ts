@@ -61,6 +61,7 @@ const bodies: Record<string, object | undefined> = {
   'GET /workspaces/:id/repos': undefined,
   'GET /workspaces/:id/repos/:repoId': undefined,
   'GET /workspaces/:id/repos/:repoId/events': undefined,
+  'DELETE /oauth-clients/:id': undefined,
 };
 
 /** A valid query per id route that needs one. */
@@ -116,6 +117,13 @@ it('another organization’s ids are 404 on every id route', async () => {
   const repo = (
     await currentAs(t, owner.serviceToken).post(`/workspaces/${space}/repos`, { url: 'https://example.com/x.git' })
   ).body.repo.id;
+  // The owner's OAuth client (a machine client registered with its service token).
+  const registered = await t.request
+    .post('/oauth/register')
+    .set('Authorization', `Bearer ${owner.serviceToken}`)
+    .send({ client_name: 'owner machine', grant_types: ['client_credentials'] });
+  expect(registered.status).toBe(201);
+  const oauthClient: string = registered.body.client_id;
   const ids: Record<string, string[]> = {
     id: [agent, publicAgent, library],
     eventId: [event],
@@ -134,7 +142,9 @@ it('another organization’s ids are 404 on every id route', async () => {
           ? [job]
           : route.path.startsWith('/missions')
             ? [mission]
-            : ids[param];
+            : route.path.startsWith('/oauth-clients')
+              ? [oauthClient]
+              : ids[param];
     for (const value of values) {
       const path = `/api${route.path.replace(`:${param}`, value).replace(':shareId', share).replace(':taskId', task).replace(':repoId', repo)}${queries[key] ?? ''}`;
       const req = t.request[route.method](path).set('Authorization', `Bearer ${intruder.serviceToken}`);
@@ -149,4 +159,6 @@ it('another organization’s ids are 404 on every id route', async () => {
   expect([still.status, still.body.chat?.title]).toEqual([200, 'A']);
   expect((await currentAs(t, owner.serviceToken).get(`/jobs/${job}`)).body.job.status).toBe('queued');
   expect((await currentAs(t, owner.serviceToken).get(`/missions/${mission}`)).body.mission.title).toBe('M');
+  const clients = (await currentAs(t, owner.serviceToken).get('/oauth-clients')).body.clients as { id: string }[];
+  expect(clients.map((c) => c.id)).toContain(oauthClient);
 });

@@ -103,7 +103,10 @@ it('400 in the v1 error shape for bad input; nothing is created', async () => {
     [{ goal: 'g', agentType: agent }, 'Missing required field: title'],
     [{ title: 't', agentType: agent }, 'Missing required field: goal'],
     [{ title: 't', goal: 'g' }, 'Missing required field: agentType'],
-    [{ title: 't', goal: 'g', agentType: 'agt_nope' }, 'Invalid agentType: agent not found'],
+    [
+      { title: 't', goal: 'g', agentType: 'agt_nope' },
+      /^Invalid agentType: must be an agent id of the organization or a library agent: general, /,
+    ],
     [{ title: 't', goal: 'g', agentType: agent, status: 'done' }, 'Invalid status. Must be: active, paused'],
     [
       { title: 't', goal: 'g', agentType: agent, schedule: { type: 'cron', value: '61 * * * *' } },
@@ -155,7 +158,9 @@ it('another organization gets 404 on every route and cannot aim a mission at thi
     expect([r.status, r.body]).toEqual([404, v1Error(404, 'Not Found', 'Mission not found')]);
   expect((await them.get('/missions')).body.missions).toEqual([]);
   const foreign = await them.post('/missions', { title: 't', goal: 'g', agentType: agent });
-  expect(foreign.body).toEqual(v1Error(400, 'Bad Request', 'Invalid agentType: agent not found'));
+  expect(foreign.body).toEqual(
+    v1Error(400, 'Bad Request', expect.stringMatching(/^Invalid agentType: must be an agent id of the organization/))
+  );
   expect((await api.get(`/missions/${mission.id}`)).body.mission.status).toBe('active');
   expect((await describeSchedule(mission.id)).state.paused).toBe(false);
 }, 30_000);
