@@ -2,7 +2,7 @@
  * Activities of the agentExecution workflow. All are idempotent under Temporal's at-least-once execution:
  * status moves are conditional, events have deterministic seqs, messages deterministic ids.
  */
-import { traceModelCall } from '../lib/tracing';
+import { traceModelCall, traceToolCall } from '../lib/tracing';
 import { executionDuration, executionsFinished, firstDelta } from '../lib/metrics';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
@@ -415,14 +415,15 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     ): Promise<void> => {
       for (const call of calls) {
         if (results.has(call.id)) continue;
-        const out =
+        const out: ToolOutcome = await traceToolCall(call.name, async () =>
           round > maxRounds
             ? { content: `Tool call limit reached (${maxRounds} rounds): answer without tools`, isError: true }
             : mcp.handles(call.name)
-              ? await mcp.run(call.name, call.input, interrupted)
+              ? mcp.run(call.name, call.input, interrupted)
               : tools
-                ? await tools.run(call.name, call.input)
-                : { content: 'No tools are available in this execution', isError: true };
+                ? tools.run(call.name, call.input)
+                : { content: 'No tools are available in this execution', isError: true }
+        );
         await writer.append([toolResultEvent(call, out, mcp.describe(call.name))]);
         results.set(call.id, out);
         log.info({ executionId, tool: call.name, isError: out.isError }, 'tool call');

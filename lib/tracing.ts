@@ -3,8 +3,8 @@
  * (OTEL_TRACES_EXPORTER=otlp or console; OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
  * OTEL_SERVICE_NAME). One trace follows a request: the HTTP request's span (api/middlewares/requestId.ts), the
  * workflow start and run, each activity and local activity (Temporal's interceptors, @temporalio/interceptors-
- * opentelemetry, wired in lib/dataConverter.ts `temporalExtensions`), and each model call (`chat <model>`, with
- * gen_ai attributes: system, model, input and output tokens).
+ * opentelemetry, wired in lib/dataConverter.ts `temporalExtensions`), each model call (`chat <model>`, with
+ * gen_ai attributes: system, model, input and output tokens) and each tool call (`execute_tool <name>`).
  *
  * Off, the OpenTelemetry API's tracer is a no-op and no Temporal tracing interceptor is installed.
  */
@@ -148,6 +148,33 @@ export async function traceModelCall<T>(
           if (usage.inputTokens !== undefined) span.setAttribute('gen_ai.usage.input_tokens', usage.inputTokens);
           if (usage.outputTokens !== undefined) span.setAttribute('gen_ai.usage.output_tokens', usage.outputTokens);
         });
+      } catch (err) {
+        span.recordException(err as Error);
+        span.setStatus({ code: SpanStatusCode.ERROR });
+        throw err;
+      } finally {
+        span.end();
+      }
+    }
+  );
+}
+
+/**
+ * Runs one tool call of an execution in an `execute_tool <name>` span (OpenTelemetry's gen_ai conventions); a tool
+ * error result marks the span as an error.
+ * @param name the tool's name as the model called it.
+ * @param fn the call.
+ * @returns fn's outcome.
+ */
+export async function traceToolCall<T extends { isError?: boolean }>(name: string, fn: () => Promise<T>): Promise<T> {
+  return tracer().startActiveSpan(
+    `execute_tool ${name}`,
+    { kind: SpanKind.INTERNAL, attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': name } },
+    async (span: Span) => {
+      try {
+        const out = await fn();
+        if (out.isError) span.setStatus({ code: SpanStatusCode.ERROR });
+        return out;
       } catch (err) {
         span.recordException(err as Error);
         span.setStatus({ code: SpanStatusCode.ERROR });

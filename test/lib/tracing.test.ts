@@ -1,6 +1,6 @@
 /**
  * Traces (issue 27 point 2), with an in-memory exporter: one `POST …/execute` makes one trace, from the HTTP
- * request's span through the workflow start, the workflow run and its (local) activity, to the model call, whose
+ * request's span through the workflow start, the workflow run and its (local) activity, to the model call (and each tool call), whose
  * span carries the gen_ai attributes (system, model, input and output tokens).
  */
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
@@ -70,4 +70,29 @@ it('one trace from POST …/execute to the model call, with gen_ai attributes', 
     ])
   );
   expect(chain.at(-1)).toBe('POST /api/v1/agents/:id/execute');
+}, 60_000);
+
+it('a tool call is an execute_tool span inside the same trace, under the model loop’s activity', async () => {
+  const org = await buildOrg();
+  const as = v1As(stack.t, org.apiToken);
+  const agent = await as.post('/agents', { name: 'Traced tools', systemPrompt: 'x' });
+  exporter.reset();
+  const res = await as.post(`/agents/${agent.body.id}/execute`, { message: '[tool:list_files {"path":""}]' });
+  expect(res.status).toBe(200);
+
+  const spans = await until(
+    async () => exporter.getFinishedSpans(),
+    (all) => all.some((s) => s.name === 'execute_tool list_files') && all.some((s) => s.name.startsWith('RunWorkflow'))
+  );
+  const http = spans.find((s) => s.name === 'POST /api/v1/agents/:id/execute')!;
+  const tool = spans.find((s) => s.name === 'execute_tool list_files')!;
+  expect(tool.spanContext().traceId).toBe(http.spanContext().traceId);
+  expect(tool.attributes).toMatchObject({ 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'list_files' });
+  const chain = ancestry(
+    tool,
+    spans.filter((s) => s.spanContext().traceId === http.spanContext().traceId)
+  );
+  expect(chain).toEqual(
+    expect.arrayContaining([expect.stringMatching(/^RunActivity/), 'POST /api/v1/agents/:id/execute'])
+  );
 }, 60_000);
