@@ -166,21 +166,6 @@ export async function openSharedFile(deps: FilesDeps, token: string): Promise<{ 
 }
 
 /**
- * After a file was replaced through the service (an upload over it: a new file on disk), its shares follow it.
- * @param ws the workspace.
- * @param rel the file's path.
- * @param before its identity before the write.
- * @param after its identity now.
- */
-export async function followReplacedFile(ws: WorkspaceRef, rel: string, before: string, after: string): Promise<void> {
-  if (before === after) return;
-  await WorkspaceLink.updateMany(
-    { spaceId: ws.spaceId, path: rel, kind: 'share', fileId: before, organizationId: ws.organizationId },
-    { $set: { fileId: after } }
-  );
-}
-
-/**
  * The file an app serves for a request path: the path itself, or its `index.html` when it names a directory
  * (never a listing). A directory asked for without its trailing slash is answered `{ redirect: true }` instead,
  * so that the page's relative links resolve inside it.

@@ -4,7 +4,7 @@
  * caps of uploads (per file, per workspace; 413, nothing kept), on an app configured with small caps.
  */
 import http from 'node:http';
-import { mkdirSync, readdirSync, symlinkSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { WorkspaceLink } from '../../../models';
 import { createTestApp, useTestApp, type TestApp } from '../../helpers/app';
@@ -86,6 +86,38 @@ describe('files/share', () => {
     );
     expect((await w.del('b.txt')).status).toBe(200);
     expect((await t.request.get(pathOf(b.url))).status).toBe(404);
+  });
+
+  it('is bound to the file shared: a file deleted and created again at its path is not served (issue 30 point 13)', async () => {
+    const w = await workspace();
+    await w.put('report.txt', 'first file');
+    await w.put('disk.txt', 'first on disk');
+    const share = (await w.post('files/share', { path: 'report.txt' })).body.share;
+    const onDisk = (await w.post('files/share', { path: 'disk.txt' })).body.share;
+    expect((await t.request.get(pathOf(share.url))).text).toBe('first file');
+
+    // Through the service: deleted, then another file uploaded at the same path.
+    expect((await w.del('report.txt')).status).toBe(200);
+    expect((await w.put('report.txt', 'another file')).status).toBe(201);
+    const again = await t.request.get(pathOf(share.url));
+    expect([again.status, again.body.error?.code, again.text.includes('another')]).toEqual([404, 'not_found', false]);
+    // Behind the service's back (a tool, a clone): removed and written again on disk.
+    rmSync(path.join(w.dir, 'disk.txt'));
+    writeFileSync(path.join(w.dir, 'disk.txt'), 'another on disk');
+    const replaced = await t.request.get(pathOf(onDisk.url));
+    expect([replaced.status, replaced.text.includes('another')]).toEqual([404, false]);
+    // A new share of the new file serves it.
+    const fresh = (await w.post('files/share', { path: 'report.txt' })).body.share;
+    expect((await t.request.get(pathOf(fresh.url))).text).toBe('another file');
+  });
+
+  it('follows its file when the file is overwritten through the service (an upload over it)', async () => {
+    const w = await workspace();
+    await w.put('notes.txt', 'version 1');
+    const share = (await w.post('files/share', { path: 'notes.txt' })).body.share;
+    expect((await w.put('notes.txt', 'version 2')).status).toBe(200);
+    const got = await t.request.get(pathOf(share.url));
+    expect([got.status, got.text]).toEqual([200, 'version 2']);
   });
 
   it('a share of a deleted workspace is 404', async () => {
