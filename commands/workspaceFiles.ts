@@ -17,7 +17,7 @@ import {
 } from '../lib/fileStorage';
 import { parseWorkspacePath } from '../lib/workspace';
 import { outsideRequestDeadline } from '../lib/requestDeadline';
-import { Space, type SpaceDoc } from '../models';
+import { Space, WorkspaceLink, type SpaceDoc } from '../models';
 
 /** What the file commands need: the storage and the caps (lib/config.ts). */
 export interface FilesDeps {
@@ -201,7 +201,25 @@ export async function writeWorkspaceFile(
     throw err;
   }
   await recountFiles(deps.storage, ws);
-  return { created, entry: (await deps.storage.stat(ws, rel))! };
+  const entry = (await deps.storage.stat(ws, rel))!;
+  if (existing?.type === 'file') await followReplacedFile(ws, rel, existing.id, entry.id);
+  return { created, entry };
+}
+
+/**
+ * A file overwritten through the service (an upload over it: a new file on disk) keeps its shares; a file deleted
+ * and created again does not (shares are bound to the file's identity) [docs/decisions.md "Security (issue 30)"].
+ * @param ws the workspace.
+ * @param rel the file's path.
+ * @param before its identity before the write.
+ * @param after its identity now.
+ */
+async function followReplacedFile(ws: WorkspaceRef, rel: string, before: string, after: string): Promise<void> {
+  if (before === after) return;
+  await WorkspaceLink.updateMany(
+    { spaceId: ws.spaceId, path: rel, kind: 'share', fileId: before, organizationId: ws.organizationId },
+    { $set: { fileId: after } }
+  );
 }
 
 /**

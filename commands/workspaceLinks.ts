@@ -32,7 +32,7 @@ export interface CreatedLink {
 async function createLink(
   auth: AuthContext,
   ws: WorkspaceRef,
-  fields: { kind: LinkKind; path: string; name?: string; expiresAt: Date | null },
+  fields: { kind: LinkKind; path: string; name?: string; expiresAt: Date | null; fileId?: string },
   appUrl: string
 ): Promise<CreatedLink> {
   const token = randomBase62(40);
@@ -71,15 +71,20 @@ export async function createShare(
   if (!entry) throw new NotFoundError('File not found');
   if (entry.type !== 'file') throw new ValidationError('Only files can be shared');
   const seconds = input.expires_in_seconds ?? SHARE_DEFAULT_SECONDS;
-  return createLink(auth, ws, { kind: 'share', path: rel, expiresAt: new Date(Date.now() + seconds * 1000) }, appUrl);
+  const expiresAt = new Date(Date.now() + seconds * 1000);
+  return createLink(auth, ws, { kind: 'share', path: rel, expiresAt, fileId: entry.id }, appUrl);
 }
 
+/** @returns whether a parsed path names a hidden file or folder (a segment starting with `.`: `.env`, `.git/…`). */
+const isHidden = (rel: string): boolean => rel.split('/').some((segment) => segment.startsWith('.'));
+
 /**
- * Defines a workspace app: a static site served from a folder of the workspace.
+ * Defines a workspace app: a static site served from a folder of the workspace; never its root, nor a hidden
+ * folder, nor through a symbolic link [docs/decisions.md "Security"].
  * @param deps storage.
  * @param auth the caller.
  * @param id workspace id.
- * @param input name and folder (`''` or `.` = the workspace root).
+ * @param input name and folder.
  * @param appUrl public base address.
  * @returns the app and its URL.
  */
@@ -90,11 +95,14 @@ export async function createApp(
   input: { name: string; path: string },
   appUrl: string
 ): Promise<CreatedLink> {
-  const rel = parseWorkspacePath(input.path, { allowRoot: true });
+  const rel = parseWorkspacePath(input.path);
+  if (isHidden(rel)) throw new ValidationError('Invalid path: an app cannot serve a hidden folder');
   const { ws } = await findWorkspace(auth, id);
-  const entry = rel === '' ? { type: 'directory' } : await deps.storage.stat(ws, rel);
+  const entry = await deps.storage.stat(ws, rel);
   if (!entry) throw new NotFoundError('Directory not found');
   if (entry.type !== 'directory') throw new ValidationError('An app is served from a directory');
+  if (await deps.storage.hasLink(ws, rel))
+    throw new ValidationError('Invalid path: an app cannot be served through a symbolic link');
   return createLink(auth, ws, { kind: 'app', path: rel, name: input.name, expiresAt: null }, appUrl);
 }
 
@@ -148,7 +156,13 @@ export async function resolveLink(
  */
 export async function openSharedFile(deps: FilesDeps, token: string): Promise<{ entry: FileEntry; content: Readable }> {
   const { link, ws } = await resolveLink(token, 'share');
-  return openFile(deps.storage, ws, link.path);
+  const file = await openFile(deps.storage, ws, link.path);
+  // Bound to the file shared, not to its path: another file at that path (deleted and re-created) is not served.
+  if (link.fileId && file.entry.id !== link.fileId) {
+    file.content.destroy();
+    throw new NotFoundError('File not found');
+  }
+  return file;
 }
 
 /**
@@ -170,13 +184,20 @@ export async function openAppFile(
   const trimmed = rawPath.endsWith('/') ? rawPath.slice(0, -1) : rawPath;
   const inner = parseWorkspacePath(trimmed, { allowRoot: true });
   const { link, ws } = await resolveLink(token, 'app');
+  if (link.path === '')
+    throw new GoneError('This app published the workspace root, which apps no longer do: create it on a folder');
+  const notFound = new NotFoundError('Not found');
+  // Only the app's own folder: never a hidden file or folder (.env, .git), never through a symbolic link.
+  if (isHidden(inner)) throw notFound;
   let rel = [link.path, inner].filter(Boolean).join('/');
+  if (await deps.storage.hasLink(ws, rel)) throw notFound;
   const entry = await deps.storage.stat(ws, rel);
   if (entry?.type === 'directory') {
     if (!trailingSlash) return { redirect: true };
-    rel = [rel, 'index.html'].filter(Boolean).join('/');
+    rel = `${rel}/index.html`;
+    if (await deps.storage.hasLink(ws, rel)) throw notFound;
   }
   return openFile(deps.storage, ws, rel).catch((err: unknown) => {
-    throw err instanceof NotFoundError ? new NotFoundError('Not found') : err;
+    throw err instanceof NotFoundError ? notFound : err;
   });
 }

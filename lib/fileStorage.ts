@@ -30,6 +30,11 @@ export interface FileEntry {
   /** Bytes (files); 0 otherwise. */
   size: number;
   modifiedAt: Date;
+  /**
+   * The file's identity in the storage (local disk: device, inode and birth time): a file deleted and re-created
+   * at the same path gets another one. Shares are bound to it [docs/decisions.md "Security"].
+   */
+  id: string;
 }
 
 /** Thrown by {@link FileStorage.write} when the body goes over the allowed number of bytes (nothing is kept). */
@@ -70,6 +75,14 @@ export interface FileStorage {
   localPath(ws: WorkspaceRef, path: string): Promise<string>;
   /** @returns the workspace's regular files (outside `.git` directories) and bytes (all files). */
   usage(ws: WorkspaceRef): Promise<{ files: number; bytes: number }>;
+  /** @returns whether any part of the path (below the workspace root) is a symbolic link. */
+  hasLink(ws: WorkspaceRef, path: string): Promise<boolean>;
+}
+
+/** @returns a file's identity from its stat: another file at the same path has another one. */
+function identityOf(s: { dev: number; ino: number; birthtimeMs: number; ctimeMs: number }): string {
+  // Inode numbers are reused; the birth time (or, where the file system keeps none, the change time) is not.
+  return `${s.dev}:${s.ino}:${s.birthtimeMs || s.ctimeMs}`;
 }
 
 /** Names of the temporary files uploads write before renaming them (not listed; their bytes count). */
@@ -148,6 +161,7 @@ export class LocalDiskStorage implements FileStorage {
       type: typeOf(seen),
       size: seen.isFile() ? seen.size : 0,
       modifiedAt: seen.mtime,
+      id: identityOf(seen),
     };
   }
 
@@ -173,6 +187,7 @@ export class LocalDiskStorage implements FileStorage {
         type: typeOf(s),
         size: s.isFile() ? s.size : 0,
         modifiedAt: s.mtime,
+        id: identityOf(s),
       });
     }
     return entries;
@@ -285,6 +300,18 @@ export class LocalDiskStorage implements FileStorage {
 
   async localPath(ws: WorkspaceRef, rel: string): Promise<string> {
     return realpath(await this.fileAt(ws, rel));
+  }
+
+  async hasLink(ws: WorkspaceRef, rel: string): Promise<boolean> {
+    const dir = this.dir(ws);
+    let at = dir;
+    for (const segment of rel.split('/').filter(Boolean)) {
+      at = path.join(at, segment);
+      const s = await lstat(at).catch(() => null);
+      if (!s) return false;
+      if (s.isSymbolicLink()) return true;
+    }
+    return false;
   }
 
   async usage(ws: WorkspaceRef): Promise<{ files: number; bytes: number }> {

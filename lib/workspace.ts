@@ -26,6 +26,15 @@ export function spaceDir(root: string, organizationId: string, spaceId: string):
   return path.join(root, organizationId, spaceId);
 }
 
+/**
+ * Invisible characters that change how a name is shown, refused in file names [docs/decisions.md "Security (issue
+ * 30)"]: the bidirectional marks, embeddings, overrides and isolates (U+061C, U+200E–U+200F, U+202A–U+202E,
+ * U+2066–U+2069: `report\u202Efdp.exe` shows as `reportexe.pdf`), the line and paragraph separators (U+2028–U+2029),
+ * the zero-width space and word joiner (U+200B, U+2060) and the byte order mark (U+FEFF). Zero-width (non-)joiners
+ * (U+200C–U+200D) stay: scripts and emoji need them.
+ */
+const FORMAT_CHARACTERS = /[\u061C\u200B\u200E\u200F\u2028-\u202E\u2060\u2066-\u2069\uFEFF]/;
+
 function invalid(why: string): ValidationError {
   return new ValidationError(`Invalid path: ${why}`);
 }
@@ -33,8 +42,8 @@ function invalid(why: string): ValidationError {
 /**
  * The path rules, checked before anything is touched. A workspace path is relative, with `/` separators, after
  * the URL's own (single) decoding. Refused (400): absolute paths (`/x`, `C:x`), `\`, NUL and other control
- * characters, `.` and `..` segments, empty segments (`a//b`, a trailing `/`), a remaining percent escape such as
- * `%2e` or `%2F` (the mark of double encoding), a segment over 255 bytes, a path over 1024 characters.
+ * characters (C0, DEL, C1), bidirectional and other invisible format characters ({@link FORMAT_CHARACTERS}), `.`
+ * and `..` segments, empty segments (`a//b`, a trailing `/`), a remaining percent escape such as `%2e` or `%2F` (the mark of double encoding), a segment over 255 bytes, a path over 1024 characters.
  * @param raw the client's path.
  * @param options.allowRoot accept `''` or `.` as the workspace root (listing, apps).
  * @returns the normalized relative path (`''` for the root).
@@ -47,7 +56,9 @@ export function parseWorkspacePath(raw: string, options: { allowRoot?: boolean }
   }
   if (raw.length > MAX_PATH_LENGTH) throw invalid(`longer than ${MAX_PATH_LENGTH} characters`);
   // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(raw)) throw invalid('control characters (NUL included) are not allowed');
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(raw)) throw invalid('control characters (NUL included) are not allowed');
+  if (FORMAT_CHARACTERS.test(raw))
+    throw invalid('format characters (U+202E and other direction marks) are not allowed');
   if (raw.includes('\\')) throw invalid('use / as the separator; \\ is not allowed');
   if (/%[0-9A-Fa-f]{2}/.test(raw)) throw invalid('percent escapes are not allowed (the path is decoded once)');
   if (raw.startsWith('/') || /^[A-Za-z]:/.test(raw)) throw invalid('must be relative to the workspace root');

@@ -16,6 +16,8 @@ const schema = new mongoose.Schema(
     spaceId: { type: String, required: true },
     /** The shared file, or the app's folder (`''` = the workspace root), as parsed by parseWorkspacePath. */
     path: { type: String, default: '' },
+    /** Shares: the identity of the file shared (lib/fileStorage.ts `FileEntry.id`); another file is not served. */
+    fileId: { type: String, default: null },
     /** Apps: a display name. */
     name: { type: String, default: '' },
     tokenHash: { type: String, required: true },
@@ -27,6 +29,7 @@ const schema = new mongoose.Schema(
   { timestamps: true, versionKey: false }
 );
 schema.index({ tokenHash: 1 }, { unique: true });
+schema.index({ spaceId: 1, path: 1 });
 
 export type WorkspaceLinkDoc = InferSchemaType<typeof schema> & { _id: string; createdAt: Date; updatedAt: Date };
 export const WorkspaceLink = mongoose.model('WorkspaceLink', schema, 'workspace_links');

@@ -394,23 +394,16 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       auth: 'service',
       scope: 'workspaces:write',
       params: workspaceParams,
-      body: record(
-        {
-          name: requiredStr(200),
-          path: pathField('The folder served (default the workspace root); its index.html is the home page'),
-        },
-        ['path']
-      ),
+      body: record({
+        name: requiredStr(200),
+        path: requiredPath(
+          'The folder served (not the workspace root, not a hidden folder); its index.html is the home page'
+        ),
+      }),
       responses: { 201: record({ app: linkSchema('app') }) },
       handler: async (ctx) => {
-        const { params, body } = input<{ name: string; path?: string }>(ctx);
-        const created = await createApp(
-          deps,
-          ctx.state.auth,
-          params.id,
-          { name: body.name, path: body.path ?? '' },
-          base
-        );
+        const { params, body } = input<{ name: string; path: string }>(ctx);
+        const created = await createApp(deps, ctx.state.auth, params.id, { name: body.name, path: body.path }, base);
         ctx.status = 201;
         ctx.body = { app: presentLink(created) };
       },

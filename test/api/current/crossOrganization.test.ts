@@ -53,7 +53,7 @@ const bodies: Record<string, object | undefined> = {
   'POST /workspaces/:id/files/preview': { path: 'a.txt' },
   'POST /workspaces/:id/files/share': { path: 'a.txt' },
   'DELETE /workspaces/:id/shares/:shareId': undefined,
-  'POST /workspaces/:id/apps': { name: 'App', path: '' },
+  'POST /workspaces/:id/apps': { name: 'App', path: 'site' },
   'POST /messaging-integration/deliveries/:eventId/redeliver': undefined,
   'POST /workspaces/:id/data-blocks/query': { sql: 'SELECT 1' },
   'POST /workspaces/:id/repos': { url: 'https://example.com/x.git' },

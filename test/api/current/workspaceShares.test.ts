@@ -4,7 +4,7 @@
  * caps of uploads (per file, per workspace; 413, nothing kept), on an app configured with small caps.
  */
 import http from 'node:http';
-import { readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { WorkspaceLink } from '../../../models';
 import { createTestApp, useTestApp, type TestApp } from '../../helpers/app';
@@ -88,6 +88,38 @@ describe('files/share', () => {
     expect((await t.request.get(pathOf(b.url))).status).toBe(404);
   });
 
+  it('is bound to the file shared: a file deleted and created again at its path is not served (issue 30 point 13)', async () => {
+    const w = await workspace();
+    await w.put('report.txt', 'first file');
+    await w.put('disk.txt', 'first on disk');
+    const share = (await w.post('files/share', { path: 'report.txt' })).body.share;
+    const onDisk = (await w.post('files/share', { path: 'disk.txt' })).body.share;
+    expect((await t.request.get(pathOf(share.url))).text).toBe('first file');
+
+    // Through the service: deleted, then another file uploaded at the same path.
+    expect((await w.del('report.txt')).status).toBe(200);
+    expect((await w.put('report.txt', 'another file')).status).toBe(201);
+    const again = await t.request.get(pathOf(share.url));
+    expect([again.status, again.body.error?.code, again.text.includes('another')]).toEqual([404, 'not_found', false]);
+    // Behind the service's back (a tool, a clone): removed and written again on disk.
+    rmSync(path.join(w.dir, 'disk.txt'));
+    writeFileSync(path.join(w.dir, 'disk.txt'), 'another on disk');
+    const replaced = await t.request.get(pathOf(onDisk.url));
+    expect([replaced.status, replaced.text.includes('another')]).toEqual([404, false]);
+    // A new share of the new file serves it.
+    const fresh = (await w.post('files/share', { path: 'report.txt' })).body.share;
+    expect((await t.request.get(pathOf(fresh.url))).text).toBe('another file');
+  });
+
+  it('follows its file when the file is overwritten through the service (an upload over it)', async () => {
+    const w = await workspace();
+    await w.put('notes.txt', 'version 1');
+    const share = (await w.post('files/share', { path: 'notes.txt' })).body.share;
+    expect((await w.put('notes.txt', 'version 2')).status).toBe(200);
+    const got = await t.request.get(pathOf(share.url));
+    expect([got.status, got.text]).toEqual([200, 'version 2']);
+  });
+
   it('a share of a deleted workspace is 404', async () => {
     const w = await workspace();
     await w.put('a.txt', 'a');
@@ -140,7 +172,7 @@ describe('apps', () => {
     await put('site/empty/.keep', '');
     await put('secret.txt', 'outside the app folder');
     const res = await api.post(`/workspaces/${id}/apps`, { name: 'Docs site', path: 'site' });
-    return { api, id, res };
+    return { api, id, res, put, dir: path.join(t.config.workspacesDir, org.organizationId, id) };
   }
 
   it('serves a folder as a static site at a public URL: index, assets with their types, a CSP', async () => {
@@ -194,6 +226,59 @@ describe('apps', () => {
       const r = await t.request.get(`${home}${bad}`);
       expect([bad, r.status, r.body.error?.code]).toEqual([bad, 400, 'validation_failed']);
     }
+  });
+
+  it('never serves hidden files (.env, .git) nor anything reached through a symbolic link (issue 30 point 10)', async () => {
+    const { res, put, dir } = await site();
+    const home = pathOf(res.body.app.url);
+    await put('site/.env', 'API_KEY=hidden');
+    await put('site/.git/config', '[core]');
+    await put('site/assets/.secret.json', '{}');
+    await put('site/.well/index.html', 'hidden folder');
+    // Symbolic links made on disk (as a tool or a cloned repository would) to places elsewhere in the workspace.
+    symlinkSync('../secret.txt', path.join(dir, 'site', 'leak.txt'));
+    mkdirSync(path.join(dir, 'other'));
+    symlinkSync('../other', path.join(dir, 'site', 'linked'));
+    await put('other/index.html', 'another folder');
+    await put('other/page.html', 'another page');
+    for (const p of ['.env', '.git/config', 'assets/.secret.json', '.well/', '.well/index.html', 'leak.txt']) {
+      const r = await t.request.get(`${home}${p}`);
+      expect([p, r.status, r.text.includes('hidden') || r.text.includes('outside')]).toEqual([p, 404, false]);
+    }
+    for (const p of ['linked', 'linked/', 'linked/page.html']) {
+      const r = await t.request.get(`${home}${p}`);
+      expect([p, r.status, r.text.includes('another')]).toEqual([p, 404, false]);
+    }
+    expect((await t.request.get(`${home}style.css`)).status).toBe(200);
+  });
+
+  it('is never created on the workspace root, a hidden folder or through a symbolic link (400 naming path)', async () => {
+    const { api, id, dir } = await site();
+    const create = (body: object) => api.post(`/workspaces/${id}/apps`, body);
+    const noPath = await create({ name: 'x' });
+    expect([noPath.status, noPath.body.error?.message]).toEqual([400, 'Missing required field: path']);
+    for (const root of ['', '.']) {
+      const r = await create({ name: 'x', path: root });
+      expect([root, r.status, r.body.error?.code, r.body.error?.message]).toEqual([
+        root,
+        400,
+        'validation_failed',
+        expect.stringMatching(/path/),
+      ]);
+    }
+    mkdirSync(path.join(dir, '.git'));
+    symlinkSync('site', path.join(dir, 'alias'));
+    for (const bad of ['.git', 'site/empty/..keep', 'alias']) {
+      const r = await create({ name: 'x', path: bad });
+      expect([bad, r.status, r.body.error?.message]).toEqual([bad, 400, expect.stringMatching(/^Invalid path: /)]);
+    }
+  });
+
+  it('an app stored on the workspace root (before issue 30) is no longer served: 410', async () => {
+    const { res } = await site();
+    await WorkspaceLink.updateOne({ _id: res.body.app.id }, { $set: { path: '' } });
+    const r = await t.request.get(`${pathOf(res.body.app.url)}secret.txt`);
+    expect([r.status, r.body.error?.code, r.text.includes('outside')]).toEqual([410, 'gone', false]);
   });
 
   it('is revocable (410 afterwards), must be a folder, and an unknown token is 404', async () => {
