@@ -7,6 +7,8 @@
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import mongoose from 'mongoose';
+import { checkAgentIds } from './agents';
+import { checkSkillIds } from './skills';
 import { authChanged, type AuthContext } from './tokens';
 import { encryptSecret } from '../lib/crypto';
 import {
@@ -119,11 +121,25 @@ export async function findModifiableSpace(auth: AuthContext, id: string): Promis
 }
 
 /**
+ * Checks the ids a space refers to against the caller's organization, before anything is stored: `assignedAgents`
+ * (commands/agents.ts checkAgentIds) and `skillIds` (commands/skills.ts checkSkillIds). `pluginIds` name no
+ * record of the service (plugins are the client's), so they are kept as sent.
+ * @param auth the caller.
+ * @param input the fields sent.
+ * @throws ValidationError naming the field.
+ */
+async function checkReferences(auth: AuthContext, input: Partial<SpaceInput>): Promise<void> {
+  await checkAgentIds(auth, input.assignedAgents ?? [], 'assignedAgents');
+  await checkSkillIds(auth, input.skillIds ?? [], 'skillIds');
+}
+
+/**
  * @param auth the caller.
  * @param input validated fields.
  * @returns the new space.
  */
 export async function createSpace(auth: AuthContext, input: SpaceInput): Promise<SpaceDoc> {
+  await checkReferences(auth, input);
   const space = await Space.create({ organizationId: auth.organizationId, ownerId: auth.userId, ...input });
   return space.toObject() as SpaceDoc;
 }
@@ -194,7 +210,8 @@ export async function listSpaces(
  * @returns the updated space.
  */
 export async function updateSpace(auth: AuthContext, id: string, changes: Partial<SpaceInput>): Promise<SpaceDoc> {
-  await findModifiableSpace(auth, id);
+  await findModifiableSpace(auth, id); // 404 / 403 before the references are looked at
+  await checkReferences(auth, changes);
   // A new list replaces the whole presented list: agents assigned at their creation but left out go too.
   if (changes.assignedAgents)
     await SpaceAgent.deleteMany({ spaceId: id, agentId: mongoose.trusted({ $nin: changes.assignedAgents }) });
