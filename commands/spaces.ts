@@ -4,7 +4,7 @@
  * organization → members; public → also readable by any authenticated caller who knows the id. The owner and
  * organization owners/admins may modify.
  */
-import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import mongoose from 'mongoose';
 import { checkAgentIds } from './agents';
@@ -114,10 +114,13 @@ export async function findVisibleSpace(auth: AuthContext, id: string): Promise<S
  */
 export async function findModifiableSpace(auth: AuthContext, id: string): Promise<SpaceDoc> {
   const space = await findVisibleSpace(auth, id);
-  if (space.organizationId !== auth.organizationId || (space.ownerId !== auth.userId && auth.role === 'member')) {
-    throw new ForbiddenError();
-  }
+  if (!mayModify(auth, space)) throw new ForbiddenError();
   return space;
+}
+
+/** The space's owner and the organization's owners/admins may modify it. */
+function mayModify(auth: AuthContext, space: SpaceDoc): boolean {
+  return space.organizationId === auth.organizationId && (space.ownerId === auth.userId || auth.role !== 'member');
 }
 
 /**
@@ -225,17 +228,30 @@ export async function updateSpace(auth: AuthContext, id: string, changes: Partia
 }
 
 /**
- * Soft-deletes a space (its files and chats are kept; it disappears from lists and reads).
+ * Deletes a space: its record first (soft: it disappears from lists and reads, nothing new is written into it; its
+ * chats are kept), then its directory on disk. Idempotent and resumable [docs/decisions.md "Security (issue 30)",
+ * space deletion]: a repeated delete of a space already deleted, by someone who could delete it, removes the
+ * directory again and succeeds, so a delete cut short between the two steps (a crash, a write that was in flight)
+ * is finished by repeating it.
  * @param auth the caller.
  * @param id space id.
+ * @param workspacesDir root of space directories.
+ * @throws NotFoundError for a space the caller cannot see; ForbiddenError for one it cannot modify.
  */
-export async function deleteSpace(auth: AuthContext, id: string): Promise<void> {
-  await findModifiableSpace(auth, id);
-  await Space.updateOne(
-    { _id: id, organizationId: auth.organizationId },
-    { $set: { deletedAt: new Date(), isDefault: false } }
-  );
-  await invalidate(DEFAULT_SPACES, auth.organizationId); // it may have been the default space
+export async function deleteSpace(auth: AuthContext, id: string, workspacesDir: string): Promise<void> {
+  // By id alone, as findVisibleSpace; a deleted space is answered only to those who could have deleted it.
+  const found = await Space.findById(id).lean<SpaceDoc>();
+  if (found?.deletedAt) {
+    if (!mayModify(auth, found)) throw new NotFoundError(NOT_FOUND);
+  } else {
+    await findModifiableSpace(auth, id);
+    await Space.updateOne(
+      { _id: id, organizationId: auth.organizationId, deletedAt: null },
+      { $set: { deletedAt: new Date(), isDefault: false } }
+    );
+    await invalidate(DEFAULT_SPACES, auth.organizationId); // it may have been the default space
+  }
+  await rm(spaceDir(workspacesDir, auth.organizationId, id), { recursive: true, force: true });
 }
 
 const STARTER_KIT: Record<string, (name: string) => string> = {
