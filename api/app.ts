@@ -118,7 +118,11 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(jsonBody({ limitBytes: deps.config.bodyLimitBytes, rawBody: rawBodyMatcher(groups) }));
   app.use(requestDeadline(deps.config.requestDeadlineMs));
   for (const group of groups) {
-    const options = { validateResponses: deps.config.validateResponses, ...group.options };
+    const options = {
+      validateResponses: deps.config.validateResponses,
+      sealKey: deps.config.encryptionKey,
+      ...group.options,
+    };
     app.use(mountRoutes(group.prefix, group.routes, options).routes());
   }
   app.on('error', (err: unknown) => {

@@ -119,10 +119,12 @@ export interface MountOptions {
   idempotency?: boolean;
   /** Authenticates the group's `mcp` routes (api/mcp/auth.ts). */
   mcpAuth?: Middleware;
+  /** Seals the answers idempotency records keep (ENCRYPTION_KEY; commands/idempotency.ts). */
+  sealKey?: Buffer;
 }
 
 /** Surface options besides response validation (per route group). */
-export type SurfaceOptions = Omit<MountOptions, 'validateResponses'>;
+export type SurfaceOptions = Omit<MountOptions, 'validateResponses' | 'sealKey'>;
 
 /** The route counts against the caller's budget and answers the rate-limit headers (also read by the OpenAPI document). */
 export function isRateLimited(route: RouteSpec, options: SurfaceOptions): boolean {
@@ -163,7 +165,7 @@ export function mountRoutes(prefix: string, routes: RouteSpec[], options: MountO
       ...authFor(route, options),
       ...(options.validateResponses ? [checkOutput(route)] : []),
       validateInput(route),
-      ...(isIdempotent(route, options) ? [idempotency()] : []),
+      ...(isIdempotent(route, options) ? [idempotency(options.sealKey)] : []),
       async (ctx: AppContext) => route.handler(ctx),
     ];
     router[route.method](route.path, ...(chain as never[]));

@@ -10,11 +10,11 @@
 import mongoose from 'mongoose';
 import type { AuthContext } from './tokens';
 import { invalidate, SharedCache } from '../lib/sharedCache';
-import { ForbiddenError, NotFoundError } from '../lib/errors';
+import { ForbiddenError, NotFoundError, ValidationError } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { insertDocument } from '../lib/mongo';
 import { paginate } from '../lib/pagination';
-import { Agent, Chat, SpaceAgent, spaceAgentId, type AgentDoc, type AgentVisibility } from '../models';
+import { Agent, Chat, Membership, SpaceAgent, spaceAgentId, type AgentDoc, type AgentVisibility } from '../models';
 import { defaultSpaceId } from './spaces';
 
 const NOT_FOUND = 'Agent not found';
@@ -122,6 +122,39 @@ export async function findModifiableAgent(auth: AuthContext, id: string): Promis
   const sameOrg = agent.organizationId === auth.organizationId;
   if (!sameOrg || (agent.userId !== auth.userId && auth.role === 'member')) throw new ForbiddenError();
   return agent;
+}
+
+/**
+ * Checks agent ids a record is given (a space's `assignedAgents`), before anything is stored; the same rule as
+ * commands/skills.ts checkSkillIds [docs/decisions.md "Security (issue 30)", references].
+ * @param auth the caller.
+ * @param ids the ids as sent.
+ * @param field the field's name in the request.
+ * @throws ValidationError naming the field for an id that is not a live agent of the caller's organization it can
+ *   see (unknown, archived, another organization's, another member's private one).
+ */
+export async function checkAgentIds(auth: AuthContext, ids: readonly string[], field: string): Promise<void> {
+  if (ids.length === 0) return;
+  // By `_id`, each (docs/query-shapes.md); the organization is checked on the rows.
+  const found = await Agent.find({ $or: [...new Set(ids)].map((_id) => ({ _id })) }).lean<AgentDoc[]>();
+  const usable = new Set(
+    found.filter((a) => a.organizationId === auth.organizationId && !a.archived && canSee(auth, a)).map((a) => a._id)
+  );
+  const bad = ids.find((id) => !usable.has(id));
+  if (bad !== undefined) throw new ValidationError(`Invalid ${field}: agent ${bad} not found`);
+}
+
+/**
+ * Checks a user id a record is given (an agent's `ownerId`): it must be a member of the caller's organization.
+ * @param auth the caller.
+ * @param id the user id as sent (undefined: nothing to check).
+ * @param field the field's name in the request.
+ * @throws ValidationError naming the field otherwise.
+ */
+export async function checkMemberId(auth: AuthContext, id: string | undefined, field: string): Promise<void> {
+  if (id === undefined) return;
+  if (!(await Membership.exists({ organizationId: auth.organizationId, userId: id })))
+    throw new ValidationError(`Invalid ${field}: user ${id} not found`);
 }
 
 /**

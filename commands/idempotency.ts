@@ -5,7 +5,7 @@
  * exactly one runs.
  */
 import type { AuthContext } from './tokens';
-import { sha256Hex } from '../lib/crypto';
+import { decryptSecret, encryptSecret, sha256Hex } from '../lib/crypto';
 import { IdempotencyInProgressError, IdempotencyMismatchError } from '../lib/errors';
 import { expiryFields } from '../lib/expiry';
 import { IdempotencyRecord, type IdempotencyRecordDoc } from '../models';
@@ -32,6 +32,7 @@ const isDuplicate = (err: unknown): boolean => (err as { code?: number }).code =
  * @param auth the caller (the key's identity is its user in its organization).
  * @param key the Idempotency-Key header value.
  * @param fingerprint hash of the request (method, path, body).
+ * @param sealKey the key the stored answers are sealed with (ENCRYPTION_KEY).
  * @param now the current time (ms).
  * @returns the record id and, for a repeated request, the answer to replay.
  * @throws IdempotencyMismatchError (422) when the key was used for another request; IdempotencyInProgressError
@@ -41,6 +42,7 @@ export async function claimIdempotencyKey(
   auth: AuthContext,
   key: string,
   fingerprint: string,
+  sealKey?: Buffer,
   now = Date.now()
 ): Promise<Claim> {
   const id = `${auth.organizationId}:${auth.userId}:${sha256Hex(key)}`;
@@ -73,7 +75,7 @@ export async function claimIdempotencyKey(
     }
     if (found.fingerprint !== fingerprint) throw new IdempotencyMismatchError();
     if (found.state === 'running' || !found.response) throw new IdempotencyInProgressError();
-    const stored = JSON.parse(found.response) as StoredResponse | { streamed: true };
+    const stored = JSON.parse(unseal(found.response, sealKey)) as StoredResponse | { streamed: true };
     if ('streamed' in stored)
       throw new IdempotencyInProgressError(
         'The first request with this Idempotency-Key answered with an event stream, which cannot be replayed'
@@ -83,14 +85,40 @@ export async function claimIdempotencyKey(
   throw new IdempotencyInProgressError();
 }
 
+/** A sealed answer (lib/crypto.ts encryptSecret) starts so; an answer kept without a key is JSON (`{`). */
+const SEALED_PREFIX = 'v1.';
+
 /**
- * Stores the answer of a claimed request (kept until the record expires).
+ * The stored answer as text: sealed with the key when there is one, so that the secrets some answers carry once (a
+ * rotated signing secret, a share's URL token) are never stored in clear [docs/decisions.md "Security (issue 30)"].
+ * Without ENCRYPTION_KEY (development only: production requires it) the answer is kept as is.
+ */
+function seal(json: string, sealKey: Buffer | undefined): string {
+  return sealKey ? encryptSecret(sealKey, json) : json;
+}
+
+function unseal(stored: string, sealKey: Buffer | undefined): string {
+  if (!stored.startsWith(SEALED_PREFIX)) return stored;
+  if (!sealKey) throw new IdempotencyInProgressError('The answer of this Idempotency-Key cannot be read: no key');
+  return decryptSecret(sealKey, stored);
+}
+
+/**
+ * Stores the answer of a claimed request (kept until the record expires), sealed with `sealKey` when given.
  * @param id the record id from the claim.
  * @param response the answer, or `streamed` for an event stream.
+ * @param sealKey the key the answer is sealed with (ENCRYPTION_KEY).
  */
-export async function completeIdempotencyKey(id: string, response: StoredResponse | 'streamed'): Promise<void> {
+export async function completeIdempotencyKey(
+  id: string,
+  response: StoredResponse | 'streamed',
+  sealKey?: Buffer
+): Promise<void> {
   const stored = response === 'streamed' ? { streamed: true } : response;
-  await IdempotencyRecord.updateOne({ _id: id }, { $set: { state: 'done', response: JSON.stringify(stored) } });
+  await IdempotencyRecord.updateOne(
+    { _id: id },
+    { $set: { state: 'done', response: seal(JSON.stringify(stored), sealKey) } }
+  );
 }
 
 /**

@@ -16,6 +16,8 @@ export interface WindowCount {
 }
 
 interface Waiter {
+  /** How many requests it counts for (an MCP batch: one per JSON-RPC message). */
+  weight: number;
   resolve: (count: number) => void;
   reject: (err: unknown) => void;
 }
@@ -54,8 +56,10 @@ async function drain(id: string, expiresAt: Date): Promise<void> {
     }
     queues.set(id, []);
     try {
-      const total = await incrementWindow(id, waiting.length, expiresAt);
-      waiting.forEach((w, i) => w.resolve(total - waiting.length + 1 + i));
+      const by = waiting.reduce((n, w) => n + w.weight, 0);
+      const total = await incrementWindow(id, by, expiresAt);
+      let before = total - by;
+      for (const w of waiting) w.resolve((before += w.weight));
     } catch (err) {
       waiting.forEach((w) => w.reject(err));
     }
@@ -70,21 +74,28 @@ async function drain(id: string, expiresAt: Date): Promise<void> {
  * @param identity `<organizationId>:<userId>`.
  * @param windowSeconds window length.
  * @param now the current time (ms).
- * @returns the count and the end of the window.
+ * @param weight how many requests this one counts for (an MCP batch: its messages; docs/decisions.md "Security
+ *   (issue 30)").
+ * @returns the count (this request's last one included) and the end of the window.
  */
-export async function countRequest(identity: string, windowSeconds: number, now = Date.now()): Promise<WindowCount> {
+export async function countRequest(
+  identity: string,
+  windowSeconds: number,
+  now = Date.now(),
+  weight = 1
+): Promise<WindowCount> {
   const windowMs = windowSeconds * 1000;
   const start = Math.floor(now / windowMs) * windowMs;
   const resetAt = start + windowMs;
   const id = `${identity}:${start}`;
-  limiterStats.requests++;
+  limiterStats.requests += weight;
   const count = await new Promise<number>((resolve, reject) => {
     const waiting = queues.get(id);
     if (waiting) {
-      waiting.push({ resolve, reject });
+      waiting.push({ weight, resolve, reject });
       return;
     }
-    queues.set(id, [{ resolve, reject }]);
+    queues.set(id, [{ weight, resolve, reject }]);
     void drain(id, new Date(resetAt));
   });
   return { count, resetAt };

@@ -4,9 +4,11 @@
  * organization → members; public → also readable by any authenticated caller who knows the id. The owner and
  * organization owners/admins may modify.
  */
-import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import mongoose from 'mongoose';
+import { checkAgentIds } from './agents';
+import { checkSkillIds } from './skills';
 import { authChanged, type AuthContext } from './tokens';
 import { encryptSecret } from '../lib/crypto';
 import {
@@ -112,10 +114,26 @@ export async function findVisibleSpace(auth: AuthContext, id: string): Promise<S
  */
 export async function findModifiableSpace(auth: AuthContext, id: string): Promise<SpaceDoc> {
   const space = await findVisibleSpace(auth, id);
-  if (space.organizationId !== auth.organizationId || (space.ownerId !== auth.userId && auth.role === 'member')) {
-    throw new ForbiddenError();
-  }
+  if (!mayModify(auth, space)) throw new ForbiddenError();
   return space;
+}
+
+/** The space's owner and the organization's owners/admins may modify it. */
+function mayModify(auth: AuthContext, space: SpaceDoc): boolean {
+  return space.organizationId === auth.organizationId && (space.ownerId === auth.userId || auth.role !== 'member');
+}
+
+/**
+ * Checks the ids a space refers to against the caller's organization, before anything is stored: `assignedAgents`
+ * (commands/agents.ts checkAgentIds) and `skillIds` (commands/skills.ts checkSkillIds). `pluginIds` name no
+ * record of the service (plugins are the client's), so they are kept as sent.
+ * @param auth the caller.
+ * @param input the fields sent.
+ * @throws ValidationError naming the field.
+ */
+async function checkReferences(auth: AuthContext, input: Partial<SpaceInput>): Promise<void> {
+  await checkAgentIds(auth, input.assignedAgents ?? [], 'assignedAgents');
+  await checkSkillIds(auth, input.skillIds ?? [], 'skillIds');
 }
 
 /**
@@ -124,6 +142,7 @@ export async function findModifiableSpace(auth: AuthContext, id: string): Promis
  * @returns the new space.
  */
 export async function createSpace(auth: AuthContext, input: SpaceInput): Promise<SpaceDoc> {
+  await checkReferences(auth, input);
   const space = await Space.create({ organizationId: auth.organizationId, ownerId: auth.userId, ...input });
   return space.toObject() as SpaceDoc;
 }
@@ -194,7 +213,8 @@ export async function listSpaces(
  * @returns the updated space.
  */
 export async function updateSpace(auth: AuthContext, id: string, changes: Partial<SpaceInput>): Promise<SpaceDoc> {
-  await findModifiableSpace(auth, id);
+  await findModifiableSpace(auth, id); // 404 / 403 before the references are looked at
+  await checkReferences(auth, changes);
   // A new list replaces the whole presented list: agents assigned at their creation but left out go too.
   if (changes.assignedAgents)
     await SpaceAgent.deleteMany({ spaceId: id, agentId: mongoose.trusted({ $nin: changes.assignedAgents }) });
@@ -208,17 +228,30 @@ export async function updateSpace(auth: AuthContext, id: string, changes: Partia
 }
 
 /**
- * Soft-deletes a space (its files and chats are kept; it disappears from lists and reads).
+ * Deletes a space: its record first (soft: it disappears from lists and reads, nothing new is written into it; its
+ * chats are kept), then its directory on disk. Idempotent and resumable [docs/decisions.md "Security (issue 30)",
+ * space deletion]: a repeated delete of a space already deleted, by someone who could delete it, removes the
+ * directory again and succeeds, so a delete cut short between the two steps (a crash, a write that was in flight)
+ * is finished by repeating it.
  * @param auth the caller.
  * @param id space id.
+ * @param workspacesDir root of space directories.
+ * @throws NotFoundError for a space the caller cannot see; ForbiddenError for one it cannot modify.
  */
-export async function deleteSpace(auth: AuthContext, id: string): Promise<void> {
-  await findModifiableSpace(auth, id);
-  await Space.updateOne(
-    { _id: id, organizationId: auth.organizationId },
-    { $set: { deletedAt: new Date(), isDefault: false } }
-  );
-  await invalidate(DEFAULT_SPACES, auth.organizationId); // it may have been the default space
+export async function deleteSpace(auth: AuthContext, id: string, workspacesDir: string): Promise<void> {
+  // By id alone, as findVisibleSpace; a deleted space is answered only to those who could have deleted it.
+  const found = await Space.findById(id).lean<SpaceDoc>();
+  if (found?.deletedAt) {
+    if (!mayModify(auth, found)) throw new NotFoundError(NOT_FOUND);
+  } else {
+    await findModifiableSpace(auth, id);
+    await Space.updateOne(
+      { _id: id, organizationId: auth.organizationId, deletedAt: null },
+      { $set: { deletedAt: new Date(), isDefault: false } }
+    );
+    await invalidate(DEFAULT_SPACES, auth.organizationId); // it may have been the default space
+  }
+  await rm(spaceDir(workspacesDir, auth.organizationId, id), { recursive: true, force: true });
 }
 
 const STARTER_KIT: Record<string, (name: string) => string> = {

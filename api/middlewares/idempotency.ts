@@ -1,7 +1,7 @@
 /**
  * `Idempotency-Key` on the current surface's mutating routes (docs/decisions.md "Idempotency"): mounted right
  * before the handler, after authentication and validation. Without the header the request runs as usual. With it,
- * the first request runs and its answer (2xx–4xx) is stored for 24 hours per identity and key; the same request
+ * the first request runs and its answer (2xx–4xx) is stored, sealed, for 24 hours per identity and key; the same request
  * again gets that answer with `Idempotent-Replayed: true`. A server error (5xx) frees the key so a retry runs.
  */
 import { createHash } from 'node:crypto';
@@ -46,14 +46,17 @@ function fingerprint(ctx: AppContext): string {
   return requestFingerprint(ctx.method, ctx.path, ctx.querystring, (ctx.request as { body?: unknown }).body);
 }
 
-/** @returns the middleware. */
-export function idempotency() {
+/**
+ * @param sealKey the key stored answers are sealed with (ENCRYPTION_KEY; commands/idempotency.ts).
+ * @returns the middleware.
+ */
+export function idempotency(sealKey?: Buffer) {
   return async function idempotencyMiddleware(ctx: AppContext, next: Next): Promise<void> {
     if (ctx.headers['idempotency-key'] === undefined) return next();
     const key = ctx.get('idempotency-key');
     if (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH)
       throw new ValidationError(`Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`);
-    const claim = await claimIdempotencyKey(ctx.state.auth, key, fingerprint(ctx));
+    const claim = await claimIdempotencyKey(ctx.state.auth, key, fingerprint(ctx), sealKey);
     if (claim.replay) {
       ctx.status = claim.replay.status;
       ctx.body = claim.replay.body;
@@ -79,6 +82,6 @@ export function idempotency() {
     }
     const stored: StoredResponse | 'streamed' =
       ctx.response.type === 'text/event-stream' ? 'streamed' : { status: ctx.status, body: ctx.body, headers };
-    await completeIdempotencyKey(claim.id, stored);
+    await completeIdempotencyKey(claim.id, stored, sealKey);
   };
 }

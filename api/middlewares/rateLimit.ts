@@ -11,6 +11,16 @@ import { rateLimitRefusals } from '../../lib/metrics';
 import type { AppContext } from '../context';
 
 /**
+ * @param ctx the request.
+ * @returns how many requests it counts for: one, or one per JSON-RPC message of a batch sent to the MCP endpoint
+ *   (a batch of 100 `tools/call` is 100 requests, executions started by `execute_agent` included).
+ */
+function weightOf(ctx: AppContext): number {
+  const body = (ctx.request as { body?: unknown }).body;
+  return ctx.method === 'POST' && Array.isArray(body) ? Math.max(1, body.length) : 1;
+}
+
+/**
  * @param options.limit default requests per window.
  * @param options.windowSeconds window length.
  * @returns the middleware (mount it after authentication).
@@ -20,7 +30,8 @@ export function rateLimit(options: { limit: number; windowSeconds: number }) {
     const { organizationId, userId, rateLimit: own } = ctx.state.auth;
     const limit = own ?? options.limit;
     const now = Date.now();
-    const { count, resetAt } = await countRequest(`${organizationId}:${userId}`, options.windowSeconds, now);
+    const weight = weightOf(ctx);
+    const { count, resetAt } = await countRequest(`${organizationId}:${userId}`, options.windowSeconds, now, weight);
     const remaining = Math.max(0, limit - count);
     const resetIn = Math.max(1, Math.ceil((resetAt - now) / 1000));
     ctx.set({

@@ -3,6 +3,7 @@
  */
 import {
   archiveAgent,
+  checkMemberId,
   createAgent,
   findModifiableAgent,
   findVisibleAgent,
@@ -58,6 +59,7 @@ export function agentRoutes(): RouteSpec[] {
         if (!prompt) throw new ValidationError('Missing required field: systemPrompt');
         await checkSkillIds(ctx.state.auth, rest.skillIds ?? [], 'skillIds');
         await checkMcpServerIds(ctx.state.auth, rest.mcpServerIds ?? [], 'mcpServerIds');
+        await checkMemberId(ctx.state.auth, rest.ownerId, 'ownerId');
         const agent = await createAgent(ctx.state.auth, { ...rest, systemPrompt: prompt });
         ctx.body = {
           success: true,

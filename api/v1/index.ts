@@ -22,7 +22,7 @@ export function v1Routes(deps: ExecutionRouteDeps): RouteSpec[] {
     ...agentRoutes(),
     ...executionRoutes(deps),
     ...taskRoutes(),
-    ...spaceRoutes(),
+    ...spaceRoutes(deps),
     ...keyRoutes(),
     ...profileRoutes(),
     ...skillRoutes(),

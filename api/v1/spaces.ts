@@ -36,8 +36,11 @@ import {
 
 const tags = ['Spaces'];
 
-/** @returns the v1 route declarations. */
-export function spaceRoutes(): RouteSpec[] {
+/**
+ * @param deps configuration (the workspaces root, for deletion).
+ * @returns the v1 route declarations.
+ */
+export function spaceRoutes(deps: Pick<AppDeps, 'config'>): RouteSpec[] {
   return [
     {
       method: 'get',
@@ -107,13 +110,13 @@ export function spaceRoutes(): RouteSpec[] {
     {
       method: 'delete',
       path: '/spaces/:id',
-      summary: 'Delete a space (soft: files and chats are kept)',
+      summary: 'Delete a space and its files (chats are kept); repeating it finishes a delete cut short',
       tags,
       auth: 'v1',
       params: idParams,
       responses: { 200: successMessage },
       handler: async (ctx) => {
-        await deleteSpace(ctx.state.auth, input(ctx).params.id);
+        await deleteSpace(ctx.state.auth, input(ctx).params.id, deps.config.workspacesDir);
         ctx.body = { success: true, message: 'Space deleted successfully' };
       },
     },

@@ -20,10 +20,11 @@ const client = (token: string) => ({
 describe('/api/v1/spaces CRUD', () => {
   it('creates, reads, lists, updates and deletes a space with the record fields', async () => {
     const org = await buildOrg();
+    const skill = (await as(org.apiToken).post('/skills', { name: 'papers', prompt: 'Cite.' })).body.skill.id;
     const created = await as(org.apiToken).post('/spaces', {
       name: 'Research',
       description: 'Papers',
-      skillIds: ['s1'],
+      skillIds: [skill],
     });
     expect(created.status).toBe(200);
     const space = created.body.space;
@@ -35,7 +36,7 @@ describe('/api/v1/spaces CRUD', () => {
       ownerId: org.userId,
       visibility: 'organization',
       assignedAgents: [],
-      skillIds: ['s1'],
+      skillIds: [skill],
       pluginIds: [],
       chatCount: 0,
       fileCount: 0,
