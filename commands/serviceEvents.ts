@@ -179,12 +179,14 @@ async function recordWith(
   let event: ServiceEventBody;
   let created = true;
   try {
+    const createdAt = new Date(); // one clock read: the event expires exactly DELIVERY_LOG_RETENTION after it
     const doc = await insertDocument(ServiceEvent, {
       _id,
       organizationId: input.organizationId,
       type: input.type,
       data: JSON.stringify(input.data),
-      ...retentionExpiry('deliveryLogMs'),
+      createdAt,
+      ...retentionExpiry('deliveryLogMs', createdAt),
     });
     event = serviceEventBody(doc as ServiceEventDoc);
   } catch (err) {
