@@ -19,7 +19,7 @@ jest.setTimeout(1_200_000);
 const BIG = 50_000;
 const SMALL = 1_000;
 const PAGE = 21;
-const ROUNDS = 9;
+const ROUNDS = 31;
 const base = Date.UTC(2026, 0, 1);
 
 /** The fields a tenant's documents hold: every equality a list filters on selects all of them (the worst case). */
