@@ -12,6 +12,7 @@
 import mongoose from 'mongoose';
 import { expiryFields } from '../lib/expiry';
 import { NotFoundError } from '../lib/errors';
+import { isDuplicateKey } from '../lib/mongo';
 import { ApiToken, OAuthClient, OAuthGrant, OAuthRevocation, type ApiTokenDoc, type OAuthClientDoc } from '../models';
 
 /** How long after its registration a client never used expires. */
@@ -59,7 +60,12 @@ export async function revokeFamily(...familyIds: string[]): Promise<void> {
   );
   const until = expiryFields(new Date(Date.now() + ACCESS_TOKEN_SECONDS * 1000));
   for (const id of ids)
-    await OAuthRevocation.updateOne({ _id: `fam:${id}` }, { $setOnInsert: until }, { upsert: true });
+    await OAuthRevocation.updateOne({ _id: `fam:${id}` }, { $setOnInsert: until }, { upsert: true }).catch(
+      (err: unknown) => {
+        // Two replays of one code revoke at once: the losing upsert finds the record the other inserted.
+        if (!isDuplicateKey(err)) throw err;
+      }
+    );
 }
 
 /** Revokes the families of the grants a filter selects. */

@@ -90,3 +90,12 @@ function minimize(obj: Record<string, unknown>): void {
     if (Object.keys(value).length === 0) delete obj[key];
   }
 }
+
+/**
+ * @param err an error from the driver.
+ * @returns whether it is a unique-index violation (E11000): the document exists already, also the loser of two
+ * concurrent upserts of the same key (MongoDB and FerretDB both answer one of them so).
+ */
+export function isDuplicateKey(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 11000;
+}
