@@ -17,10 +17,10 @@ import { executionWorkflowId } from '../../workflows/ids';
 import { createTestApp, type TestApp } from '../helpers/app';
 import { currentAs } from '../helpers/current';
 import { childTestEnv, TEST_ENCRYPTION_KEY } from '../helpers/env';
-import { buildMember, buildOrg } from '../helpers/factories';
+import { bearer, buildMember, buildOrg } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
 import { spawnScript, type Spawned } from '../helpers/processes';
-import { parseSse } from '../helpers/sse';
+import { openSse, parseSse } from '../helpers/sse';
 import { until } from '../helpers/until';
 import { v1As, v1Error } from '../helpers/v1';
 import { startTestWorker, type TestWorker } from '../helpers/worker';
@@ -205,6 +205,49 @@ describe('with a worker in the test process', () => {
       expect((await other.get(`/executions/${id}/tree`)).body).toEqual(
         v1Error(404, 'Not Found', 'Execution not found')
       );
+  }, 90_000);
+
+  it('in a chat (current surface), the chat stream shows the sub-agent under the call', async () => {
+    const org = await buildOrg();
+    const api = currentAs(t, org.serviceToken);
+    const helper = (await api.post('/agents', { name: 'Helper', system_prompt: 'Help.' })).body.agent.id as string;
+    const boss = await api.post('/agents', { name: 'Boss', system_prompt: 'Delegate.', sub_agent_ids: [helper] });
+    expect(boss.status).toBe(201);
+    const ws = await api.post('/workspaces', { name: 'Delegation' });
+    const chat = await api.post('/chats', { agent_id: boss.body.agent.id, workspace_id: ws.body.workspace.id });
+    expect(chat.status).toBe(201);
+    const chatId = chat.body.chat.id as string;
+    const stream = await openSse(`${await t.listen()}/api/chats/${chatId}/events`, {
+      headers: { authorization: bearer(org.serviceToken) },
+    });
+    const task = `help ${randomInt(1_000_000)}`;
+    const sent = await api.post(`/chats/${chatId}/messages`, { message: delegate(helper, task) });
+    expect(sent.status).toBe(201);
+    const parentId = sent.body.execution.id as string;
+    const deadline = Date.now() + 60_000;
+    const done = (e: { event?: string; data: string }): boolean =>
+      e.event === 'chat.status' && ['done', 'error'].includes((JSON.parse(e.data) as { status: string }).status);
+    while (!stream.events.some(done)) {
+      if (Date.now() > deadline) throw new Error(`not done; got:\n${stream.raw}`);
+      await stream.waitFor(stream.events.length + 1, 60_000);
+    }
+    stream.close();
+    const steps = stream.events.filter((e) => /^(tool|subagent)\./.test(e.event ?? ''));
+    expect(steps.map((e) => e.event)).toEqual(['tool.call', 'subagent.started', 'subagent.finished', 'tool.result']);
+    const toolUseId = (JSON.parse(steps[0].data) as Data).tool_use_id as string;
+    const childId = subAgentIds(parentId, toolUseId).executionId;
+    expect(JSON.parse(steps[1].data)).toEqual({
+      chat_id: chatId,
+      execution_id: parentId,
+      tool_use_id: toolUseId,
+      subagent_execution_id: childId,
+      agent_id: helper,
+    });
+    expect(JSON.parse(steps[2].data)).toMatchObject({ subagent_execution_id: childId, status: 'completed' });
+    expect(JSON.parse(steps[3].data)).toMatchObject({ content: `Echo: ${task}`, is_error: false });
+    // No empty delta stands for the markers; the chat's seqs have no gap.
+    expect(stream.events.filter((e) => e.event === 'message.delta' && JSON.parse(e.data).text === '')).toEqual([]);
+    expect(stream.events.map((e) => Number(e.id))).toEqual(stream.events.map((_, i) => i + 1));
   }, 90_000);
 
   it('past the depth or fan-out limit, the call is an error result for the model; the execution completes', async () => {
