@@ -250,6 +250,28 @@ describe('with a worker in the test process', () => {
     expect(stream.events.map((e) => Number(e.id))).toEqual(stream.events.map((_, i) => i + 1));
   }, 90_000);
 
+  it('a parent that ends otherwise than completed cancels its running child in its own finish', async () => {
+    const org = await buildOrg();
+    const api = v1As(t, org.apiToken);
+    const slow = await agent(api, 'Slow');
+    const boss = await agent(api, 'Boss', [slow]);
+    const reply = api
+      .post(`/agents/${boss}/execute`, { message: delegate(slow, `[chunks:400][slow:100] ${randomInt(1_000_000)}`) })
+      .then((r) => r);
+    const child = await until(
+      () => Execution.findOne({ agentId: slow, organizationId: org.organizationId }).lean<ExecutionDoc>(),
+      (c) => c?.status === 'running'
+    );
+    // Only the parent's workflow is cancelled (as a deadline or a failure ends it): no api cascade.
+    await t.temporal.client.workflow.getHandle(executionWorkflowId(child!.parentExecutionId!)).cancel();
+    expect((await reply).status).toBe(409);
+    const after = await until(
+      () => Execution.findById(child!._id).lean<ExecutionDoc>(),
+      (c) => c?.status === 'cancelled'
+    );
+    expect(after!.completedAt).not.toBeNull();
+  }, 90_000);
+
   it('past the depth or fan-out limit, the call is an error result for the model; the execution completes', async () => {
     const org = await buildOrg();
     const api = v1As(t, org.apiToken);
