@@ -7,7 +7,8 @@
  *   `base + 1` is `message.created` (the user message), and the execution's own event `s` is mirrored at
  *   `base + 1 + s` (`meta` → `chat.status` working, text deltas → `message.delta`, the assistant message →
  *   `message.completed`, tool calls and results (`message` events of `messageType` `tool_use` / `tool_result`)
- *   → `tool.call` / `tool.result`, `result` / `error` →
+ *   → `tool.call` / `tool.result`, a sub-agent's `subagent_started` / `subagent_finished` → `subagent.started` /
+ *   `subagent.finished`, `result` / `error` →
  *   `chat.status` done / error / standby). The range ends at
  *   `base + 1 + <last execution seq>`, which the finishing activity stores on the session in the same write that
  *   frees it, so the next execution starts right after it.
@@ -17,6 +18,7 @@
  *   readers never meet a hole.
  */
 import { ApplicationFailure } from '@temporalio/common';
+import { SUBAGENT_FINISHED, SUBAGENT_STARTED } from '../commands/subAgents';
 import { appendEvents, lastSeq, type LoggedEvent } from '../lib/eventLog';
 import { chatStatusOf, chatStreamId, type ChatStatus, type ExecutionDoc, type ExecutionStatus } from '../models';
 import { parseReplyRequest } from '../workflows/jobStates';
@@ -126,6 +128,27 @@ export function chatEventOf(
     case 'meta':
       return { seq, event: 'chat.status', data: { ...base, status: chatStatusOf('running'), error: null } };
     case 'message':
+      // A sub-agent's start and end under a tool call (commands/subAgents.ts).
+      if (data.messageType === SUBAGENT_STARTED || data.messageType === SUBAGENT_FINISHED) {
+        const d = e.data as {
+          toolUseId: string;
+          executionId: string;
+          agentId: string;
+          status?: string;
+          usage?: object;
+        };
+        return {
+          seq,
+          event: data.messageType === SUBAGENT_STARTED ? 'subagent.started' : 'subagent.finished',
+          data: {
+            ...base,
+            tool_use_id: d.toolUseId,
+            subagent_execution_id: d.executionId,
+            agent_id: d.agentId,
+            ...(d.status ? { status: d.status, usage: d.usage } : {}),
+          },
+        };
+      }
       if (data.messageType === 'assistant')
         return {
           seq,

@@ -9,6 +9,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { AgentFileTools, type ToolOutcome } from '../commands/agentFileTools';
 import { AgentMcpTools, type McpToolRef } from '../commands/agentMcpTools';
 import { enabledTools } from '../commands/builtInTools';
+import { SubAgentTools, withChildUsage } from '../commands/subAgents';
 import { agentWithSkills } from '../commands/skills';
 import { userTurn } from '../commands/mediaTurn';
 import { composeSystemPrompt } from '../commands/systemPrompt';
@@ -29,7 +30,7 @@ import { FAILURES, rejectedMessage, type FailureCode } from '../workflows/failur
 import { JOB_PROTOCOL_PROMPT } from '../workflows/jobStates';
 import { chatRangeEnd, chatStatusAfter, mirrorEvent, mirrorsToChat, mirrorToChat, toolEventKind } from './chatStream';
 import { recordEvent, recordEvents } from '../commands/serviceEvents';
-import { metaEvent } from '../commands/executions';
+import { cancelSubAgents, metaEvent } from '../commands/executions';
 import {
   Chat,
   chatStatusOf,
@@ -390,7 +391,9 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
       provider.name !== 'builtin'
         ? await AgentMcpTools.load(deps.config, agent, skills)
         : AgentMcpTools.none(deps.config);
-    const offered = [...builtIn, ...mcp.offered];
+    // An agent with sub-agents may hand them tasks (commands/subAgents.ts).
+    const sub = await SubAgentTools.load(deps.config, exec, agent, provider.name !== 'builtin', existing);
+    const offered = [...builtIn, ...mcp.offered, ...sub.offered];
     const maxRounds = deps.config.agentTools.maxRounds;
     const replay = replayToolRounds(existing);
     let toolEvents = existing.some((e) => toolEventKind(e) === 'tool_use');
@@ -418,11 +421,13 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         const out: ToolOutcome = await traceToolCall(call.name, async () =>
           round > maxRounds
             ? { content: `Tool call limit reached (${maxRounds} rounds): answer without tools`, isError: true }
-            : mcp.handles(call.name)
-              ? mcp.run(call.name, call.input, interrupted)
-              : tools
-                ? tools.run(call.name, call.input)
-                : { content: 'No tools are available in this execution', isError: true }
+            : sub.handles(call.name)
+              ? sub.run(ctx.client, call, (e) => writer.append([e]), signal, log)
+              : mcp.handles(call.name)
+                ? mcp.run(call.name, call.input, interrupted)
+                : tools
+                  ? tools.run(call.name, call.input)
+                  : { content: 'No tools are available in this execution', isError: true }
         );
         await writer.append([toolResultEvent(call, out, mcp.describe(call.name))]);
         results.set(call.id, out);
@@ -625,7 +630,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
       ...(exec.usageByAttempt as Record<string, { inputTokens?: number; outputTokens?: number }>),
       ...(usageAttempt !== undefined ? { [usageAttempt]: attemptCounts } : {}),
     };
-    const usage = totalUsage(byAttempt);
+    const usage = withChildUsage(totalUsage(byAttempt), exec.childUsage);
     const now = new Date();
 
     // Final events, each written once (a retried finish sees what an earlier attempt already wrote).
@@ -784,6 +789,11 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
       ]),
     ]);
 
+    // Sub-agents still running stop with their parent (commands/subAgents.ts).
+    if (input.status !== 'completed')
+      await Promise.resolve()
+        .then(() => cancelSubAgents(Context.current().client, exec))
+        .catch((err: unknown) => log.warn({ err, executionId: exec._id }, 'could not cancel sub-agents'));
     if (!terminal) {
       executionsFinished.inc({ status: finalStatus });
       executionDuration.observe({ status: finalStatus }, (Date.now() - new Date(exec.createdAt).getTime()) / 1000);

@@ -33,6 +33,8 @@ export interface AgentInput {
   advanced_tools?: string[];
   /** MCP server instances (checked by commands/mcpServers.ts checkMcpServerIds). */
   mcpServerIds?: string[];
+  /** Agents it may delegate to (checked by checkAgentIds; commands/subAgents.ts). */
+  subAgentIds?: string[];
   tags?: string[];
 }
 
@@ -64,7 +66,12 @@ export function listableAgentsFilter(auth: AuthContext): Record<string, unknown>
   };
 }
 
-function canSee(auth: AuthContext, agent: AgentDoc): boolean {
+/**
+ * @param auth the caller (or an execution's user, for its sub-agents).
+ * @param agent an agent.
+ * @returns whether the caller may see the agent (the visibility rules above).
+ */
+export function canSee(auth: Pick<AuthContext, 'organizationId' | 'userId'>, agent: AgentDoc): boolean {
   if (agent.organizationId === auth.organizationId)
     return agent.visibility !== 'private' || agent.userId === auth.userId;
   return agent.visibility === 'public' || agent.visibility === 'unlisted';
@@ -192,6 +199,7 @@ export async function createAgent(
       skillIds: input.skillIds ?? [],
       advanced_tools: input.advanced_tools ?? [],
       mcpServerIds: input.mcpServerIds ?? [],
+      subAgentIds: input.subAgentIds ?? [],
       tags: input.tags ?? [],
       spaceId,
       chatId,
@@ -250,7 +258,15 @@ export async function updateAgent(
   changes: Partial<
     Pick<
       AgentInput,
-      'name' | 'role' | 'systemPrompt' | 'visibility' | 'model' | 'skillIds' | 'advanced_tools' | 'mcpServerIds'
+      | 'name'
+      | 'role'
+      | 'systemPrompt'
+      | 'visibility'
+      | 'model'
+      | 'skillIds'
+      | 'advanced_tools'
+      | 'mcpServerIds'
+      | 'subAgentIds'
     >
   >
 ): Promise<void> {

@@ -3,6 +3,7 @@
  * pending execution, its user message and its `meta` event, and start workflow `execution-<id>`. Reads, the
  * execution tree, cancellation, and waiting for the outcome.
  */
+import type { Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import type { Config } from '../lib/config';
 import { appendEvents, type LoggedEvent } from '../lib/eventLog';
@@ -24,6 +25,7 @@ import {
   TERMINAL_EXECUTION_STATUSES,
   type ChatDoc,
   type ExecutionDoc,
+  type ExecutionStatus,
   type SessionDoc,
   type SessionTurnDoc,
 } from '../models';
@@ -176,7 +178,11 @@ export interface PendingExecution {
   parentExecutionId: string | null;
   rootExecutionId: string;
   taskId: string | null;
-  source: ExecuteInput['source'] | 'job';
+  source: ExecuteInput['source'] | 'job' | 'subagent';
+  /** A sub-agent's: the parent's tool call that started it. */
+  parentToolCallId?: string | null;
+  /** A sub-agent's nesting depth (commands/subAgents.ts). */
+  depth?: number;
   /** The request (or work) that started it; default: the current one (lib/requestContext.ts). */
   requestId?: string | null;
   jobId?: string | null;
@@ -232,6 +238,43 @@ export async function recordPendingExecution(p: PendingExecution): Promise<Execu
   ]);
   if (!stored) throw new NotFoundError(NOT_FOUND);
   return stored;
+}
+
+/**
+ * Starts workflow `execution-<id>` of a pending execution started by something else than the api's execute: a
+ * sub-agent's, by its parent's tool call (commands/subAgents.ts). The same workflow options as startExecution's.
+ * @param client a Temporal client (the api's, or the worker's own in an activity).
+ * @param taskQueue the task queue of execution workflows.
+ * @param config the deadline of executions.
+ * @param exec the pending execution.
+ * @param options `rejectDuplicate`: a workflow of that id that already ran (closed) refuses the start too, so a
+ *   repeated start never runs the execution again (WorkflowExecutionAlreadyStartedError either way).
+ */
+export async function startExecutionWorkflow(
+  client: Client,
+  taskQueue: string,
+  config: Pick<Config, 'executionDeadlineSeconds'>,
+  exec: Pick<ExecutionDoc, '_id' | 'organizationId' | 'agentId' | 'provider' | 'model' | 'chatId' | 'sessionId'>,
+  options: { rejectDuplicate?: boolean } = {}
+): Promise<void> {
+  await client.workflow.start<typeof agentExecution>('agentExecution', {
+    workflowId: executionWorkflowId(exec._id),
+    taskQueue,
+    args: [{ executionId: exec._id, deadlineSeconds: config.executionDeadlineSeconds, shape: EXECUTION_SHAPE }],
+    ...(options.rejectDuplicate ? { workflowIdReusePolicy: 'REJECT_DUPLICATE' as const } : {}),
+    typedSearchAttributes: new TypedSearchAttributes([
+      { key: organizationIdKey, value: exec.organizationId },
+      { key: agentIdKey, value: exec.agentId },
+      { key: workKindKey, value: 'execution' },
+    ]),
+    // Ids and the model only: no user text (docs/decisions.md "Observability: private payloads").
+    memo: {
+      agentId: exec.agentId,
+      model: `${exec.provider}:${exec.model}`,
+      chatId: exec.chatId,
+      sessionId: exec.sessionId,
+    },
+  });
 }
 
 /**
@@ -429,6 +472,49 @@ export async function executionTree(
 }
 
 /**
+ * Cancels the running sub-agents of an execution, and theirs (workflow cancellation; a child whose workflow never
+ * started is marked cancelled). Each child's own finish frees its session and writes its terminal event.
+ * @param client a Temporal client.
+ * @param parent the execution.
+ * @returns how many children were asked to stop.
+ */
+export async function cancelSubAgents(
+  client: Client,
+  parent: Pick<ExecutionDoc, '_id' | 'organizationId'>
+): Promise<number> {
+  // By the parent (its index's leading field), within its organization (docs/query-shapes.md).
+  const children = await Execution.find({ parentExecutionId: parent._id, organizationId: parent.organizationId })
+    .select({ _id: 1, organizationId: 1, status: 1, parentToolCallId: 1 })
+    .limit(100)
+    .lean<Array<Pick<ExecutionDoc, '_id' | 'organizationId' | 'status' | 'parentToolCallId'>>>();
+  const running = children.filter(
+    (c) => c.parentToolCallId && !TERMINAL_EXECUTION_STATUSES.includes(c.status as ExecutionStatus)
+  );
+  await Promise.all(
+    running.map(async (c) => {
+      try {
+        await client.workflow.getHandle(executionWorkflowId(c._id)).cancel();
+      } catch (err) {
+        if ((err as Error).name !== 'WorkflowNotFoundError') throw err;
+        // Never started (its parent stopped in between), or already closed: a pending one ends here.
+        await Execution.updateOne(
+          { _id: c._id, status: 'pending' },
+          {
+            $set: {
+              status: 'cancelled',
+              error: { message: 'Execution cancelled', code: 'cancelled' },
+              completedAt: new Date(),
+            },
+          }
+        );
+      }
+      await cancelSubAgents(client, c);
+    })
+  );
+  return running.length;
+}
+
+/**
  * Cancels a pending or running execution through workflow cancellation (which aborts the model request), then
  * waits briefly for the workflow to record it.
  * @param deps Temporal.
@@ -446,6 +532,8 @@ export async function cancelExecution(
     throw new ValidationError('Only pending or running executions can be cancelled');
   }
   await deps.temporal.client.workflow.getHandle(executionWorkflowId(id)).cancel();
+  // Its running sub-agents at once (its own finish cancels them too, once its worker sees the cancellation).
+  await cancelSubAgents(deps.temporal.client, exec);
   const deadline = Date.now() + 5000;
   for (;;) {
     const now = await Execution.findById(id).lean<ExecutionDoc>();

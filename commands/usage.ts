@@ -6,6 +6,7 @@
 import mongoose from 'mongoose';
 import { ValidationError } from '../lib/errors';
 import { Execution } from '../models';
+import { withChildUsage } from './subAgents';
 import type { AuthContext } from './tokens';
 
 export type UsagePeriod = 'daily' | 'weekly' | 'monthly';
@@ -72,12 +73,14 @@ export async function organizationUsage(
     organizationId: auth.organizationId,
     createdAt: mongoose.trusted({ $gte: start, $lt: new Date(end.getTime() + DAY) }),
   })
-    .select({ agentId: 1, status: 1, usage: 1, createdAt: 1 })
+    .select({ agentId: 1, status: 1, usage: 1, childUsage: 1, createdAt: 1 })
     .lean()
     .cursor();
   for await (const e of cursor) {
-    const input = e.usage?.inputTokens ?? 0;
-    const output = e.usage?.outputTokens ?? 0;
+    // An execution's usage includes its sub-agents' (commands/subAgents.ts), which count as their own agents'.
+    const children = withChildUsage({ inputTokens: 0, outputTokens: 0 }, e.childUsage);
+    const input = (e.usage?.inputTokens ?? 0) - children.inputTokens;
+    const output = (e.usage?.outputTokens ?? 0) - children.outputTokens;
     const bucket = buckets.get(bucketStart(e.createdAt as Date, query.period));
     if (!bucket) continue;
     add(bucket.total, e.status, input, output);

@@ -159,8 +159,10 @@ export interface Config {
    * (AGENT_MAX_TOOL_ROUNDS; calls past it get an error result and the reply ends after one more round); one MCP
    * exchange's time limit (connect, initialize, list or call: MCP_TOOL_TIMEOUT_MS); the most bytes of one MCP HTTP
    * answer read (MCP_RESPONSE_MAX_BYTES); the most bytes of a tool result given to the model and recorded
-   * (MCP_TOOL_OUTPUT_MAX_BYTES); an extra CA bundle MCP connections trust, a private CA (MCP_CA_FILE).
-   * @default 16, 30000, 4 MiB, 32 KiB, none
+   * (MCP_TOOL_OUTPUT_MAX_BYTES); an extra CA bundle MCP connections trust, a private CA (MCP_CA_FILE). Sub-agents
+   * [docs/decisions.md "Sub-agents"]: how deep delegations may nest (SUBAGENT_MAX_DEPTH: an execution at that depth
+   * cannot delegate), how many sub-agents one execution may start (SUBAGENT_MAX_PER_EXECUTION).
+   * @default 16, 30000, 4 MiB, 32 KiB, none, 2, 5
    */
   agentTools: {
     maxRounds: number;
@@ -168,6 +170,8 @@ export interface Config {
     mcpResponseMaxBytes: number;
     mcpOutputMaxBytes: number;
     mcpCaFile?: string;
+    subAgentMaxDepth: number;
+    subAgentMaxPerExecution: number;
   };
   /** Metrics, traces and the payload codec endpoint [docs/decisions.md "Observability"]. */
   observability: ObservabilityConfig;
@@ -416,6 +420,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       mcpResponseMaxBytes: int('MCP_RESPONSE_MAX_BYTES', 4 * 1024 * 1024, 1024, 64 * 1024 * 1024),
       mcpOutputMaxBytes: int('MCP_TOOL_OUTPUT_MAX_BYTES', 32 * 1024, 256, 1024 * 1024),
       ...(nonEmpty(env, 'MCP_CA_FILE') ? { mcpCaFile: path.resolve(nonEmpty(env, 'MCP_CA_FILE')!) } : {}),
+      subAgentMaxDepth: int('SUBAGENT_MAX_DEPTH', 2, 1, 5),
+      subAgentMaxPerExecution: int('SUBAGENT_MAX_PER_EXECUTION', 5, 1, 50),
     },
     observability: { codecCorsOrigins: [] },
   };

@@ -31,6 +31,8 @@ const schema = new mongoose.Schema(
     /** MCP server instances whose tools the agent may call (models/McpServer.ts), besides its skills' requiredMCPs. */
     mcpServerIds: { type: [String], default: [] },
     advanced_tools: { type: [String], default: [] },
+    /** Agents of its organization it may hand a task to (`delegate_to_agent`, commands/subAgents.ts). */
+    subAgentIds: { type: [String], default: [] },
     tags: { type: [String], default: [] },
     /** Space and chat created with the agent (its `chatUrl`). */
     spaceId: { type: String, required: true },

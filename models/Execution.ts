@@ -39,11 +39,24 @@ const schema = new mongoose.Schema(
       inputTokens: { type: Number, default: 0 },
       outputTokens: { type: Number, default: 0 },
     },
+    /**
+     * The execution above this one in the tree: the execution whose `delegate_to_agent` call started it (a
+     * sub-agent, commands/subAgents.ts), or a job's previous iteration.
+     */
     parentExecutionId: { type: String, default: null },
     rootExecutionId: { type: String, required: true },
+    /** A sub-agent's: the parent's tool call that started it (its `toolUseId`). */
+    parentToolCallId: { type: String, default: null },
+    /** How many sub-agent delegations lie between this execution and a top-level one (0: started by a client). */
+    depth: { type: Number, default: 0 },
+    /**
+     * Usage of the sub-agents whose result this execution took, by child execution id: `usage` includes it
+     * [docs/decisions.md "Sub-agents"].
+     */
+    childUsage: { type: mongoose.Schema.Types.Mixed, default: undefined },
     taskId: { type: String, default: null },
     /** Which endpoint started it. */
-    source: { type: String, enum: ['v1', 'client', 'chat', 'job', 'mcp'], default: 'v1' },
+    source: { type: String, enum: ['v1', 'client', 'chat', 'job', 'mcp', 'subagent'], default: 'v1' },
     /** The job whose iteration this execution is (source `job`). */
     jobId: { type: String, default: null },
     /**
@@ -61,6 +74,8 @@ const schema = new mongoose.Schema(
 schema.index({ organizationId: 1, createdAt: -1, _id: -1 });
 schema.index({ organizationId: 1, agentId: 1, createdAt: -1, _id: -1 });
 schema.index({ rootExecutionId: 1 });
+// A parent's sub-agents (fan-out count, cancel cascade): bounded by the parent [docs/query-shapes.md].
+schema.index({ parentExecutionId: 1, organizationId: 1 });
 
 export type ExecutionDoc = InferSchemaType<typeof schema> & { _id: string; createdAt: Date; updatedAt: Date };
 export const Execution = mongoose.model('Execution', schema, 'executions');

@@ -22,6 +22,7 @@ export function presentAgent(agent: AgentDoc): Record<string, unknown> {
     skillIds: agent.skillIds,
     advanced_tools: agent.advanced_tools,
     mcpServerIds: agent.mcpServerIds ?? [],
+    subAgentIds: agent.subAgentIds ?? [],
     tags: agent.tags,
     spaceId: agent.spaceId,
     chatId: agent.chatId,
@@ -54,6 +55,7 @@ export function presentCurrentAgent(agent: AgentDoc): Record<string, unknown> {
     skill_ids: agent.skillIds ?? [],
     advanced_tools: agent.advanced_tools ?? [],
     mcp_server_ids: agent.mcpServerIds ?? [],
+    sub_agent_ids: agent.subAgentIds ?? [],
     created_at: agent.createdAt.toISOString(),
     updated_at: agent.updatedAt.toISOString(),
   };

@@ -26,6 +26,8 @@ export function presentExecution(e: ExecutionDoc): Record<string, unknown> {
     usage: { input_tokens: e.usage?.inputTokens ?? 0, output_tokens: e.usage?.outputTokens ?? 0 },
     parentExecutionId: e.parentExecutionId ?? null,
     rootExecutionId: e.rootExecutionId,
+    parentToolCallId: e.parentToolCallId ?? null,
+    depth: e.depth ?? 0,
     taskId: e.taskId ?? null,
     source: e.source,
     createdAt: e.createdAt.toISOString(),

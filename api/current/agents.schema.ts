@@ -2,7 +2,7 @@
 import type { Schema } from '../../lib/ajv';
 import { AGENT_INSTALL_STATES, AGENT_VISIBILITIES } from '../../models/Agent';
 import { nextCursor, record, requiredStr, str, strArray, timestamp } from '../schemas';
-import { ADVANCED_TOOLS, AGENT_LIMITS, VISIBILITY_MESSAGE } from '../v1/agents.schema';
+import { ADVANCED_TOOLS, AGENT_LIMITS, subAgentIdList, VISIBILITY_MESSAGE } from '../v1/agents.schema';
 import { mcpServerIdList } from '../v1/mcpServers.schema';
 import { skillIdList } from '../v1/skills.schema';
 
@@ -22,6 +22,7 @@ export const currentAgentCreateBody: Schema = {
     skill_ids: skillIdList,
     advanced_tools: ADVANCED_TOOLS,
     mcp_server_ids: mcpServerIdList,
+    sub_agent_ids: subAgentIdList,
   },
 };
 
@@ -35,6 +36,7 @@ export interface CurrentAgentCreateBody {
   skill_ids?: string[];
   advanced_tools?: string[];
   mcp_server_ids?: string[];
+  sub_agent_ids?: string[];
 }
 
 export const currentAgentUpdateBody: Schema = {
@@ -49,6 +51,7 @@ export const currentAgentUpdateBody: Schema = {
     skill_ids: skillIdList,
     advanced_tools: ADVANCED_TOOLS,
     mcp_server_ids: mcpServerIdList,
+    sub_agent_ids: subAgentIdList,
   },
 };
 
@@ -61,6 +64,7 @@ export interface CurrentAgentUpdateBody {
   skill_ids?: string[];
   advanced_tools?: string[];
   mcp_server_ids?: string[];
+  sub_agent_ids?: string[];
 }
 
 export const INSTALL_STATE_CHANGES = [...AGENT_INSTALL_STATES, 'restore'] as const;
@@ -96,6 +100,7 @@ export const currentAgentSchema: Schema = record({
   skill_ids: { type: 'array', items: { type: 'string' }, description: 'Skills (v1 /api/v1/skills), in order' },
   advanced_tools: { type: 'array', items: { type: 'string' } },
   mcp_server_ids: { type: 'array', items: { type: 'string' }, description: 'MCP servers (v1 /api/v1/mcp-servers)' },
+  sub_agent_ids: { type: 'array', items: { type: 'string' }, description: 'Agents it may delegate tasks to' },
   created_at: timestamp,
   updated_at: timestamp,
 });

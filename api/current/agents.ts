@@ -4,7 +4,7 @@
  * uninstall or restore a library agent. The records are the v1 surface's agents (commands/agents.ts).
  */
 import { deletePrivateAgent, listLibrary, setInstallState, type InstallStateChange } from '../../commands/agentLibrary';
-import { createAgent, findOrganizationAgent, listAgents, updateAgent } from '../../commands/agents';
+import { checkAgentIds, createAgent, findOrganizationAgent, listAgents, updateAgent } from '../../commands/agents';
 import { checkMcpServerIds } from '../../commands/mcpServers';
 import { checkSkillIds } from '../../commands/skills';
 import { presentCurrentAgent, presentLibraryEntry } from '../../presenters/agent';
@@ -63,6 +63,7 @@ export function currentAgentRoutes(): RouteSpec[] {
         const body = input<CurrentAgentCreateBody>(ctx).body;
         await checkSkillIds(ctx.state.auth, body.skill_ids ?? [], 'skill_ids');
         await checkMcpServerIds(ctx.state.auth, body.mcp_server_ids ?? [], 'mcp_server_ids');
+        await checkAgentIds(ctx.state.auth, body.sub_agent_ids ?? [], 'sub_agent_ids');
         const agent = await createAgent(ctx.state.auth, {
           name: body.name,
           systemPrompt: body.system_prompt,
@@ -73,6 +74,7 @@ export function currentAgentRoutes(): RouteSpec[] {
           skillIds: body.skill_ids,
           advanced_tools: body.advanced_tools,
           mcpServerIds: body.mcp_server_ids,
+          subAgentIds: body.sub_agent_ids,
           visibility: 'private',
         });
         ctx.status = 201;
@@ -95,16 +97,19 @@ export function currentAgentRoutes(): RouteSpec[] {
           system_prompt: systemPrompt,
           skill_ids: skillIds,
           mcp_server_ids: mcpServerIds,
+          sub_agent_ids: subAgentIds,
           ...rest
         } = input<CurrentAgentUpdateBody>(ctx).body;
         await findOrganizationAgent(ctx.state.auth, id);
         if (skillIds) await checkSkillIds(ctx.state.auth, skillIds, 'skill_ids');
         if (mcpServerIds) await checkMcpServerIds(ctx.state.auth, mcpServerIds, 'mcp_server_ids');
+        if (subAgentIds) await checkAgentIds(ctx.state.auth, subAgentIds, 'sub_agent_ids');
         await updateAgent(ctx.state.auth, id, {
           ...rest,
           ...(systemPrompt !== undefined ? { systemPrompt } : {}),
           ...(skillIds !== undefined ? { skillIds } : {}),
           ...(mcpServerIds !== undefined ? { mcpServerIds } : {}),
+          ...(subAgentIds !== undefined ? { subAgentIds } : {}),
         });
         ctx.body = { agent: presentCurrentAgent(await findOrganizationAgent(ctx.state.auth, id)) };
       },

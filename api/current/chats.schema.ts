@@ -214,7 +214,8 @@ export const chatStreamEvents: Record<string, Schema> = {
       tool_use_id: { type: 'string' },
       name: {
         type: 'string',
-        description: 'list_files, read_file, write_file, or an MCP tool `<server>__<tool>` (docs/decisions.md)',
+        description:
+          'list_files, read_file, write_file, delegate_to_agent, or an MCP tool `<server>__<tool>` (docs/decisions.md)',
       },
       input: { type: 'object' },
       mcp: chatMcpRef,
@@ -232,5 +233,20 @@ export const chatStreamEvents: Record<string, Schema> = {
     },
     ['mcp']
   ),
+  // A sub-agent started by a `delegate_to_agent` call, then its end (docs/decisions.md "Sub-agents").
+  'subagent.started': record({
+    ...ids,
+    tool_use_id: { type: 'string' },
+    subagent_execution_id: { type: 'string' },
+    agent_id: { type: 'string' },
+  }),
+  'subagent.finished': record({
+    ...ids,
+    tool_use_id: { type: 'string' },
+    subagent_execution_id: { type: 'string' },
+    agent_id: { type: 'string' },
+    status: { type: 'string', enum: ['completed', 'failed', 'cancelled'] },
+    usage: record({ input_tokens: { type: 'integer' }, output_tokens: { type: 'integer' } }),
+  }),
   expired: expiredEvent,
 };

@@ -4,6 +4,7 @@ import type { Schema } from '../../lib/ajv';
 import { AGENT_VISIBILITIES } from '../../models/Agent';
 import { nextCursor, record, requiredStr, str, strArray, timestamp } from '../schemas';
 import { mcpServerIdList } from './mcpServers.schema';
+import { MAX_SUB_AGENTS } from '../../commands/subAgents';
 import { builtInToolList, skillIdList } from './skills.schema';
 
 export const VISIBILITY_MESSAGE = 'Invalid visibility value. Must be: private, organization, public, or unlisted';
@@ -15,6 +16,18 @@ export const AGENT_LIMITS = { name: 200, role: 200, systemPrompt: 100_000, model
 
 /** An agent's `advanced_tools`: built-in tools it asks for beyond the default ones (commands/builtInTools.ts). */
 export const ADVANCED_TOOLS = builtInToolList('Built-in tools the agent asks for beyond the default ones');
+
+/** An agent's `subAgentIds` (`sub_agent_ids` on the current surface) [docs/decisions.md "Sub-agents"]. */
+export const subAgentIdList: Schema = {
+  type: 'array',
+  maxItems: MAX_SUB_AGENTS,
+  uniqueItems: true,
+  items: { type: 'string', minLength: 1, maxLength: 100 },
+  'x-message': 'Field {field} must not list an item twice',
+  description:
+    'Agents of the organization this agent may hand tasks to through its `delegate_to_agent` tool (each a live ' +
+    'agent the caller can see)',
+};
 
 export const agentCreateBody: Schema = {
   type: 'object',
@@ -36,6 +49,7 @@ export const agentCreateBody: Schema = {
     skillIds: skillIdList,
     advanced_tools: ADVANCED_TOOLS,
     mcpServerIds: mcpServerIdList,
+    subAgentIds: subAgentIdList,
     tags: strArray(),
   },
 };
@@ -55,6 +69,7 @@ export const agentUpdateBody: Schema = {
     skillIds: skillIdList,
     advanced_tools: ADVANCED_TOOLS,
     mcpServerIds: mcpServerIdList,
+    subAgentIds: subAgentIdList,
   },
 };
 
@@ -67,6 +82,7 @@ export interface AgentUpdateBody {
   skillIds?: string[];
   advanced_tools?: string[];
   mcpServerIds?: string[];
+  subAgentIds?: string[];
 }
 
 export const agentSchema: Schema = record(
@@ -86,6 +102,7 @@ export const agentSchema: Schema = record(
     skillIds: strArray(),
     advanced_tools: strArray(),
     mcpServerIds: strArray(),
+    subAgentIds: strArray(),
     tags: strArray(),
     spaceId: { type: 'string' },
     chatId: { type: 'string' },

@@ -3,6 +3,7 @@
  */
 import {
   archiveAgent,
+  checkAgentIds,
   checkMemberId,
   createAgent,
   findModifiableAgent,
@@ -59,6 +60,7 @@ export function agentRoutes(): RouteSpec[] {
         if (!prompt) throw new ValidationError('Missing required field: systemPrompt');
         await checkSkillIds(ctx.state.auth, rest.skillIds ?? [], 'skillIds');
         await checkMcpServerIds(ctx.state.auth, rest.mcpServerIds ?? [], 'mcpServerIds');
+        await checkAgentIds(ctx.state.auth, rest.subAgentIds ?? [], 'subAgentIds');
         await checkMemberId(ctx.state.auth, rest.ownerId, 'ownerId');
         const agent = await createAgent(ctx.state.auth, { ...rest, systemPrompt: prompt });
         ctx.body = {
@@ -87,7 +89,7 @@ export function agentRoutes(): RouteSpec[] {
       method: 'patch',
       path: '/agents/:id',
       summary:
-        'Update name, role, systemPrompt, visibility, skillIds, advanced_tools or mcpServerIds (omitted fields unchanged)',
+        'Update name, role, systemPrompt, visibility, skillIds, advanced_tools, mcpServerIds or subAgentIds (omitted fields unchanged)',
       tags,
       auth: 'v1',
       params: idParams,
@@ -97,10 +99,11 @@ export function agentRoutes(): RouteSpec[] {
         const { system_message: alias, systemPrompt, ...rest } = input<AgentUpdateBody>(ctx).body;
         const prompt = systemPrompt ?? alias;
         const { id } = input(ctx).params;
-        if (rest.skillIds || rest.mcpServerIds) {
+        if (rest.skillIds || rest.mcpServerIds || rest.subAgentIds) {
           await findModifiableAgent(ctx.state.auth, id); // 404 / 403 before the skills are looked at
           if (rest.skillIds) await checkSkillIds(ctx.state.auth, rest.skillIds, 'skillIds');
           if (rest.mcpServerIds) await checkMcpServerIds(ctx.state.auth, rest.mcpServerIds, 'mcpServerIds');
+          if (rest.subAgentIds) await checkAgentIds(ctx.state.auth, rest.subAgentIds, 'subAgentIds');
         }
         await updateAgent(ctx.state.auth, id, {
           ...rest,

@@ -74,7 +74,7 @@ export const executionStreamEvents: Record<string, Schema> = {
           toolUseId: { type: 'string' },
           name: {
             type: 'string',
-            description: 'list_files, read_file, write_file, or an MCP tool `<server>__<tool>`',
+            description: 'list_files, read_file, write_file, delegate_to_agent, or an MCP tool `<server>__<tool>`',
           },
           input: { type: 'object' },
           mcp: mcpRef,
@@ -93,6 +93,22 @@ export const executionStreamEvents: Record<string, Schema> = {
         },
         ['mcp']
       ),
+      // A sub-agent started by a `delegate_to_agent` call, then its end [docs/decisions.md "Sub-agents"]; its own
+      // events are in its stream (GET /api/v1/executions/{executionId}/stream).
+      record({
+        messageType: { const: 'subagent_started' },
+        toolUseId: { type: 'string' },
+        executionId: { type: 'string', description: 'The child execution' },
+        agentId: { type: 'string' },
+      }),
+      record({
+        messageType: { const: 'subagent_finished' },
+        toolUseId: { type: 'string' },
+        executionId: { type: 'string' },
+        agentId: { type: 'string' },
+        status: { type: 'string', enum: ['completed', 'failed', 'cancelled'] },
+        usage: record({ input_tokens: { type: 'integer' }, output_tokens: { type: 'integer' } }),
+      }),
     ],
   },
   result: record({
@@ -123,8 +139,11 @@ export const executionSchema: Schema = record({
   usage,
   parentExecutionId: nullableStr,
   rootExecutionId: { type: 'string' },
+  /** A sub-agent's: the parent's `delegate_to_agent` call (docs/decisions.md "Sub-agents"). */
+  parentToolCallId: nullableStr,
+  depth: { type: 'integer', minimum: 0, description: 'Sub-agent nesting depth (0: started by a client)' },
   taskId: nullableStr,
-  source: { type: 'string', enum: ['v1', 'client', 'chat'] },
+  source: { type: 'string', enum: ['v1', 'client', 'chat', 'job', 'mcp', 'subagent'] },
   createdAt: timestamp,
   startedAt: nullableTimestamp,
   completedAt: nullableTimestamp,

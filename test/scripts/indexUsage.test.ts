@@ -10,8 +10,10 @@
  */
 import mongoose from 'mongoose';
 import pg from 'pg';
+import type { Client } from '@temporalio/client';
 import { listAgents } from '../../commands/agents';
 import { chatMessages } from '../../commands/chats';
+import { cancelSubAgents, executionTree } from '../../commands/executions';
 import { claimIdempotencyKey, completeIdempotencyKey } from '../../commands/idempotency';
 import { countRequest } from '../../commands/rateLimits';
 import { checkSkillIds, findSkillVersion, listSkills, listSkillVersions } from '../../commands/skills';
@@ -23,6 +25,7 @@ import {
   Agent,
   Chat,
   ChatMessage,
+  Execution,
   IdempotencyRecord,
   RateWindow,
   Skill,
@@ -62,6 +65,12 @@ const SPACE_ROWS = 20_000;
 const SKILLS = 10_000;
 const VERSIONED_SKILLS = 200;
 const SKILL_VERSIONS = 50;
+/**
+ * Executions of one large organization (org_7): trees of one top-level execution and its sub-agents. Its sub-agent
+ * and tree queries must touch one tree, not the organization's executions.
+ */
+const EXECUTIONS = 20_000;
+const TREE = 10;
 
 const auth = (org: number): AuthContext => ({
   organizationId: `org_${org}`,
@@ -77,18 +86,24 @@ const auth = (org: number): AuthContext => ({
 interface TableStats {
   seqScan: number;
   idxScan: number;
+  /** Rows the index scans fetched (bitmap heap scans included). */
+  idxFetched: number;
 }
 
 let client: pg.Client | undefined;
 
 /** @returns the scan counters of the FerretDB table that holds `collection` in this file's database. */
 async function tableStats(collection: string): Promise<TableStats> {
-  const { rows } = await client!.query<{ seq_scan: string; idx_scan: string | null }>(
-    `SELECT seq_scan, idx_scan FROM pg_stat_user_tables WHERE schemaname = $1 AND relname ~ $2`,
+  const { rows } = await client!.query<{ seq_scan: string; idx_scan: string | null; idx_tup_fetch: string | null }>(
+    `SELECT seq_scan, idx_scan, idx_tup_fetch FROM pg_stat_user_tables WHERE schemaname = $1 AND relname ~ $2`,
     [dbName, `^${collection}_[0-9a-f]{8}$`]
   );
   expect(rows).toHaveLength(1);
-  return { seqScan: Number(rows[0].seq_scan), idxScan: Number(rows[0].idx_scan ?? 0) };
+  return {
+    seqScan: Number(rows[0].seq_scan),
+    idxScan: Number(rows[0].idx_scan ?? 0),
+    idxFetched: Number(rows[0].idx_tup_fetch ?? 0),
+  };
 }
 
 /**
@@ -306,6 +321,38 @@ beforeAll(async () => {
       }) as never[]
     );
   }
+  await Execution.init();
+  for (let k = 0; k < EXECUTIONS; k += batch) {
+    await Execution.collection.insertMany(
+      Array.from({ length: batch }, (_, i) => {
+        const n = k + i;
+        const root = n - (n % TREE);
+        const org = 'org_7';
+        return {
+          _id: `exec-1-${n}`,
+          organizationId: org,
+          agentId: `agt_${n}`,
+          userId: 'usr_1',
+          chatId: `chat_${n}`,
+          sessionId: `ses_${n}`,
+          spaceId: 'spc_1',
+          turn: 1,
+          status: 'completed',
+          input: { message: 'm' },
+          provider: 'anthropic',
+          model: 'm',
+          usage: { inputTokens: 1, outputTokens: 1 },
+          parentExecutionId: n === root ? null : `exec-1-${root}`,
+          parentToolCallId: n === root ? null : `toolu_${n}`,
+          depth: n === root ? 0 : 1,
+          rootExecutionId: `exec-1-${root}`,
+          source: n === root ? 'v1' : 'subagent',
+          createdAt: new Date(1_700_000_000_000 + n * 1000),
+          updatedAt: new Date(),
+        };
+      }) as never[]
+    );
+  }
   await control.createIndex({ k: 1 });
   for (let c = 0; c < CONTROL; c += batch) {
     await control.insertMany(
@@ -329,8 +376,9 @@ beforeAll(async () => {
       // The leading field of each index: agents _id, organizationId; stream_events _id, expiryBucket; stream_heads
       // _id; rate_windows and idempotency_records _id, expiryBucket; control _id, k; FerretDB's metadata _id, table.
       // chat_messages _id, organizationId, chatId; chats _id, organizationId; webhook_deliveries and service_events
-      // _id, organizationId, expiryBucket; skills _id, organizationId; skill_versions _id, skillId.
-      if (Number(rows[0].n) >= 28 || Date.now() > deadline) break;
+      // _id, organizationId, expiryBucket; skills _id, organizationId; skill_versions _id, skillId; executions _id,
+      // organizationId, rootExecutionId, parentExecutionId.
+      if (Number(rows[0].n) >= 32 || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 200));
     }
     await client.query(`ANALYZE`); // as autovacuum would after a bulk load; plans then reflect the data
@@ -462,6 +510,27 @@ const shapes: Array<[string, string, () => Promise<unknown>]> = [
     () => Agent.updateMany({ organizationId: 'org_7', skillIds: 'skl_7' }, { $pull: { skillIds: 'skl_7' } }),
   ],
   [
+    'sub-agents of an execution (fan-out count, cancel cascade): by parentExecutionId, organizationId',
+    'executions',
+    async () => {
+      const children = await Execution.find({ parentExecutionId: 'exec-1-70', organizationId: 'org_7' })
+        .select({ _id: 1, parentToolCallId: 1 })
+        .limit(100)
+        .lean();
+      expect(children).toHaveLength(TREE - 1);
+      // The cascade's own read (none running: nothing to cancel, the client is not called).
+      expect(await cancelSubAgents({} as Client, { _id: 'exec-1-70', organizationId: 'org_7' })).toBe(0);
+    },
+  ],
+  [
+    'execution tree: by organizationId, rootExecutionId',
+    'executions',
+    async () => {
+      const { all } = await executionTree(auth(7), 'exec-1-75');
+      expect(all).toHaveLength(TREE);
+    },
+  ],
+  [
     'webhook delivery log: write an attempt (by _id)',
     'webhook_deliveries',
     () => WebhookDelivery.updateOne({ _id: 'evt_4242' }, { $set: { status: 'failed' } }),
@@ -484,6 +553,7 @@ if (postgresUrl) {
         'skills',
         'skill_versions',
         'service_events',
+        'executions',
         'control',
       ];
       const before = await settledStats(collections);
@@ -513,6 +583,7 @@ if (postgresUrl) {
         skills: { seqScans: 0, indexScans: expect.any(Number) },
         skill_versions: { seqScans: 0, indexScans: expect.any(Number) },
         service_events: { seqScans: 0, indexScans: expect.any(Number) },
+        executions: { seqScans: 0, indexScans: expect.any(Number) },
         control: { seqScans: 1, indexScans: 0 },
       });
       // Every shape touched its table, so each was answered by index scans: at least one per shape.
@@ -529,11 +600,15 @@ if (postgresUrl) {
         'skills',
         'skill_versions',
         'service_events',
+        'executions',
       ] as const;
       for (const c of indexed) {
         const uses = shapes.filter(([, coll]) => coll === c).length;
         expect(delta[c].indexScans).toBeGreaterThanOrEqual(uses);
       }
+      // The sub-agent and tree shapes fetched about their trees' rows (3 reads of 9 or 10), not the organization's
+      // executions: their own indexes bound them, not `organizationId`.
+      expect(after.executions.idxFetched - before.executions.idxFetched).toBeLessThan(10 * TREE);
     }, 90_000);
   });
 } else {
@@ -563,6 +638,10 @@ if (postgresUrl) {
         StreamEvent.find({ expiryBucket: 1 }).explain('queryPlanner'),
         WebhookDelivery.find({ expiryBucket: 1 }).explain('queryPlanner'),
         ServiceEvent.find({ expiryBucket: 1 }).explain('queryPlanner'),
+        Execution.find({ parentExecutionId: 'exec-1-70', organizationId: 'org_7' }).explain('queryPlanner'),
+        Execution.find({ organizationId: 'org_7', rootExecutionId: 'exec-1-70' })
+          .sort({ createdAt: 1 })
+          .explain('queryPlanner'),
       ]);
       expect(JSON.stringify(plans)).not.toContain('COLLSCAN');
     });
