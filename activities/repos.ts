@@ -18,6 +18,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { recordEvent, type ServiceEventType } from '../commands/serviceEvents';
 import { filesDeps, recountFiles } from '../commands/workspaceFiles';
+import { withWorkspaceReservation } from '../commands/workspaceQuota';
 import type { Config } from '../lib/config';
 import { decryptSecret } from '../lib/crypto';
 import { appendEvents, lastSeq, readEvents } from '../lib/eventLog';
@@ -145,7 +146,8 @@ export function createRepoActivities(deps: RepoActivityDeps) {
     } catch (err) {
       throw fail(err instanceof Error ? err.message : String(err));
     }
-    // A previous attempt renamed the clone into place and died before recording it: it is done.
+    // A previous attempt renamed the clone into place and died before recording it: it is done (its reservation,
+    // if the attempt died before closing it, lapses with its lease).
     const existing = await lstat(path.join(target, '.git')).catch(() => null);
     if (!existing) {
       const entries = await readdir(target).catch(() => null);
@@ -328,9 +330,22 @@ export function createRepoActivities(deps: RepoActivityDeps) {
         log.warn({ repoId: repo._id, code: result.code, message }, 'git clone failed');
         throw ApplicationFailure.retryable(`git clone failed: ${message}`, 'CloneFailed');
       }
-      await mkdir(path.dirname(target), { recursive: true });
-      await rm(target, { recursive: true, force: true }); // an empty folder, checked above
-      await rename(scratch, target);
+      // The clone's bytes are reserved in the workspace's cap before they enter it (commands/workspaceQuota.ts): a
+      // concurrent upload or clone cannot take the same room.
+      const bytes = await sizeOf(scratch);
+      await withWorkspaceReservation(
+        files,
+        { organizationId: repo.organizationId, spaceId: repo.spaceId },
+        {
+          bytes,
+          refusal: (left) => fail(`The clone (${bytes} bytes) does not fit in the workspace (${left} bytes left)`),
+        },
+        async () => {
+          await mkdir(path.dirname(target), { recursive: true });
+          await rm(target, { recursive: true, force: true }); // an empty folder, checked above
+          await rename(scratch, target);
+        }
+      );
     } finally {
       await progress;
       clearInterval(tick);

@@ -262,6 +262,25 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
   }
 
   /**
+   * @param item an attempt of a batch.
+   * @returns whether the delivery log shows that very attempt (run and number) delivered.
+   */
+  async function deliveredBefore(item: { eventId: string; run: number; attempt: number }): Promise<boolean> {
+    const doc = await WebhookDelivery.findById(item.eventId).lean<WebhookDeliveryDoc>();
+    return (
+      doc?.status === 'delivered' &&
+      doc.attempts.some(
+        (a) =>
+          a.run === item.run &&
+          a.attempt === item.attempt &&
+          typeof a.status === 'number' &&
+          a.status >= 200 &&
+          a.status < 300
+      )
+    );
+  }
+
+  /**
    * One attempt of each item of a destination's batch, sent at once, each recorded in the delivery log as it ends
    * (with the next attempt's time when there is one: the long-tail schedule, WEBHOOK_RETRY_TAIL / _FOR).
    * @param input the organization and its attempts.
@@ -277,9 +296,14 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     try {
       const integration = await WebhookIntegration.findById(input.organizationId).lean<WebhookIntegrationDoc>();
       const secrets = integration?.enabled ? secretsOf(integration) : [];
+      // A batch sent again (its worker died before it reported) skips the attempts its first run already saw
+      // delivered and recorded: the receiver gets them once. One sent but not yet recorded is sent again, with the
+      // same event id, Idempotency-Key and attempt number (at least once; receivers dedupe on the event id).
+      const retried = ctx.info.attempt > 1;
       const results = await Promise.all(
         input.items.map(async (item): Promise<ItemResult> => {
           const key = { ...item, organizationId: input.organizationId };
+          if (retried && (await deliveredBefore(item))) return { outcome: 'delivered', retryInMs: null };
           const event = await eventOf(item);
           const at = new Date();
           const settled = { nextAttemptAt: null, error: null };

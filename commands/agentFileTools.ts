@@ -6,8 +6,7 @@
  * (the database or the disk away) is thrown, so the activity's attempt fails and is retried.
  */
 import { Readable } from 'node:stream';
-import { filesDeps, writeWorkspaceFile, type FilesDeps } from './workspaceFiles';
-import type { Config } from '../lib/config';
+import { filesDeps, writeWorkspaceFile, type FilesConfig, type FilesDeps } from './workspaceFiles';
 import { AppError, ValidationError } from '../lib/errors';
 import type { WorkspaceRef } from '../lib/fileStorage';
 import type { ModelTool } from '../lib/providers';
@@ -69,7 +68,7 @@ export class AgentFileTools {
   private readonly deps: FilesDeps;
 
   constructor(
-    config: Pick<Config, 'workspacesDir' | 'workspaceFileMaxBytes' | 'workspaceMaxBytes'>,
+    config: FilesConfig,
     private readonly ws: WorkspaceRef
   ) {
     this.deps = filesDeps(config);

@@ -47,6 +47,9 @@ export async function tokenLive(tokenId: string | null | undefined): Promise<boo
   return !!token && !token.revokedAt && !(token.expiresAt && token.expiresAt.getTime() <= Date.now());
 }
 
+/** Ids per `$or` query (each an index-served equality). */
+const OR_CHUNK = 100;
+
 /**
  * Revokes families: their grants (codes, refresh tokens) and every access token they issued.
  * @param familyIds the families.
@@ -54,10 +57,13 @@ export async function tokenLive(tokenId: string | null | undefined): Promise<boo
 export async function revokeFamily(...familyIds: string[]): Promise<void> {
   const ids = [...new Set(familyIds)];
   if (ids.length === 0) return;
-  await OAuthGrant.updateMany(
-    { familyId: mongoose.trusted({ $in: ids }), revokedAt: null },
-    { $set: { revokedAt: new Date() } }
-  );
+  // An `$or` of equalities, each served by the `familyId` index (an `$in` is not pushed down on the embedded
+  // database: docs/query-shapes.md).
+  for (let i = 0; i < ids.length; i += OR_CHUNK)
+    await OAuthGrant.updateMany(
+      { $or: ids.slice(i, i + OR_CHUNK).map((familyId) => ({ familyId, revokedAt: null })) },
+      { $set: { revokedAt: new Date() } }
+    );
   const until = expiryFields(new Date(Date.now() + ACCESS_TOKEN_SECONDS * 1000));
   for (const id of ids)
     await OAuthRevocation.updateOne({ _id: `fam:${id}` }, { $setOnInsert: until }, { upsert: true }).catch(
@@ -133,9 +139,13 @@ export async function listOAuthClients(organizationId: string): Promise<ClientVi
     authorizedClientIds(organizationId),
   ]);
   const others = authorized.filter((id) => !machines.some((m) => m._id === id));
-  const persons = others.length
-    ? await OAuthClient.find({ _id: mongoose.trusted({ $in: others }) }).lean<OAuthClientDoc[]>()
-    : [];
+  const persons: OAuthClientDoc[] = [];
+  for (let i = 0; i < others.length; i += OR_CHUNK)
+    persons.push(
+      ...(await OAuthClient.find({ $or: others.slice(i, i + OR_CHUNK).map((_id) => ({ _id })) }).lean<
+        OAuthClientDoc[]
+      >())
+    );
   const now = Date.now();
   return [...machines, ...persons]
     .filter((c) => !c.expiresAt || c.expiresAt.getTime() > now)

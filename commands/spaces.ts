@@ -9,9 +9,11 @@ import path from 'node:path';
 import mongoose from 'mongoose';
 import { checkAgentIds } from './agents';
 import { checkSkillIds } from './skills';
+import { quotaDeps, withWorkspaceReservation, type QuotaConfig } from './workspaceQuota';
 import { authChanged, type AuthContext } from './tokens';
 import { encryptSecret } from '../lib/crypto';
 import {
+  AppError,
   ConflictError,
   EncryptionUnavailableError,
   ForbiddenError,
@@ -302,34 +304,44 @@ export async function claimSpaceInit(
  * @param auth the caller.
  * @param id space id.
  * @param input type, optional orgId (must be the caller's) and spaceName (renames the space).
- * @param workspacesDir root of space directories.
+ * @param config root of space directories, the workspace cap and the reservations' lease.
  * @returns the files created (relative paths).
  */
 export async function initSpace(
   auth: AuthContext,
   id: string,
   input: SpaceInitInput & { type: Exclude<SpaceInitType, 'git'> },
-  workspacesDir: string
+  config: QuotaConfig
 ): Promise<string[]> {
   const { space, claimed } = await claimSpaceInit(auth, id, input);
   if (!claimed) throw new ConflictError('Space already initialized');
   const name = space.name;
 
-  const dir = spaceDir(workspacesDir, auth.organizationId, id);
+  const dir = spaceDir(config.workspacesDir, auth.organizationId, id);
   await mkdir(dir, { recursive: true });
   const files: Record<string, string> = {};
   if (input.type === 'readme') files['README.md'] = `# ${name}\n\n${space.description ?? ''}\n`;
   if (input.type === 'starterKit') for (const [f, make] of Object.entries(STARTER_KIT)) files[f] = make(name);
+  const bytes = Object.values(files).reduce((n, content) => n + Buffer.byteLength(content), 0);
   try {
-    for (const [rel, content] of Object.entries(files)) {
-      await mkdir(path.dirname(path.join(dir, rel)), { recursive: true });
-      await writeFile(path.join(dir, rel), content, { flag: 'wx' });
-    }
+    // Within the workspace's cap like any other write (commands/workspaceQuota.ts).
+    await withWorkspaceReservation(
+      quotaDeps(config),
+      { organizationId: auth.organizationId, spaceId: id },
+      { bytes },
+      async () => {
+        for (const [rel, content] of Object.entries(files)) {
+          await mkdir(path.dirname(path.join(dir, rel)), { recursive: true });
+          await writeFile(path.join(dir, rel), content, { flag: 'wx' });
+        }
+      }
+    );
   } catch (err) {
     await Space.updateOne(
       { _id: id, organizationId: auth.organizationId },
       { $set: { initializedAs: null, initializedAt: null } }
     );
+    if (err instanceof AppError) throw err;
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new ConflictError('Space directory is not empty');
     throw new SpaceInitFailedError((err as Error).message);
   }

@@ -8,36 +8,29 @@ import type { AuthContext } from './tokens';
 import { findVisibleSpace } from './spaces';
 import { NotFoundError, StorageLimitError, ValidationError } from '../lib/errors';
 import type { Config } from '../lib/config';
-import {
-  LocalDiskStorage,
-  WriteLimitExceeded,
-  type FileEntry,
-  type FileStorage,
-  type WorkspaceRef,
-} from '../lib/fileStorage';
+import { WriteLimitExceeded, type FileEntry, type FileStorage, type WorkspaceRef } from '../lib/fileStorage';
 import { parseWorkspacePath } from '../lib/workspace';
+import { quotaDeps, withWorkspaceReservation, type QuotaDeps } from './workspaceQuota';
 import { outsideRequestDeadline } from '../lib/requestDeadline';
 import { Space, WorkspaceLink, type SpaceDoc } from '../models';
 
-/** What the file commands need: the storage and the caps (lib/config.ts). */
-export interface FilesDeps {
-  storage: FileStorage;
+/** What the file commands need: the storage, the caps and the reservations' lease (lib/config.ts). */
+export interface FilesDeps extends QuotaDeps {
   fileMaxBytes: number;
-  workspaceMaxBytes: number;
 }
 
+/** The configuration the file commands read. */
+export type FilesConfig = Pick<
+  Config,
+  'workspacesDir' | 'workspaceFileMaxBytes' | 'workspaceMaxBytes' | 'workspaceReservationLeaseMs'
+>;
+
 /**
- * @param config storage root and caps.
- * @returns what the file commands need: the local-disk storage under WORKSPACES_DIR and the caps.
+ * @param config storage root, caps and lease.
+ * @returns what the file commands need: the local-disk storage under WORKSPACES_DIR, the caps and the lease.
  */
-export function filesDeps(
-  config: Pick<Config, 'workspacesDir' | 'workspaceFileMaxBytes' | 'workspaceMaxBytes'>
-): FilesDeps {
-  return {
-    storage: new LocalDiskStorage(config.workspacesDir),
-    fileMaxBytes: config.workspaceFileMaxBytes,
-    workspaceMaxBytes: config.workspaceMaxBytes,
-  };
+export function filesDeps(config: FilesConfig): FilesDeps {
+  return { ...quotaDeps(config), fileMaxBytes: config.workspaceFileMaxBytes };
 }
 
 const WORKSPACE_NOT_FOUND = 'Workspace not found';
@@ -144,8 +137,8 @@ export async function openFile(
 
 /**
  * Creates or replaces a file with the request body, within the per-file and per-workspace caps (413, nothing
- * written). The workspace's usage is read from the storage before the write; concurrent uploads may together go
- * over the workspace cap by at most one file each.
+ * written). The bytes are reserved before the body is read (commands/workspaceQuota.ts), so concurrent uploads
+ * never take the workspace over its cap together.
  * @param deps storage and caps.
  * @param auth the caller.
  * @param id workspace id.
@@ -185,21 +178,34 @@ export async function writeWorkspaceFile(
 ): Promise<{ created: boolean; entry: FileEntry }> {
   const fileCap = new StorageLimitError(`File exceeds the limit of ${deps.fileMaxBytes} bytes per file`);
   if (declaredLength !== undefined && declaredLength > deps.fileMaxBytes) throw fileCap;
-  const [usage, existing] = await Promise.all([deps.storage.usage(ws), deps.storage.stat(ws, rel)]);
-  const room = deps.workspaceMaxBytes - (usage.bytes - (existing?.type === 'file' ? existing.size : 0));
-  const workspaceCap = new StorageLimitError(
-    `The workspace would exceed its limit of ${deps.workspaceMaxBytes} bytes (${Math.max(room, 0)} bytes left)`
+  const existing = await deps.storage.stat(ws, rel);
+  const { created } = await withWorkspaceReservation(
+    deps,
+    ws,
+    {
+      // Unknown length: as much as the file may take and the workspace has room for.
+      ...(declaredLength === undefined ? { atMost: deps.fileMaxBytes } : { bytes: declaredLength }),
+      replaces: existing?.type === 'file' ? existing.size : 0,
+    },
+    async (reservation) => {
+      const max = Math.min(deps.fileMaxBytes, reservation.bytes);
+      try {
+        // The bytes come at the client's pace (capped in size): the request's deadline does not measure them.
+        return await outsideRequestDeadline(() =>
+          deps.storage.write(ws, rel, body, max, {
+            signal: reservation.signal,
+            keepAliveMs: Math.max(Math.floor(deps.reservationLeaseMs / 3), 100),
+          })
+        );
+      } catch (err) {
+        if (!(err instanceof WriteLimitExceeded)) throw err;
+        if (max === deps.fileMaxBytes) throw fileCap;
+        throw new StorageLimitError(
+          `The workspace would exceed its limit of ${deps.workspaceMaxBytes} bytes (${reservation.bytes} bytes left)`
+        );
+      }
+    }
   );
-  if (declaredLength !== undefined && declaredLength > room) throw workspaceCap;
-  const max = Math.max(0, Math.min(deps.fileMaxBytes, room));
-  let created: boolean;
-  try {
-    // The bytes come at the client's pace (capped in size): the request's deadline does not measure them.
-    ({ created } = await outsideRequestDeadline(() => deps.storage.write(ws, rel, body, max)));
-  } catch (err) {
-    if (err instanceof WriteLimitExceeded) throw max === deps.fileMaxBytes ? fileCap : workspaceCap;
-    throw err;
-  }
   await recountFiles(deps.storage, ws);
   const entry = (await deps.storage.stat(ws, rel))!;
   if (existing?.type === 'file') await followReplacedFile(ws, rel, existing.id, entry.id);

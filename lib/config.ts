@@ -86,6 +86,12 @@ export interface Config {
   /** Most bytes one workspace may hold (413 for a write that would go over). @default 1 GiB */
   workspaceMaxBytes: number;
   /**
+   * Lease of a workspace size reservation (commands/workspaceQuota.ts): renewed every third of it while a write
+   * runs; a reservation left by a process that died stops counting after it [docs/decisions.md "Workspace caps
+   * under concurrency"]. @default 60000
+   */
+  workspaceReservationLeaseMs: number;
+  /**
    * Media (/api/v1/media) [docs/decisions.md "Media"]: where the files are kept (MEDIA_DIR; the api writes them,
    * the worker reads them at model-call time, so both need it) and the largest upload (MEDIA_MAX_BYTES, 413 above).
    * @default <dataDir>/media, 5 MiB
@@ -374,6 +380,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     workspacesDir: path.resolve(nonEmpty(env, 'WORKSPACES_DIR') ?? path.join(dataDir, 'workspaces')),
     workspaceFileMaxBytes: int('WORKSPACE_FILE_MAX_BYTES', 100 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
     workspaceMaxBytes: int('WORKSPACE_MAX_BYTES', 1024 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
+    workspaceReservationLeaseMs: int('WORKSPACE_RESERVATION_LEASE_MS', 60_000, 1000, 3_600_000),
     media: {
       dir: path.resolve(nonEmpty(env, 'MEDIA_DIR') ?? path.join(dataDir, 'media')),
       maxBytes: int('MEDIA_MAX_BYTES', 5 * 1024 * 1024, 1, 32 * 1024 * 1024),

@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { lstat, mkdir, open, readdir, realpath, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, realpath, rename, rm, rmdir, stat, unlink, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -57,9 +57,16 @@ export interface FileStorage {
   readHead(ws: WorkspaceRef, path: string, bytes: number): Promise<Buffer>;
   /**
    * Creates or replaces a file with the body (parents created), all or nothing.
-   * @throws WriteLimitExceeded past `maxBytes` (the old content, if any, is kept).
+   * @throws WriteLimitExceeded past `maxBytes` (the old content, if any, is kept); the signal's reason when it is
+   * aborted before the file is in place (nothing is kept).
    */
-  write(ws: WorkspaceRef, path: string, body: Readable, maxBytes: number): Promise<{ created: boolean }>;
+  write(
+    ws: WorkspaceRef,
+    path: string,
+    body: Readable,
+    maxBytes: number,
+    options?: WriteOptions
+  ): Promise<{ created: boolean }>;
   /** Removes a file, or a directory (non-empty ones only with `recursive`). */
   remove(ws: WorkspaceRef, path: string, recursive: boolean): Promise<void>;
   /** Creates a directory and its parents. @returns false when it already existed. */
@@ -73,10 +80,23 @@ export interface FileStorage {
    * @throws NotFoundError when there is no file at `path`.
    */
   localPath(ws: WorkspaceRef, path: string): Promise<string>;
-  /** @returns the workspace's regular files (outside `.git` directories) and bytes (all files). */
-  usage(ws: WorkspaceRef): Promise<{ files: number; bytes: number }>;
+  /**
+   * @param options.staleTemporaryMs remove the temporary files of writes in progress that were not touched for this
+   * long (their write died with its process: a live write touches its file every `keepAliveMs`).
+   * @returns the workspace's regular files (outside `.git` directories) and bytes (all files but the temporary files
+   * of writes in progress, which their reservations cover: commands/workspaceQuota.ts).
+   */
+  usage(ws: WorkspaceRef, options?: { staleTemporaryMs?: number }): Promise<{ files: number; bytes: number }>;
   /** @returns whether any part of the path (below the workspace root) is a symbolic link. */
   hasLink(ws: WorkspaceRef, path: string): Promise<boolean>;
+}
+
+/** Options of {@link FileStorage.write}. */
+export interface WriteOptions {
+  /** Aborted: the write stops and keeps nothing (checked last just before the file is put in place). */
+  signal?: AbortSignal;
+  /** Touch the temporary file this often while writing, so that it is never taken for one a dead write left. */
+  keepAliveMs?: number;
 }
 
 /** @returns a file's identity from its stat: another file at the same path has another one. */
@@ -85,7 +105,10 @@ function identityOf(s: { dev: number; ino: number; birthtimeMs: number; ctimeMs:
   return `${s.dev}:${s.ino}:${s.birthtimeMs || s.ctimeMs}`;
 }
 
-/** Names of the temporary files uploads write before renaming them (not listed; their bytes count). */
+/**
+ * Names of the temporary files uploads write before renaming them (not listed; their bytes are counted by the
+ * write's reservation, not by `usage`).
+ */
 const TEMPORARY = /^\.upload-[0-9a-f]{16}\.tmp$/;
 
 function typeOf(s: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean }): FileEntryType {
@@ -115,16 +138,19 @@ function byteLimit(max: number): Transform {
  * Copies a body into a new file, failing with WriteLimitExceeded past `max` bytes. The body itself is never
  * destroyed: past the limit it is drained, so that an HTTP request still gets its answer (413) instead of a reset.
  */
-export async function copyLimited(body: Readable, file: string, max: number): Promise<void> {
+export async function copyLimited(body: Readable, file: string, max: number, signal?: AbortSignal): Promise<void> {
   const limit = byteLimit(max);
   const onError = (err: unknown): void => void limit.destroy(err as Error);
   const onClose = (): void => {
     if (!body.readableEnded) limit.destroy(new Error('The request body was cut short'));
   };
+  const onAbort = (): void => void limit.destroy(signal!.reason as Error);
   body.once('error', onError);
   body.once('close', onClose);
+  signal?.addEventListener('abort', onAbort);
   body.pipe(limit);
   try {
+    signal?.throwIfAborted();
     await pipeline(limit, createWriteStream(file, { flags: 'wx' }));
   } catch (err) {
     body.unpipe(limit);
@@ -133,6 +159,7 @@ export async function copyLimited(body: Readable, file: string, max: number): Pr
   } finally {
     body.off('error', onError);
     body.off('close', onClose);
+    signal?.removeEventListener('abort', onAbort);
   }
 }
 
@@ -216,7 +243,13 @@ export class LocalDiskStorage implements FileStorage {
     }
   }
 
-  async write(ws: WorkspaceRef, rel: string, body: Readable, maxBytes: number): Promise<{ created: boolean }> {
+  async write(
+    ws: WorkspaceRef,
+    rel: string,
+    body: Readable,
+    maxBytes: number,
+    options: WriteOptions = {}
+  ): Promise<{ created: boolean }> {
     const abs = await this.resolve(ws, rel);
     const existing = await lstat(abs).catch(() => null);
     if (existing?.isDirectory()) throw new ConflictError('A directory exists at this path');
@@ -224,12 +257,21 @@ export class LocalDiskStorage implements FileStorage {
     // Written beside the target, then renamed over it: readers never see half a file, and a symlink at the target
     // is replaced rather than followed.
     const temp = path.join(path.dirname(abs), `.upload-${randomBytes(8).toString('hex')}.tmp`); // TEMPORARY
+    const touch = options.keepAliveMs
+      ? setInterval(() => {
+          const now = new Date();
+          void utimes(temp, now, now).catch(() => undefined);
+        }, options.keepAliveMs)
+      : undefined;
     try {
-      await copyLimited(body, temp, maxBytes);
+      await copyLimited(body, temp, maxBytes, options.signal);
+      options.signal?.throwIfAborted();
       await rename(temp, abs);
     } catch (err) {
       await unlink(temp).catch(() => undefined);
       throw err;
+    } finally {
+      clearInterval(touch);
     }
     return { created: !existing };
   }
@@ -314,17 +356,24 @@ export class LocalDiskStorage implements FileStorage {
     return false;
   }
 
-  async usage(ws: WorkspaceRef): Promise<{ files: number; bytes: number }> {
+  async usage(
+    ws: WorkspaceRef,
+    options: { staleTemporaryMs?: number } = {}
+  ): Promise<{ files: number; bytes: number }> {
     let files = 0;
     let bytes = 0;
+    const staleBefore = options.staleTemporaryMs === undefined ? undefined : Date.now() - options.staleTemporaryMs;
     const walk = async (dir: string, inGit: boolean): Promise<void> => {
       const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
       for (const e of entries) {
         const abs = path.join(dir, e.name);
         if (e.isDirectory()) await walk(abs, inGit || e.name === '.git');
-        else if (e.isFile()) {
+        else if (e.isFile() && TEMPORARY.test(e.name)) {
+          const s = await lstat(abs).catch(() => null);
+          if (s && staleBefore !== undefined && s.mtimeMs < staleBefore) await unlink(abs).catch(() => undefined);
+        } else if (e.isFile()) {
           bytes += (await lstat(abs).catch(() => ({ size: 0 }))).size;
-          if (!inGit && !TEMPORARY.test(e.name)) files += 1;
+          if (!inGit) files += 1;
         }
       }
     };

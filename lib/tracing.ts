@@ -4,7 +4,8 @@
  * OTEL_SERVICE_NAME). One trace follows a request: the HTTP request's span (api/middlewares/requestId.ts), the
  * workflow start and run, each activity and local activity (Temporal's interceptors, @temporalio/interceptors-
  * opentelemetry, wired in lib/dataConverter.ts `temporalExtensions`), each model call (`chat <model>`, with
- * gen_ai attributes: system, model, input and output tokens) and each tool call (`execute_tool <name>`).
+ * gen_ai attributes: system, model, input and output tokens), each tool call (`execute_tool <name>`) and each
+ * webhook attempt (`POST webhook`).
  *
  * Off, the OpenTelemetry API's tracer is a no-op and no Temporal tracing interceptor is installed.
  */
@@ -184,4 +185,50 @@ export async function traceToolCall<T extends { isError?: boolean }>(name: strin
       }
     }
   );
+}
+
+/** What a webhook attempt's span says about it (no URL path or query: they may carry a receiver's secret). */
+export interface WebhookSendTrace {
+  /** The destination (absent when it is not a URL at all). */
+  url?: URL;
+  eventId?: string;
+  eventType?: string;
+  attempt?: number;
+}
+
+/**
+ * Runs one outbound webhook attempt (lib/webhookSender.ts) in a `POST webhook` client span (OpenTelemetry's HTTP
+ * client conventions: method, server address and port, response status) with the event's id, type and attempt
+ * number and the attempt's outcome; an attempt that did not deliver marks the span as an error.
+ * @param send who is called, and for which event.
+ * @param fn the attempt.
+ * @returns fn's result.
+ */
+export async function traceWebhookSend<T extends { outcome: string; status: number | null; error: string | null }>(
+  send: WebhookSendTrace,
+  fn: () => Promise<T>
+): Promise<T> {
+  const attributes: Record<string, string | number> = { 'http.request.method': 'POST' };
+  if (send.url) {
+    attributes['server.address'] = send.url.hostname.replace(/^\[|\]$/g, '');
+    attributes['server.port'] = Number(send.url.port || (send.url.protocol === 'http:' ? 80 : 443));
+  }
+  if (send.eventId) attributes['webhook.event.id'] = send.eventId;
+  if (send.eventType) attributes['webhook.event.type'] = send.eventType;
+  if (send.attempt !== undefined) attributes['webhook.attempt'] = send.attempt;
+  return tracer().startActiveSpan('POST webhook', { kind: SpanKind.CLIENT, attributes }, async (span: Span) => {
+    try {
+      const out = await fn();
+      span.setAttribute('webhook.outcome', out.outcome);
+      if (out.status !== null) span.setAttribute('http.response.status_code', out.status);
+      if (out.outcome !== 'delivered') span.setStatus({ code: SpanStatusCode.ERROR, message: out.error ?? undefined });
+      return out;
+    } catch (err) {
+      span.recordException(err as Error);
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
 }

@@ -7,6 +7,7 @@
  */
 import https from 'node:https';
 import { assertSafeUrl, safeLookup, UnsafeDestinationError, type Resolver } from './safeDestination';
+import { traceWebhookSend } from './tracing';
 
 export type AttemptOutcome = 'delivered' | 'transient' | 'permanent';
 
@@ -83,11 +84,30 @@ export function parseRetryAfter(value: string | undefined, now = Date.now()): nu
 }
 
 /**
- * Sends one attempt; never throws.
+ * Sends one attempt, in its own span (lib/tracing.ts `traceWebhookSend`); never throws.
  * @param input destination, body, headers and limits.
  * @returns the outcome.
  */
 export async function sendWebhook(input: SendInput): Promise<SendResult> {
+  let url: URL | undefined;
+  try {
+    url = new URL(input.url);
+  } catch {
+    url = undefined; // refused below, still traced
+  }
+  const attempt = Number(input.headers['Service-Delivery-Attempt']);
+  return traceWebhookSend(
+    {
+      url,
+      eventId: input.headers['Service-Event-Id'],
+      eventType: input.headers['Service-Event-Type'],
+      ...(Number.isInteger(attempt) && attempt > 0 ? { attempt } : {}),
+    },
+    () => attemptDelivery(input)
+  );
+}
+
+async function attemptDelivery(input: SendInput): Promise<SendResult> {
   const started = performance.now();
   type Outcome = Omit<SendResult, 'latencyMs' | 'response'> & Partial<Pick<SendResult, 'response'>>;
   const done = (r: Outcome): SendResult => ({

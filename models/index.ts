@@ -30,3 +30,4 @@ export * from './SkillVersion';
 export * from './SkillName';
 export * from './McpServer';
 export * from './Media';
+export * from './WorkspaceReservation';

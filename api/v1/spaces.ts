@@ -163,7 +163,7 @@ export function spaceClientRoutes(deps: Pick<AppDeps, 'config' | 'temporal'>): R
         }
         const gitOnly = GIT_INIT_FIELDS.find((f) => mount[f] !== undefined);
         if (gitOnly) throw new ValidationError(`Field ${gitOnly} is accepted only with type git`);
-        const files = await initSpace(ctx.state.auth, spaceId, { type, orgId, spaceName }, deps.config.workspacesDir);
+        const files = await initSpace(ctx.state.auth, spaceId, { type, orgId, spaceName }, deps.config);
         ctx.body = { success: true, spaceId, type, files };
       },
     },

@@ -10,6 +10,13 @@ import { useTestDatabase } from '../helpers/mongo';
 useTestDatabase();
 const t = useTestApp();
 let browser: Browser | undefined;
+/** The page's window, as the functions run in the page see it (this file is compiled without the DOM types). */
+interface PageWindow {
+  scrollY: number;
+  innerHeight: number;
+  scrollBy(x: number, y: number): void;
+  scrollTo(x: number, y: number): void;
+}
 
 beforeAll(async () => {
   const executablePath = process.env.AAS_TEST_CHROMIUM;
@@ -64,19 +71,23 @@ it('renders the operations from /api/openapi.json and expands one, loading nothi
     );
     rows.forEach((r) => listed.add(r));
     const atEnd = await page.evaluate(() => {
-      const before = window.scrollY;
-      window.scrollBy(0, Math.round(window.innerHeight / 2));
-      return window.scrollY === before;
+      const win = globalThis as unknown as PageWindow;
+      const before = win.scrollY;
+      win.scrollBy(0, Math.round(win.innerHeight / 2));
+      return win.scrollY === before;
     });
     if (atEnd) break;
     await page.waitForTimeout(50);
   }
   expect(expected.filter((op) => !listed.has(op))).toEqual([]);
 
-  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.evaluate(() => (globalThis as unknown as PageWindow).scrollTo(0, 0));
   const operation = page.locator('.opblock', { hasText: '/api/v1/agents/{id}/execute' }).first();
   for (let step = 0; step < 400 && !(await operation.isVisible()); step++) {
-    await page.evaluate(() => window.scrollBy(0, Math.round(window.innerHeight / 2)));
+    await page.evaluate(() => {
+      const win = globalThis as unknown as PageWindow;
+      win.scrollBy(0, Math.round(win.innerHeight / 2));
+    });
     await page.waitForTimeout(50);
   }
   await operation.waitFor({ timeout: 20_000 });

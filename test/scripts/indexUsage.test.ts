@@ -8,6 +8,9 @@
  *
  * With a real mongod (MONGODB_URI) there is no PostgreSQL: the same shapes are checked with MongoDB's explain.
  */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import mongoose from 'mongoose';
 import pg from 'pg';
 import type { Client } from '@temporalio/client';
@@ -18,21 +21,37 @@ import { claimIdempotencyKey, completeIdempotencyKey } from '../../commands/idem
 import { countRequest } from '../../commands/rateLimits';
 import { checkSkillIds, findSkillVersion, listSkills, listSkillVersions } from '../../commands/skills';
 import { listDeliveries } from '../../commands/webhooks';
+import { checkMediaIds, findMedia, listMedia } from '../../commands/media';
+import {
+  checkMcpServerIds,
+  deleteMcpServer,
+  findMcpServer,
+  listMcpServers,
+  mcpServersForAgent,
+} from '../../commands/mcpServers';
+import { deleteOAuthClient, listOAuthClients, revokeOAuthOfToken } from '../../commands/oauthClients';
+import { reserveWorkspaceBytes } from '../../commands/workspaceQuota';
+import { LocalDiskStorage } from '../../lib/fileStorage';
 import type { AuthContext } from '../../commands/tokens';
 import { appendEvents, lastSeq, readEvents, StreamEvent, StreamHead } from '../../lib/eventLog';
-import { EXPIRY_BUCKET_MS, sweepExpired } from '../../lib/expiry';
+import { EXPIRY_BUCKET_MS, expiryFields, sweepExpired } from '../../lib/expiry';
 import {
   Agent,
   Chat,
   ChatMessage,
   Execution,
   IdempotencyRecord,
+  McpServer,
+  Media,
+  OAuthClient,
+  OAuthGrant,
   RateWindow,
   Skill,
   SkillVersion,
   ServiceEvent,
   SpaceAgent,
   WebhookDelivery,
+  WorkspaceReservation,
 } from '../../models';
 import { useTestDatabase } from '../helpers/mongo';
 
@@ -71,6 +90,14 @@ const SKILL_VERSIONS = 50;
  */
 const EXECUTIONS = 20_000;
 const TREE = 10;
+
+/** Media, MCP server instances, OAuth clients and OAuth grants, each over ORGS organizations (issue 25). */
+const MEDIA = 10_000;
+const MCP_SERVERS = 10_000;
+const OAUTH_CLIENTS = 10_000;
+const OAUTH_GRANTS = 10_000;
+/** Workspace size reservations over 100 workspaces, one in ten left open by a process that died. */
+const RESERVATIONS = 10_000;
 
 const auth = (org: number): AuthContext => ({
   organizationId: `org_${org}`,
@@ -353,6 +380,133 @@ beforeAll(async () => {
       }) as never[]
     );
   }
+  await Media.init();
+  await McpServer.init();
+  await OAuthClient.init();
+  await OAuthGrant.init();
+  const day = 86_400_000;
+  for (let k = 0; k < MEDIA; k += batch) {
+    await Media.collection.insertMany(
+      Array.from({ length: batch }, (_, i) => ({
+        _id: `med_${k + i}`,
+        organizationId: `org_${(k + i) % ORGS}`,
+        ownerId: `usr_${(k + i) % ORGS}`,
+        name: `m${k + i}.png`,
+        contentType: 'image/png',
+        size: 100,
+        sha256: 'x'.repeat(64),
+        createdAt: new Date(1_700_000_000_000 + (k + i) * 1000),
+        updatedAt: new Date(),
+      })) as never[]
+    );
+  }
+  for (let k = 0; k < MCP_SERVERS; k += batch) {
+    await McpServer.collection.insertMany(
+      Array.from({ length: batch }, (_, i) => ({
+        _id: `mcp_${k + i}`,
+        organizationId: `org_${(k + i) % ORGS}`,
+        name: `server-${k + i}`,
+        url: 'https://mcp.example/mcp',
+        createdBy: `usr_${(k + i) % ORGS}`,
+        createdAt: new Date(1_700_000_000_000 + (k + i) * 1000),
+        updatedAt: new Date(),
+      })) as never[]
+    );
+  }
+  for (let k = 0; k < OAUTH_CLIENTS; k += batch) {
+    await OAuthClient.collection.insertMany(
+      Array.from({ length: batch }, (_, i) => {
+        const n = k + i;
+        return {
+          _id: `oac_${n}`,
+          name: `client ${n}`,
+          secretHash: 'h',
+          tokenEndpointAuthMethod: 'client_secret_basic',
+          grantTypes: ['client_credentials'],
+          redirectUris: [],
+          organizationId: `org_${n % ORGS}`,
+          userId: `usr_${n % ORGS}`,
+          tokenId: `tok_${n % (ORGS * 10)}`,
+          createdAt: new Date(1_700_000_000_000 + n * 1000),
+          updatedAt: new Date(),
+          ...expiryFields(new Date(Date.now() + day + (n % 24) * EXPIRY_BUCKET_MS)),
+        };
+      }) as never[]
+    );
+    await OAuthGrant.collection.insertMany(
+      Array.from({ length: Math.min(batch, OAUTH_GRANTS - k) }, (_, i) => {
+        const n = k + i;
+        return {
+          _id: `grant_${n}`,
+          kind: 'refresh',
+          clientId: `oac_${n}`,
+          organizationId: `org_${n % ORGS}`,
+          userId: `usr_${n % ORGS}`,
+          scope: 'mcp',
+          resource: 'https://aas.example/mcp',
+          revokedAt: null,
+          tokenId: `tok_${n % (ORGS * 10)}`,
+          familyId: `grant_${n}`,
+          createdAt: new Date(),
+          ...expiryFields(new Date(Date.now() + day + (n % 24) * EXPIRY_BUCKET_MS)),
+        };
+      }) as never[]
+    );
+  }
+  await WorkspaceReservation.init();
+  for (let k = 0; k < RESERVATIONS; k += batch) {
+    await WorkspaceReservation.collection.insertMany(
+      Array.from({ length: batch }, (_, i) => {
+        const n = k + i;
+        const seq = Math.floor(n / 100) + 1;
+        return {
+          _id: `spc_r${n % 100}:${seq}`,
+          organizationId: `org_${n % ORGS}`,
+          spaceId: `spc_r${n % 100}`,
+          seq,
+          bytes: 10,
+          open: n % 10 === 0,
+          heldUntil: new Date(Date.now() - 3_600_000),
+          createdAt: new Date(),
+          ...expiryFields(new Date(Date.now() + day)),
+        };
+      }) as never[]
+    );
+  }
+  // Clients of people (no organization) that members of org_7 authorized.
+  const PERSON_CLIENTS = 5;
+  await OAuthClient.collection.insertMany(
+    Array.from({ length: PERSON_CLIENTS }, (_, i) => ({
+      _id: `oac_person_${i}`,
+      name: `person client ${i}`,
+      secretHash: null,
+      tokenEndpointAuthMethod: 'none',
+      grantTypes: ['authorization_code', 'refresh_token'],
+      redirectUris: ['https://client.example/cb'],
+      organizationId: null,
+      userId: null,
+      tokenId: null,
+      createdAt: new Date(),
+      updatedAt: new Date(),
+      ...expiryFields(new Date(Date.now() + day)),
+    })) as never[]
+  );
+  await OAuthGrant.collection.insertMany(
+    Array.from({ length: PERSON_CLIENTS }, (_, i) => ({
+      _id: `grant_person_${i}`,
+      kind: 'refresh',
+      clientId: `oac_person_${i}`,
+      organizationId: 'org_7',
+      userId: 'usr_7',
+      scope: 'mcp',
+      resource: 'https://aas.example/mcp',
+      revokedAt: null,
+      tokenId: null,
+      familyId: `grant_person_${i}`,
+      createdAt: new Date(),
+      ...expiryFields(new Date(Date.now() + day)),
+    })) as never[]
+  );
   await control.createIndex({ k: 1 });
   for (let c = 0; c < CONTROL; c += batch) {
     await control.insertMany(
@@ -376,9 +530,12 @@ beforeAll(async () => {
       // The leading field of each index: agents _id, organizationId; stream_events _id, expiryBucket; stream_heads
       // _id; rate_windows and idempotency_records _id, expiryBucket; control _id, k; FerretDB's metadata _id, table.
       // chat_messages _id, organizationId, chatId; chats _id, organizationId; webhook_deliveries and service_events
-      // _id, organizationId, expiryBucket; skills _id, organizationId; skill_versions _id, skillId; executions _id,
-      // organizationId, rootExecutionId, parentExecutionId.
-      if (Number(rows[0].n) >= 32 || Date.now() > deadline) break;
+      // _id, organizationId, expiryBucket; skills _id, organizationId; skill_versions _id, skillId.
+      // media _id, organizationId; mcp_servers _id, organizationId; oauth_clients _id, expiryBucket, tokenId,
+      // organizationId; oauth_grants _id, expiryBucket, tokenId, familyId, organizationId; workspace_reservations
+      // _id, spaceId, expiryBucket; executions _id, organizationId,
+      // rootExecutionId, parentExecutionId.
+      if (Number(rows[0].n) >= 50 || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 200));
     }
     await client.query(`ANALYZE`); // as autovacuum would after a bulk load; plans then reflect the data
@@ -535,6 +692,82 @@ const shapes: Array<[string, string, () => Promise<unknown>]> = [
     'webhook_deliveries',
     () => WebhookDelivery.updateOne({ _id: 'evt_4242' }, { $set: { status: 'failed' } }),
   ],
+  [
+    'media: first page and count, next page (one organization of 100)',
+    'media',
+    async () => {
+      const first = await listMedia(auth(7), { limit: 20 });
+      expect([first.total, first.items.length]).toEqual([MEDIA / ORGS, 20]);
+      const next = await listMedia(auth(7), { limit: 20, cursor: first.nextCursor! });
+      expect(next.items[0].createdAt.getTime()).toBeLessThan(first.items[19].createdAt.getTime());
+    },
+  ],
+  ['media: a medium by id (read, download, delete)', 'media', () => findMedia(auth(7), 'med_4207')],
+  [
+    'media of an execution: up to 10 by _id in one $or',
+    'media',
+    async () =>
+      expect(await checkMediaIds(auth(7), ['med_7', 'med_107', 'med_207', 'med_9907'], 'media')).toHaveLength(4),
+  ],
+  [
+    'MCP servers: first page, next page (one organization of 100)',
+    'mcp_servers',
+    async () => {
+      const first = await listMcpServers(auth(7), { limit: 20 });
+      expect(first.items).toHaveLength(20);
+      const next = await listMcpServers(auth(7), { limit: 20, cursor: first.nextCursor! });
+      expect(next.items[0].createdAt.getTime()).toBeLessThan(first.items[19].createdAt.getTime());
+    },
+  ],
+  ['MCP servers: a server by id', 'mcp_servers', () => findMcpServer(auth(7), 'mcp_4207')],
+  [
+    'MCP servers of an agent: ids and required names in one $or; the agent create / update check',
+    'mcp_servers',
+    async () => {
+      await checkMcpServerIds(auth(7), ['mcp_7', 'mcp_107', 'mcp_207'], 'mcpServerIds');
+      const servers = await mcpServersForAgent({ organizationId: 'org_7', mcpServerIds: ['mcp_7', 'mcp_107'] }, [
+        { requiredMCPs: ['server-207', 'server-9907'] },
+      ]);
+      expect(servers.map((d) => d._id)).toEqual(['mcp_7', 'mcp_107', 'mcp_207', 'mcp_9907']);
+    },
+  ],
+  [
+    'MCP servers: delete one, detaching it from the organization’s agents',
+    'mcp_servers',
+    () => deleteMcpServer(auth(7), 'mcp_8807'),
+  ],
+  [
+    'OAuth clients of an organization (GET /api/oauth-clients): its machine clients, its members’ grants',
+    'oauth_clients',
+    async () => expect(await listOAuthClients('org_7')).toHaveLength(OAUTH_CLIENTS / ORGS + 5),
+  ],
+  ['OAuth clients: delete one with its grants', 'oauth_clients', () => deleteOAuthClient('org_7', 'oac_9907')],
+  [
+    'OAuth: revoking a service token revokes its clients and grants',
+    'oauth_clients',
+    () => revokeOAuthOfToken('tok_7'),
+  ],
+  ['OAuth grants: of an organization, of a client, of a token, of a family', 'oauth_grants', async () => undefined],
+  [
+    'workspace size reservation: the highest number, take the next, the open ones, close (one workspace of 100)',
+    'workspace_reservations',
+    async () => {
+      const quota = {
+        storage: new LocalDiskStorage(mkdtempSync(path.join(os.tmpdir(), 'quota-'))),
+        workspaceMaxBytes: 1_000_000,
+        reservationLeaseMs: 60_000,
+      };
+      const reservation = await reserveWorkspaceBytes(
+        quota,
+        { organizationId: 'org_7', spaceId: 'spc_r7' },
+        { bytes: 10 }
+      );
+      await reservation.close();
+      expect(await WorkspaceReservation.findById(`spc_r7:${RESERVATIONS / 100 + 1}`).lean()).toMatchObject({
+        open: false,
+      });
+    },
+  ],
 ];
 
 if (postgresUrl) {
@@ -553,6 +786,11 @@ if (postgresUrl) {
         'skills',
         'skill_versions',
         'service_events',
+        'media',
+        'mcp_servers',
+        'oauth_clients',
+        'oauth_grants',
+        'workspace_reservations',
         'executions',
         'control',
       ];
@@ -584,6 +822,11 @@ if (postgresUrl) {
         skill_versions: { seqScans: 0, indexScans: expect.any(Number) },
         service_events: { seqScans: 0, indexScans: expect.any(Number) },
         executions: { seqScans: 0, indexScans: expect.any(Number) },
+        media: { seqScans: 0, indexScans: expect.any(Number) },
+        mcp_servers: { seqScans: 0, indexScans: expect.any(Number) },
+        oauth_clients: { seqScans: 0, indexScans: expect.any(Number) },
+        oauth_grants: { seqScans: 0, indexScans: expect.any(Number) },
+        workspace_reservations: { seqScans: 0, indexScans: expect.any(Number) },
         control: { seqScans: 1, indexScans: 0 },
       });
       // Every shape touched its table, so each was answered by index scans: at least one per shape.
@@ -600,6 +843,11 @@ if (postgresUrl) {
         'skills',
         'skill_versions',
         'service_events',
+        'media',
+        'mcp_servers',
+        'oauth_clients',
+        'oauth_grants',
+        'workspace_reservations',
         'executions',
       ] as const;
       for (const c of indexed) {
@@ -642,6 +890,17 @@ if (postgresUrl) {
         Execution.find({ organizationId: 'org_7', rootExecutionId: 'exec-1-70' })
           .sort({ createdAt: 1 })
           .explain('queryPlanner'),
+        Media.find({ organizationId: 'org_7' }).sort({ createdAt: -1, _id: -1 }).explain('queryPlanner'),
+        McpServer.find({ organizationId: 'org_7' }).sort({ createdAt: -1, _id: -1 }).explain('queryPlanner'),
+        McpServer.find({ organizationId: 'org_7', name: 'server-7' }).explain('queryPlanner'),
+        OAuthClient.find({ organizationId: 'org_7' }).sort({ createdAt: -1 }).explain('queryPlanner'),
+        OAuthClient.find({ tokenId: 'tok_7' }).explain('queryPlanner'),
+        OAuthGrant.find({ organizationId: 'org_7', clientId: 'oac_7' }).explain('queryPlanner'),
+        OAuthGrant.find({ tokenId: 'tok_7' }).explain('queryPlanner'),
+        OAuthGrant.find({ familyId: 'grant_7' }).explain('queryPlanner'),
+        OAuthClient.find({ expiryBucket: 1 }).explain('queryPlanner'),
+        WorkspaceReservation.find({ spaceId: 'spc_r7' }).sort({ seq: -1 }).limit(1).explain('queryPlanner'),
+        WorkspaceReservation.find({ spaceId: 'spc_r7', open: true }).sort({ seq: 1 }).explain('queryPlanner'),
       ]);
       expect(JSON.stringify(plans)).not.toContain('COLLSCAN');
     });
