@@ -25,7 +25,15 @@ import {
   type ModelContentBlock,
   type ModelMessage,
 } from '../lib/providers';
-import { FAILURES, rejectedMessage, type FailureCode } from '../workflows/failures';
+import { randomBytes } from 'node:crypto';
+import { onAbortRequest, registerRunningCall } from '../lib/runningCalls';
+import {
+  CANCELLED_BY_REQUEST,
+  deadlineMessage,
+  FAILURES,
+  rejectedMessage,
+  type FailureCode,
+} from '../workflows/failures';
 import { JOB_PROTOCOL_PROMPT } from '../workflows/jobStates';
 import { chatRangeEnd, chatStatusAfter, mirrorEvent, mirrorsToChat, mirrorToChat, toolEventKind } from './chatStream';
 import { recordEvent, recordEvents } from '../commands/serviceEvents';
@@ -73,7 +81,7 @@ export interface FinishInput {
    */
   lastSeq?: number;
   /** The completing attempt's token counts (from generateReply), written with the outcome. */
-  attemptUsage?: AttemptUsage & { attempt: number };
+  attemptUsage?: AttemptUsage & { attempt: number | string };
   /** Failure message (failed), in the service's words (workflows/failures.ts). */
   error?: string;
   /** Failure code (failed). */
@@ -307,6 +315,25 @@ async function loadAndClaim(executionId: string): Promise<{ exec: ExecutionDoc |
   return { exec: await Execution.findById(executionId).lean<ExecutionDoc>(), claimed: false };
 }
 
+/** Limits of a reply run as a local activity (shape 3, workflows/agentExecution.ts). */
+export interface ReplyLimits {
+  /** When the execution's deadline passes (ms since the epoch): the reply stops itself then. */
+  deadlineAt: number;
+  /** The deadline in seconds (for the client's message). */
+  deadlineSeconds: number;
+}
+
+/**
+ * The key of one run of the reply in `usageByAttempt`: the activity attempt for a regular activity (shapes 2 and
+ * older); for a local one, whose attempt count starts again when another worker takes its workflow task over, the
+ * attempt and a random suffix, so that every run the provider billed keeps its own count.
+ * @param info the activity's info.
+ * @returns the key.
+ */
+function attemptKey(info: { attempt: number; isLocal: boolean }): number | string {
+  return info.isLocal ? `${info.attempt}-${randomBytes(4).toString('hex')}` : info.attempt;
+}
+
 /**
  * The chat shows that an execution just moved to running is working. Activities address records by the ids
  * stored on their execution, which the api wrote for one organization.
@@ -326,21 +353,55 @@ async function announceRunning(exec: ExecutionDoc): Promise<void> {
  */
 export function createExecutionActivities(deps: ExecutionActivityDeps) {
   const log = deps.logger.child({ component: 'executions' });
+  // A cancel taken by another process reaches a reply running here over the wake-up channel; it is acted on once the
+  // record confirms it (lib/runningCalls.ts).
+  onAbortRequest(
+    async (executionId) =>
+      !!(await Execution.findById(executionId).select({ cancelRequestedAt: 1 }).lean())?.cancelRequestedAt,
+    (err) => log.warn({ err }, 'cannot confirm a cancel request')
+  );
 
   /**
    * Streams the model reply into the event log. After a worker died mid-stream, the retry continues the reply
    * after the text already delivered (prefill), so clients never see text twice.
    */
   async function generateReply(
-    executionId: string
-  ): Promise<{ text: string; lastSeq: number; attemptUsage: AttemptUsage & { attempt: number } }> {
+    executionId: string,
+    limits?: ReplyLimits
+  ): Promise<{ text: string; lastSeq: number; attemptUsage: AttemptUsage & { attempt: number | string } }> {
     const ctx = Context.current();
+    // A local activity (shape 3) is aborted directly by the cancel endpoint (lib/runningCalls.ts), registered
+    // before the execution is read: a cancel that comes earlier is seen in the record.
+    const direct = new AbortController();
+    const unregister = ctx.info.isLocal ? registerRunningCall(executionId, direct) : () => undefined;
+    try {
+      return await reply(ctx, executionId, direct.signal, limits);
+    } finally {
+      unregister();
+    }
+  }
+
+  /** @returns the failure of a reply the cancel endpoint aborted. */
+  const cancelledByRequest = (): ApplicationFailure =>
+    ApplicationFailure.create({ type: CANCELLED_BY_REQUEST, message: 'Execution cancelled', nonRetryable: true });
+
+  /** generateReply's work, once registered for a direct cancel. */
+  async function reply(
+    ctx: Context,
+    executionId: string,
+    direct: AbortSignal,
+    limits: ReplyLimits | undefined
+  ): Promise<{ text: string; lastSeq: number; attemptUsage: AttemptUsage & { attempt: number | string } }> {
     // Only a pending execution is claimed: the api marks one whose workflow start failed (Temporal away) as
     // failed, and if that start reached the server after all, the workflow must not bring it back to life.
     const { exec, claimed } = await loadAndClaim(executionId);
     if (!exec) throw ApplicationFailure.nonRetryable(`Execution ${executionId} not found`, 'ExecutionMissing');
     if (exec.error?.code === 'start_failed')
       throw ApplicationFailure.nonRetryable('The execution could not be started', 'StartFailed');
+    if (exec.cancelRequestedAt || direct.aborted) throw cancelledByRequest();
+    const deadlineFailure = (): ApplicationFailure =>
+      failure(FAILURES.deadlineExceeded, false, deadlineMessage(limits!.deadlineSeconds));
+    if (limits && Date.now() >= limits.deadlineAt) throw deadlineFailure();
     // The reads are independent of each other: they go out together (time to first token).
     const [, found, history, existing] = await Promise.all([
       claimed ? announceRunning(exec) : undefined,
@@ -394,13 +455,30 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     const maxRounds = deps.config.agentTools.maxRounds;
     const replay = replayToolRounds(existing);
     let toolEvents = existing.some((e) => toolEventKind(e) === 'tool_use');
-    const attempt = ctx.info.attempt;
-    const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
+    const attempt = attemptKey(ctx.info);
+    // A local activity has no heartbeat of its own: the SDK heartbeats its workflow task.
+    const beat = ctx.info.isLocal ? undefined : setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
     const usage = trackUsage(executionId, attempt);
-    // The request is aborted by a cancellation (heartbeat) or by the idle timeout.
+    // The request is aborted by a cancellation (Temporal's, or the cancel endpoint's directly), by the idle timeout
+    // or by the deadline: one controller every cause aborts (plain listeners, removed at the end).
+    const stop = new AbortController();
     const idle = new AbortController();
-    const signal = AbortSignal.any([ctx.cancellationSignal, idle.signal]);
-    if (attempt > 1)
+    let deadlineHit = false;
+    const abort = (): void => stop.abort(new Error('Reply stopped'));
+    const sources = [ctx.cancellationSignal, idle.signal, direct];
+    for (const s of sources) s.addEventListener('abort', abort, { once: true });
+    if (sources.some((s) => s.aborted)) abort();
+    const deadline = limits
+      ? setTimeout(
+          () => {
+            deadlineHit = true;
+            abort();
+          },
+          Math.max(0, limits.deadlineAt - Date.now())
+        )
+      : undefined;
+    const signal = stop.signal;
+    if (ctx.info.attempt > 1 || existing.length > 1)
       log.info({ executionId, attempt, resumedChars: earlier.length, rounds: replay.rounds }, 'resuming reply');
 
     /**
@@ -415,6 +493,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     ): Promise<void> => {
       for (const call of calls) {
         if (results.has(call.id)) continue;
+        signal.throwIfAborted();
         const out: ToolOutcome = await traceToolCall(call.name, async () =>
           round > maxRounds
             ? { content: `Tool call limit reached (${maxRounds} rounds): answer without tools`, isError: true }
@@ -443,6 +522,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         conversation.push(...toolTurns(replay.open.text, replay.open.calls, replay.open.results));
       }
       for (;;) {
+        signal.throwIfAborted();
         const writtenBefore = writer.written.length;
         const calls: ToolCall[] = [];
         // One span per model call (lib/tracing.ts; a no-op while tracing is off).
@@ -505,8 +585,13 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         log.warn({ executionId, attempt, idleMs: err.idleMs, delivered }, 'model provider went silent');
         throw providerFailure(err, delivered);
       }
+      if (deadlineHit) {
+        log.warn({ executionId, attempt, deadlineSeconds: limits!.deadlineSeconds }, 'execution deadline exceeded');
+        throw deadlineFailure();
+      }
+      if (direct.aborted) throw cancelledByRequest();
       const details = ctx.cancellationDetails;
-      if (ctx.cancellationSignal.aborted || err instanceof ProviderAbortedError) {
+      if (ctx.cancellationSignal.aborted || err instanceof ProviderAbortedError || signal.aborted) {
         if (details?.workerShutdown) throw ApplicationFailure.retryable('Worker shutting down', 'WorkerShutdown');
         throw new CancelledFailure('Execution cancelled');
       }
@@ -522,6 +607,8 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
       throw err;
     } finally {
       clearInterval(beat);
+      clearTimeout(deadline);
+      for (const s of sources) s.removeEventListener('abort', abort);
       await usage.close();
     }
   }
@@ -537,7 +624,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
    * @param attempt the activity attempt (the key in `usageByAttempt`).
    * @returns report/delta/close.
    */
-  function trackUsage(executionId: string, attempt: number) {
+  function trackUsage(executionId: string, attempt: number | string) {
     let current: AttemptUsage = { inputTokens: 0, outputTokens: 0, final: false };
     // Counts of the attempt's earlier model calls (a tool loop makes several).
     const before = { inputTokens: 0, outputTokens: 0 };

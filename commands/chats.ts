@@ -21,7 +21,7 @@ import {
 } from '../models';
 import { executionWorkflowId } from '../workflows/ids';
 import { findOrganizationAgent } from './agents';
-import { startExecution, type ExecutionDeps } from './executions';
+import { abortReply, startExecution, type ExecutionDeps } from './executions';
 import { findVisibleSpace } from './spaces';
 import type { AuthContext } from './tokens';
 
@@ -237,12 +237,15 @@ async function cancelRunning(
   if (!running) return null;
   const exec = await Execution.findOne({ _id: running, organizationId: auth.organizationId }).lean<ExecutionDoc>();
   if (!exec || TERMINAL_EXECUTION_STATUSES.includes(exec.status as never)) return null;
-  await deps.temporal.client.workflow
-    .getHandle(executionWorkflowId(running))
-    .cancel()
-    .catch((err: unknown) => {
-      // Already finished (or never started): nothing left to cancel.
-      if ((err as { name?: string }).name !== 'WorkflowNotFoundError') throw err;
-    });
+  await Promise.all([
+    abortReply(running),
+    deps.temporal.client.workflow
+      .getHandle(executionWorkflowId(running))
+      .cancel()
+      .catch((err: unknown) => {
+        // Already finished (or never started): nothing left to cancel.
+        if ((err as { name?: string }).name !== 'WorkflowNotFoundError') throw err;
+      }),
+  ]);
   return running;
 }

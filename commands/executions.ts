@@ -28,7 +28,8 @@ import {
   type SessionTurnDoc,
 } from '../models';
 import type { agentExecution, AgentExecutionOutcome } from '../workflows/agentExecution';
-import { EXECUTION_SHAPE, executionWorkflowId } from '../workflows/ids';
+import { abortRunningCall, broadcastAbort } from '../lib/runningCalls';
+import { EXECUTION_SHAPE, EXECUTION_TASK_TIMEOUT, executionWorkflowId } from '../workflows/ids';
 import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 import { findVisibleAgent } from './agents';
 import { checkMediaForModel, checkMediaIds } from './media';
@@ -328,6 +329,7 @@ export async function startExecution(
         workflowId: executionWorkflowId(executionId),
         taskQueue: deps.temporal.taskQueue,
         args: [{ executionId, deadlineSeconds: deps.config.executionDeadlineSeconds, shape: EXECUTION_SHAPE }],
+        workflowTaskTimeout: EXECUTION_TASK_TIMEOUT,
         typedSearchAttributes: new TypedSearchAttributes([
           { key: organizationIdKey, value: auth.organizationId },
           { key: agentIdKey, value: agent._id },
@@ -429,8 +431,19 @@ export async function executionTree(
 }
 
 /**
- * Cancels a pending or running execution through workflow cancellation (which aborts the model request), then
- * waits briefly for the workflow to record it.
+ * Stops an execution's running reply at once (direct cancel, lib/runningCalls.ts): records that a cancel was
+ * requested (what another process checks before acting, and what a reply starting later sees), then aborts the
+ * reply in this process, or asks the other processes to. Temporal's cancellation is the caller's to request too.
+ * @param executionId the execution (of the caller's organization: checked by the caller).
+ */
+export async function abortReply(executionId: string): Promise<void> {
+  await Execution.updateOne({ _id: executionId }, { $set: { cancelRequestedAt: new Date() } });
+  if (!abortRunningCall(executionId)) await broadcastAbort(executionId);
+}
+
+/**
+ * Cancels a pending or running execution: its running reply is aborted directly ({@link abortReply}) and its
+ * workflow cancelled (so nothing resumes it after a crash); then waits briefly for the workflow to record it.
  * @param deps Temporal.
  * @param auth the caller.
  * @param id execution id.
@@ -445,7 +458,7 @@ export async function cancelExecution(
   if (TERMINAL_EXECUTION_STATUSES.includes(exec.status as never)) {
     throw new ValidationError('Only pending or running executions can be cancelled');
   }
-  await deps.temporal.client.workflow.getHandle(executionWorkflowId(id)).cancel();
+  await Promise.all([abortReply(id), deps.temporal.client.workflow.getHandle(executionWorkflowId(id)).cancel()]);
   const deadline = Date.now() + 5000;
   for (;;) {
     const now = await Execution.findById(id).lean<ExecutionDoc>();

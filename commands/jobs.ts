@@ -16,7 +16,7 @@ import type { job as jobWorkflow, JobInput } from '../workflows/job';
 import { acceptsAction, type JobAction } from '../workflows/jobStates';
 import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 import { createChat } from './chats';
-import type { ExecutionDeps } from './executions';
+import { abortReply, type ExecutionDeps } from './executions';
 import type { AuthContext } from './tokens';
 
 const NOT_FOUND = 'Job not found';
@@ -205,6 +205,16 @@ export async function actOnJob(
   if (TERMINAL_JOB_STATUSES.includes(status) || (status !== 'queued' && !acceptsAction(status, action)))
     throw conflict(status);
   const handle = deps.temporal.client.workflow.getHandle<typeof jobWorkflow>(jobWorkflowId(id));
+  // A cancel stops the running iteration's reply at once (its local activity sees the workflow's cancellation only
+  // at the next heartbeat of its workflow task).
+  const iteration =
+    status === 'running' && action === 'cancel'
+      ? job.iterations.reduce<(typeof job.iterations)[number] | undefined>(
+          (a, b) => (a && a.n > b.n ? a : b),
+          undefined
+        )
+      : undefined;
+  if (iteration) await abortReply(iteration.executionId);
   try {
     await deps.temporal.client.withDeadline(Date.now() + JOB_ACTION_TIMEOUT_MS, () =>
       handle.executeUpdate(jobUpdates[action], { args: [{ text }] })
