@@ -237,15 +237,14 @@ async function cancelRunning(
   if (!running) return null;
   const exec = await Execution.findOne({ _id: running, organizationId: auth.organizationId }).lean<ExecutionDoc>();
   if (!exec || TERMINAL_EXECUTION_STATUSES.includes(exec.status as never)) return null;
-  await Promise.all([
-    abortReply(running),
-    deps.temporal.client.workflow
-      .getHandle(executionWorkflowId(running))
-      .cancel()
-      .catch((err: unknown) => {
-        // Already finished (or never started): nothing left to cancel.
-        if ((err as { name?: string }).name !== 'WorkflowNotFoundError') throw err;
-      }),
-  ]);
+  await deps.temporal.client.workflow
+    .getHandle(executionWorkflowId(running))
+    .cancel()
+    .catch((err: unknown) => {
+      // Already finished (or never started): nothing left to cancel.
+      if ((err as { name?: string }).name !== 'WorkflowNotFoundError') throw err;
+    });
+  // The running reply stops at once (commands/executions.ts abortReply).
+  await abortReply(running);
   return running;
 }

@@ -325,24 +325,32 @@ export async function startExecution(
       mediaIds: input.mediaIds,
     });
     try {
-      await deps.temporal.client.workflow.start<typeof agentExecution>('agentExecution', {
-        workflowId: executionWorkflowId(executionId),
-        taskQueue: deps.temporal.taskQueue,
-        args: [{ executionId, deadlineSeconds: deps.config.executionDeadlineSeconds, shape: EXECUTION_SHAPE }],
-        workflowTaskTimeout: EXECUTION_TASK_TIMEOUT,
-        typedSearchAttributes: new TypedSearchAttributes([
-          { key: organizationIdKey, value: auth.organizationId },
-          { key: agentIdKey, value: agent._id },
-          { key: workKindKey, value: 'execution' },
-        ]),
-        // Ids and the model only: no user text (docs/decisions.md "Observability: private payloads").
-        memo: {
-          agentId: agent._id,
-          model: `${resolved.provider}:${resolved.model}`,
-          chatId: chat._id,
-          sessionId: session._id,
-        },
-      });
+      // Eager start when this process runs a worker (ARCHITECTURE.md §1): the first workflow task, which runs the
+      // whole reply, comes back in the start call's answer and runs here; refused (no free slot, the server's
+      // limits), the execution waits for any worker. The native client has no call deadline of its own: given here.
+      const { eager } = deps.temporal;
+      const client = eager ?? deps.temporal.client;
+      const start = (): Promise<unknown> =>
+        client.workflow.start<typeof agentExecution>('agentExecution', {
+          requestEagerStart: eager !== undefined,
+          workflowId: executionWorkflowId(executionId),
+          taskQueue: deps.temporal.taskQueue,
+          args: [{ executionId, deadlineSeconds: deps.config.executionDeadlineSeconds, shape: EXECUTION_SHAPE }],
+          workflowTaskTimeout: EXECUTION_TASK_TIMEOUT,
+          typedSearchAttributes: new TypedSearchAttributes([
+            { key: organizationIdKey, value: auth.organizationId },
+            { key: agentIdKey, value: agent._id },
+            { key: workKindKey, value: 'execution' },
+          ]),
+          // Ids and the model only: no user text (docs/decisions.md "Observability: private payloads").
+          memo: {
+            agentId: agent._id,
+            model: `${resolved.provider}:${resolved.model}`,
+            chatId: chat._id,
+            sessionId: session._id,
+          },
+        });
+      await (eager ? eager.withDeadline(Date.now() + deps.config.dependencyTimeoutMs, start) : start());
     } catch (err) {
       await Execution.updateOne(
         { _id: executionId, status: 'pending' },
@@ -442,8 +450,8 @@ export async function abortReply(executionId: string): Promise<void> {
 }
 
 /**
- * Cancels a pending or running execution: its running reply is aborted directly ({@link abortReply}) and its
- * workflow cancelled (so nothing resumes it after a crash); then waits briefly for the workflow to record it.
+ * Cancels a pending or running execution: its workflow is cancelled (so nothing resumes it after a crash), then its
+ * running reply is aborted directly ({@link abortReply}); then waits briefly for the workflow to record it.
  * @param deps Temporal.
  * @param auth the caller.
  * @param id execution id.
@@ -458,7 +466,9 @@ export async function cancelExecution(
   if (TERMINAL_EXECUTION_STATUSES.includes(exec.status as never)) {
     throw new ValidationError('Only pending or running executions can be cancelled');
   }
-  await Promise.all([abortReply(id), deps.temporal.client.workflow.getHandle(executionWorkflowId(id)).cancel()]);
+  // Temporal's cancellation first: when the engine is away the cancel fails (503) and nothing is stopped.
+  await deps.temporal.client.workflow.getHandle(executionWorkflowId(id)).cancel();
+  await abortReply(id);
   const deadline = Date.now() + 5000;
   for (;;) {
     const now = await Execution.findById(id).lean<ExecutionDoc>();
