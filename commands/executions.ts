@@ -10,7 +10,7 @@ import { AppError, ConflictError, NotFoundError, ServiceUnavailableError, Valida
 import { newExecutionId, newId } from '../lib/ids';
 import { insertDocument } from '../lib/mongo';
 import { paginate } from '../lib/pagination';
-import { executionsStarted } from '../lib/metrics';
+import { executionsStarted, executionsStartedEagerly } from '../lib/metrics';
 import { resolveModel } from '../lib/providers';
 import { currentRequestId } from '../lib/requestContext';
 import { whileTemporalAnswers, type TemporalDeps } from '../lib/temporal';
@@ -330,7 +330,7 @@ export async function startExecution(
       // limits), the execution waits for any worker. The native client has no call deadline of its own: given here.
       const { eager } = deps.temporal;
       const client = eager ?? deps.temporal.client;
-      const start = (): Promise<unknown> =>
+      const start = (): Promise<{ eagerlyStarted: boolean }> =>
         client.workflow.start<typeof agentExecution>('agentExecution', {
           requestEagerStart: eager !== undefined,
           workflowId: executionWorkflowId(executionId),
@@ -350,7 +350,8 @@ export async function startExecution(
             sessionId: session._id,
           },
         });
-      await (eager ? eager.withDeadline(Date.now() + deps.config.dependencyTimeoutMs, start) : start());
+      const handle = await (eager ? eager.withDeadline(Date.now() + deps.config.dependencyTimeoutMs, start) : start());
+      if (handle.eagerlyStarted) executionsStartedEagerly.inc();
     } catch (err) {
       await Execution.updateOne(
         { _id: executionId, status: 'pending' },
