@@ -3,7 +3,7 @@
  * status moves are conditional, events have deterministic seqs, messages deterministic ids.
  */
 import { traceModelCall, traceToolCall } from '../lib/tracing';
-import { executionDuration, executionsFinished, firstDelta } from '../lib/metrics';
+import { executionDuration, executionsFinished, firstDelta, repliesAbortedDirectly } from '../lib/metrics';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { AgentFileTools, type ToolOutcome } from '../commands/agentFileTools';
@@ -382,8 +382,14 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
   }
 
   /** @returns the failure of a reply the cancel endpoint aborted. */
-  const cancelledByRequest = (): ApplicationFailure =>
-    ApplicationFailure.create({ type: CANCELLED_BY_REQUEST, message: 'Execution cancelled', nonRetryable: true });
+  const cancelledByRequest = (): ApplicationFailure => {
+    repliesAbortedDirectly.inc();
+    return ApplicationFailure.create({
+      type: CANCELLED_BY_REQUEST,
+      message: 'Execution cancelled',
+      nonRetryable: true,
+    });
+  };
 
   /** generateReply's work, once registered for a direct cancel. */
   async function reply(
