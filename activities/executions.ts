@@ -297,6 +297,9 @@ async function allDone<T extends readonly unknown[]>(work: T): Promise<{ -readon
   };
 }
 
+/** Most execution records kept for their finish (activities/executions.ts `handedOver`). */
+const MAX_HANDED_OVER = 1000;
+
 /** Earlier turns whose messages one query of {@link sessionHistory} reads. */
 const HISTORY_BATCH = 50;
 
@@ -353,6 +356,19 @@ async function announceRunning(exec: ExecutionDoc): Promise<void> {
  */
 export function createExecutionActivities(deps: ExecutionActivityDeps) {
   const log = deps.logger.child({ component: 'executions' });
+  /**
+   * Execution records a completed local reply (shape 3) hands to the finish that follows it in the same workflow
+   * task, in this process: the finish then writes without reading the record again. Only what the finish reads is
+   * used (ids, turn, createdAt, the usage of earlier attempts, which the claim read after they were saved); a
+   * running execution's status is `running`. Bounded: entries whose finish runs elsewhere are dropped oldest first.
+   */
+  const handedOver = new Map<string, ExecutionDoc>();
+  const handOver = (exec: ExecutionDoc): void => {
+    handedOver.delete(exec._id);
+    handedOver.set(exec._id, exec);
+    if (handedOver.size > MAX_HANDED_OVER) handedOver.delete(handedOver.keys().next().value!);
+  };
+
   // A cancel taken by another process reaches a reply running here over the wake-up channel; it is acted on once the
   // record confirms it (lib/runningCalls.ts).
   onAbortRequest(
@@ -504,11 +520,13 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
           round > maxRounds
             ? { content: `Tool call limit reached (${maxRounds} rounds): answer without tools`, isError: true }
             : mcp.handles(call.name)
-              ? mcp.run(call.name, call.input, interrupted)
+              ? mcp.run(call.name, call.input, interrupted, signal)
               : tools
                 ? tools.run(call.name, call.input)
                 : { content: 'No tools are available in this execution', isError: true }
         );
+        // A call cut short by a cancel records no result: the reply ends here.
+        signal.throwIfAborted();
         await writer.append([toolResultEvent(call, out, mcp.describe(call.name))]);
         results.set(call.id, out);
         log.info({ executionId, tool: call.name, isError: out.isError }, 'tool call');
@@ -579,6 +597,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
       }
       const nextSeq = await writer.flush();
       await mirrored;
+      if (ctx.info.isLocal) handOver(exec);
       return {
         text: earlier + writer.written,
         lastSeq: nextSeq - 1,
@@ -706,7 +725,11 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
    * events, the chat messages, and releases the session.
    */
   async function finishExecution(input: FinishInput): Promise<void> {
-    const exec = await Execution.findById(input.executionId).lean<ExecutionDoc>();
+    // A completed local reply of this process handed its record over (read when it claimed the execution); a
+    // retried finish, or one in another process, reads it.
+    const handed = handedOver.get(input.executionId);
+    handedOver.delete(input.executionId);
+    const exec = handed ?? (await Execution.findById(input.executionId).lean<ExecutionDoc>());
     if (!exec) throw ApplicationFailure.nonRetryable(`Execution ${input.executionId} not found`, 'ExecutionMissing');
     // A completed reply says where its stream ends; only this finish writes after that (the same events at the
     // same seqs when it is retried), so the stream is not read back.
