@@ -88,6 +88,13 @@ export interface FinishInput {
   errorCode?: FailureCode;
 }
 
+/** What finishExecution recorded (histories recorded before it returned this hold nothing). */
+export interface FinishOutcome {
+  status: 'completed' | 'failed' | 'cancelled';
+  /** The reply (completed). */
+  text?: string;
+}
+
 /** Token counts of one provider attempt, as saved on the execution (`usageByAttempt.<attempt>`). */
 interface AttemptUsage {
   inputTokens: number;
@@ -724,7 +731,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
    * Records the outcome once: final status, result (partial text on failure/cancel), usage, the final stream
    * events, the chat messages, and releases the session.
    */
-  async function finishExecution(input: FinishInput): Promise<void> {
+  async function finishExecution(input: FinishInput): Promise<FinishOutcome> {
     // A completed local reply of this process handed its record over (read when it claimed the execution); a
     // retried finish, or one in another process, reads it.
     const handed = handedOver.get(input.executionId);
@@ -905,6 +912,11 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
       executionDuration.observe({ status: finalStatus }, (Date.now() - new Date(exec.createdAt).getTime()) / 1000);
     }
     log.info({ executionId: exec._id, status: input.status, usage }, 'execution finished');
+    // The outcome as recorded: a finish that came after the execution was already terminal (the workflow task was
+    // run again because a cancel arrived as it completed) answers what the first one recorded.
+    return finalStatus === 'completed'
+      ? { status: finalStatus, text: terminal ? (exec.result ?? '') : text }
+      : { status: finalStatus as 'failed' | 'cancelled' };
   }
 
   return { generateReply, finishExecution };

@@ -33,7 +33,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 // Only import the activity types
-import type { ExecutionActivities } from '../activities/executions';
+import type { ExecutionActivities, FinishOutcome } from '../activities/executions';
 import { clientFailure, deadlineMessage, FAILURES, isCancelledByRequest } from './failures';
 import { EXECUTION_SHAPE } from './ids';
 
@@ -75,7 +75,24 @@ const { finishExecution: finishLocally } = proxyLocalActivities<ExecutionActivit
   retry: { initialInterval: '500 milliseconds', maximumAttempts: 20 },
 });
 
-type Finish = (input: Parameters<ExecutionActivities['finishExecution']>[0]) => Promise<void>;
+type Finish = (
+  input: Parameters<ExecutionActivities['finishExecution']>[0]
+) => Promise<FinishOutcome | undefined | void>;
+
+/**
+ * @param recorded what the finish answered (nothing in histories recorded before it answered).
+ * @param fallback the outcome this run decided.
+ * @returns the outcome as the record holds it: a workflow task run again (a cancel arrived as it completed) ends
+ * with what the first run recorded, not with the cancellation.
+ */
+function asRecorded(
+  recorded: FinishOutcome | undefined | void,
+  fallback: AgentExecutionOutcome
+): AgentExecutionOutcome {
+  return recorded && recorded.status
+    ? { status: recorded.status, ...(recorded.text !== undefined ? { text: recorded.text } : {}) }
+    : fallback;
+}
 
 /** Histories recorded before the shape: the finish as they recorded it. */
 const finishAsRecorded: Finish = (input) =>
@@ -184,35 +201,36 @@ export async function agentExecution(input: AgentExecutionInput): Promise<AgentE
   if ('value' in outcome) {
     // lastSeq and attemptUsage are undefined in histories recorded before generateReply returned them: finish then
     // reads the stream, and the attempt had saved its counts itself.
-    await finishExecution({
+    const recorded = await finishExecution({
       executionId,
       status: 'completed',
       text: outcome.value.text,
       lastSeq: outcome.value.lastSeq,
       attemptUsage: outcome.value.attemptUsage,
     });
-    return { status: 'completed', text: outcome.value.text };
+    return asRecorded(recorded, { status: 'completed', text: outcome.value.text });
   }
   const err = outcome.error;
   if (outcome.timedOut) {
     log.warn('execution deadline exceeded', { executionId, deadlineSeconds });
-    await finishExecution({
+    const recorded = await finishExecution({
       executionId,
       status: 'failed',
       error: deadlineMessage(deadlineSeconds),
       errorCode: FAILURES.deadlineExceeded.code,
     });
-    return { status: 'failed' };
+    return asRecorded(recorded, { status: 'failed' });
   }
   if (isCancellation(err) || isCancelledByRequest(err)) {
-    await finishExecution({ executionId, status: 'cancelled' });
-    return { status: 'cancelled' };
+    return asRecorded(await finishExecution({ executionId, status: 'cancelled' }), { status: 'cancelled' });
   }
   const failure = clientFailure(err);
   // The engine's own account (e.g. "activity Heartbeat timeout", a driver error) is for operators only.
   log.warn('execution failed', { executionId, code: failure.code, cause: describe(err) });
-  await finishExecution({ executionId, status: 'failed', error: failure.message, errorCode: failure.code });
-  return { status: 'failed' };
+  return asRecorded(
+    await finishExecution({ executionId, status: 'failed', error: failure.message, errorCode: failure.code }),
+    { status: 'failed' }
+  );
 }
 
 /**
