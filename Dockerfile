@@ -1,8 +1,9 @@
 # Production image of the service (README "Production"): compiled JavaScript on Node 24 LTS with the production
 # dependencies only. One image for every process role; docker-compose.yml picks the command of each service.
-#   default command  node dist/scripts/start.js  (`npm start`: api and worker under the supervisor)
-#   api              node dist/api/server.js
-#   worker           node dist/worker/index.js
+#   default command  node dist/scripts/start.js  (`npm start`: the service process under the supervisor)
+#   service          node dist/worker/service.js  (HTTP and workflows)
+#   api              node dist/api/server.js      (HTTP only)
+#   worker           node dist/worker/index.js    (worker-only)
 #   admin CLI        node dist/scripts/admin.js <command>
 #   health check     node dist/scripts/healthcheck.js (api | worker)…
 ARG NODE_IMAGE=node:24.19.0-bookworm-slim

@@ -3,7 +3,7 @@
  * status moves are conditional, events have deterministic seqs, messages deterministic ids.
  */
 import { traceModelCall, traceToolCall } from '../lib/tracing';
-import { executionDuration, executionsFinished, firstDelta } from '../lib/metrics';
+import { executionDuration, executionsFinished, firstDelta, repliesAbortedDirectly } from '../lib/metrics';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { AgentFileTools, type ToolOutcome } from '../commands/agentFileTools';
@@ -26,7 +26,15 @@ import {
   type ModelContentBlock,
   type ModelMessage,
 } from '../lib/providers';
-import { FAILURES, rejectedMessage, type FailureCode } from '../workflows/failures';
+import { randomBytes } from 'node:crypto';
+import { onAbortRequest, registerRunningCall } from '../lib/runningCalls';
+import {
+  CANCELLED_BY_REQUEST,
+  deadlineMessage,
+  FAILURES,
+  rejectedMessage,
+  type FailureCode,
+} from '../workflows/failures';
 import { JOB_PROTOCOL_PROMPT } from '../workflows/jobStates';
 import { chatRangeEnd, chatStatusAfter, mirrorEvent, mirrorsToChat, mirrorToChat, toolEventKind } from './chatStream';
 import { recordEvent, recordEvents } from '../commands/serviceEvents';
@@ -74,11 +82,18 @@ export interface FinishInput {
    */
   lastSeq?: number;
   /** The completing attempt's token counts (from generateReply), written with the outcome. */
-  attemptUsage?: AttemptUsage & { attempt: number };
+  attemptUsage?: AttemptUsage & { attempt: number | string };
   /** Failure message (failed), in the service's words (workflows/failures.ts). */
   error?: string;
   /** Failure code (failed). */
   errorCode?: FailureCode;
+}
+
+/** What finishExecution recorded (histories recorded before it returned this hold nothing). */
+export interface FinishOutcome {
+  status: 'completed' | 'failed' | 'cancelled';
+  /** The reply (completed). */
+  text?: string;
 }
 
 /** Token counts of one provider attempt, as saved on the execution (`usageByAttempt.<attempt>`). */
@@ -290,6 +305,9 @@ async function allDone<T extends readonly unknown[]>(work: T): Promise<{ -readon
   };
 }
 
+/** Most execution records kept for their finish (activities/executions.ts `handedOver`). */
+const MAX_HANDED_OVER = 1000;
+
 /** Earlier turns whose messages one query of {@link sessionHistory} reads. */
 const HISTORY_BATCH = 50;
 
@@ -306,6 +324,25 @@ async function loadAndClaim(executionId: string): Promise<{ exec: ExecutionDoc |
   ).lean<ExecutionDoc>();
   if (claimed) return { exec: claimed, claimed: true };
   return { exec: await Execution.findById(executionId).lean<ExecutionDoc>(), claimed: false };
+}
+
+/** Limits of a reply run as a local activity (shape 3, workflows/agentExecution.ts). */
+export interface ReplyLimits {
+  /** When the execution's deadline passes (ms since the epoch): the reply stops itself then. */
+  deadlineAt: number;
+  /** The deadline in seconds (for the client's message). */
+  deadlineSeconds: number;
+}
+
+/**
+ * The key of one run of the reply in `usageByAttempt`: the activity attempt for a regular activity (shapes 2 and
+ * older); for a local one, whose attempt count starts again when another worker takes its workflow task over, the
+ * attempt and a random suffix, so that every run the provider billed keeps its own count.
+ * @param info the activity's info.
+ * @returns the key.
+ */
+function attemptKey(info: { attempt: number; isLocal: boolean }): number | string {
+  return info.isLocal ? `${info.attempt}-${randomBytes(4).toString('hex')}` : info.attempt;
 }
 
 /**
@@ -327,21 +364,74 @@ async function announceRunning(exec: ExecutionDoc): Promise<void> {
  */
 export function createExecutionActivities(deps: ExecutionActivityDeps) {
   const log = deps.logger.child({ component: 'executions' });
+  /**
+   * Execution records a completed local reply (shape 3) hands to the finish that follows it in the same workflow
+   * task, in this process: the finish then writes without reading the record again. Only what the finish reads is
+   * used (ids, turn, createdAt, the usage of earlier attempts, which the claim read after they were saved); a
+   * running execution's status is `running`. Bounded: entries whose finish runs elsewhere are dropped oldest first.
+   */
+  const handedOver = new Map<string, ExecutionDoc>();
+  const handOver = (exec: ExecutionDoc): void => {
+    handedOver.delete(exec._id);
+    handedOver.set(exec._id, exec);
+    if (handedOver.size > MAX_HANDED_OVER) handedOver.delete(handedOver.keys().next().value!);
+  };
+
+  // A cancel taken by another process reaches a reply running here over the wake-up channel; it is acted on once the
+  // record confirms it (lib/runningCalls.ts).
+  onAbortRequest(
+    async (executionId) =>
+      !!(await Execution.findById(executionId).select({ cancelRequestedAt: 1 }).lean())?.cancelRequestedAt,
+    (err) => log.warn({ err }, 'cannot confirm a cancel request')
+  );
 
   /**
    * Streams the model reply into the event log. After a worker died mid-stream, the retry continues the reply
    * after the text already delivered (prefill), so clients never see text twice.
    */
   async function generateReply(
-    executionId: string
-  ): Promise<{ text: string; lastSeq: number; attemptUsage: AttemptUsage & { attempt: number } }> {
+    executionId: string,
+    limits?: ReplyLimits
+  ): Promise<{ text: string; lastSeq: number; attemptUsage: AttemptUsage & { attempt: number | string } }> {
     const ctx = Context.current();
+    // A local activity (shape 3) is aborted directly by the cancel endpoint (lib/runningCalls.ts), registered
+    // before the execution is read: a cancel that comes earlier is seen in the record.
+    const direct = new AbortController();
+    const unregister = ctx.info.isLocal ? registerRunningCall(executionId, direct) : () => undefined;
+    try {
+      return await reply(ctx, executionId, direct.signal, limits);
+    } finally {
+      unregister();
+    }
+  }
+
+  /** @returns the failure of a reply the cancel endpoint aborted. */
+  const cancelledByRequest = (): ApplicationFailure => {
+    repliesAbortedDirectly.inc();
+    return ApplicationFailure.create({
+      type: CANCELLED_BY_REQUEST,
+      message: 'Execution cancelled',
+      nonRetryable: true,
+    });
+  };
+
+  /** generateReply's work, once registered for a direct cancel. */
+  async function reply(
+    ctx: Context,
+    executionId: string,
+    direct: AbortSignal,
+    limits: ReplyLimits | undefined
+  ): Promise<{ text: string; lastSeq: number; attemptUsage: AttemptUsage & { attempt: number | string } }> {
     // Only a pending execution is claimed: the api marks one whose workflow start failed (Temporal away) as
     // failed, and if that start reached the server after all, the workflow must not bring it back to life.
     const { exec, claimed } = await loadAndClaim(executionId);
     if (!exec) throw ApplicationFailure.nonRetryable(`Execution ${executionId} not found`, 'ExecutionMissing');
     if (exec.error?.code === 'start_failed')
       throw ApplicationFailure.nonRetryable('The execution could not be started', 'StartFailed');
+    if (exec.cancelRequestedAt || direct.aborted) throw cancelledByRequest();
+    const deadlineFailure = (): ApplicationFailure =>
+      failure(FAILURES.deadlineExceeded, false, deadlineMessage(limits!.deadlineSeconds));
+    if (limits && Date.now() >= limits.deadlineAt) throw deadlineFailure();
     // The reads are independent of each other: they go out together (time to first token).
     const [, found, history, existing] = await Promise.all([
       claimed ? announceRunning(exec) : undefined,
@@ -397,13 +487,30 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     const maxRounds = deps.config.agentTools.maxRounds;
     const replay = replayToolRounds(existing);
     let toolEvents = existing.some((e) => toolEventKind(e) === 'tool_use');
-    const attempt = ctx.info.attempt;
-    const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
+    const attempt = attemptKey(ctx.info);
+    // A local activity has no heartbeat of its own: the SDK heartbeats its workflow task.
+    const beat = ctx.info.isLocal ? undefined : setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
     const usage = trackUsage(executionId, attempt);
-    // The request is aborted by a cancellation (heartbeat) or by the idle timeout.
+    // The request is aborted by a cancellation (Temporal's, or the cancel endpoint's directly), by the idle timeout
+    // or by the deadline: one controller every cause aborts (plain listeners, removed at the end).
+    const stop = new AbortController();
     const idle = new AbortController();
-    const signal = AbortSignal.any([ctx.cancellationSignal, idle.signal]);
-    if (attempt > 1)
+    let deadlineHit = false;
+    const abort = (): void => stop.abort(new Error('Reply stopped'));
+    const sources = [ctx.cancellationSignal, idle.signal, direct];
+    for (const s of sources) s.addEventListener('abort', abort, { once: true });
+    if (sources.some((s) => s.aborted)) abort();
+    const deadline = limits
+      ? setTimeout(
+          () => {
+            deadlineHit = true;
+            abort();
+          },
+          Math.max(0, limits.deadlineAt - Date.now())
+        )
+      : undefined;
+    const signal = stop.signal;
+    if (ctx.info.attempt > 1 || existing.length > 1)
       log.info({ executionId, attempt, resumedChars: earlier.length, rounds: replay.rounds }, 'resuming reply');
 
     /**
@@ -418,17 +525,20 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     ): Promise<void> => {
       for (const call of calls) {
         if (results.has(call.id)) continue;
+        signal.throwIfAborted();
         const out: ToolOutcome = await traceToolCall(call.name, async () =>
           round > maxRounds
             ? { content: `Tool call limit reached (${maxRounds} rounds): answer without tools`, isError: true }
             : sub.handles(call.name)
               ? sub.run(ctx.client, call, (e) => writer.append([e]), signal, log)
               : mcp.handles(call.name)
-                ? mcp.run(call.name, call.input, interrupted)
+                ? mcp.run(call.name, call.input, interrupted, signal)
                 : tools
                   ? tools.run(call.name, call.input)
                   : { content: 'No tools are available in this execution', isError: true }
         );
+        // A call cut short by a cancel records no result: the reply ends here.
+        signal.throwIfAborted();
         await writer.append([toolResultEvent(call, out, mcp.describe(call.name))]);
         results.set(call.id, out);
         log.info({ executionId, tool: call.name, isError: out.isError }, 'tool call');
@@ -448,6 +558,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         conversation.push(...toolTurns(replay.open.text, replay.open.calls, replay.open.results));
       }
       for (;;) {
+        signal.throwIfAborted();
         const writtenBefore = writer.written.length;
         const calls: ToolCall[] = [];
         // One span per model call (lib/tracing.ts; a no-op while tracing is off).
@@ -498,6 +609,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
       }
       const nextSeq = await writer.flush();
       await mirrored;
+      if (ctx.info.isLocal) handOver(exec);
       return {
         text: earlier + writer.written,
         lastSeq: nextSeq - 1,
@@ -510,8 +622,13 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
         log.warn({ executionId, attempt, idleMs: err.idleMs, delivered }, 'model provider went silent');
         throw providerFailure(err, delivered);
       }
+      if (deadlineHit) {
+        log.warn({ executionId, attempt, deadlineSeconds: limits!.deadlineSeconds }, 'execution deadline exceeded');
+        throw deadlineFailure();
+      }
+      if (direct.aborted) throw cancelledByRequest();
       const details = ctx.cancellationDetails;
-      if (ctx.cancellationSignal.aborted || err instanceof ProviderAbortedError) {
+      if (ctx.cancellationSignal.aborted || err instanceof ProviderAbortedError || signal.aborted) {
         if (details?.workerShutdown) throw ApplicationFailure.retryable('Worker shutting down', 'WorkerShutdown');
         throw new CancelledFailure('Execution cancelled');
       }
@@ -527,6 +644,8 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
       throw err;
     } finally {
       clearInterval(beat);
+      clearTimeout(deadline);
+      for (const s of sources) s.removeEventListener('abort', abort);
       await usage.close();
     }
   }
@@ -542,7 +661,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
    * @param attempt the activity attempt (the key in `usageByAttempt`).
    * @returns report/delta/close.
    */
-  function trackUsage(executionId: string, attempt: number) {
+  function trackUsage(executionId: string, attempt: number | string) {
     let current: AttemptUsage = { inputTokens: 0, outputTokens: 0, final: false };
     // Counts of the attempt's earlier model calls (a tool loop makes several).
     const before = { inputTokens: 0, outputTokens: 0 };
@@ -617,8 +736,12 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
    * Records the outcome once: final status, result (partial text on failure/cancel), usage, the final stream
    * events, the chat messages, and releases the session.
    */
-  async function finishExecution(input: FinishInput): Promise<void> {
-    const exec = await Execution.findById(input.executionId).lean<ExecutionDoc>();
+  async function finishExecution(input: FinishInput): Promise<FinishOutcome> {
+    // A completed local reply of this process handed its record over (read when it claimed the execution); a
+    // retried finish, or one in another process, reads it.
+    const handed = handedOver.get(input.executionId);
+    handedOver.delete(input.executionId);
+    const exec = handed ?? (await Execution.findById(input.executionId).lean<ExecutionDoc>());
     if (!exec) throw ApplicationFailure.nonRetryable(`Execution ${input.executionId} not found`, 'ExecutionMissing');
     // A completed reply says where its stream ends; only this finish writes after that (the same events at the
     // same seqs when it is retried), so the stream is not read back.
@@ -799,6 +922,11 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
       executionDuration.observe({ status: finalStatus }, (Date.now() - new Date(exec.createdAt).getTime()) / 1000);
     }
     log.info({ executionId: exec._id, status: input.status, usage }, 'execution finished');
+    // The outcome as recorded: a finish that came after the execution was already terminal (the workflow task was
+    // run again because a cancel arrived as it completed) answers what the first one recorded.
+    return finalStatus === 'completed'
+      ? { status: finalStatus, text: terminal ? (exec.result ?? '') : text }
+      : { status: finalStatus as 'failed' | 'cancelled' };
   }
 
   return { generateReply, finishExecution };

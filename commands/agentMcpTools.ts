@@ -180,9 +180,15 @@ export class AgentMcpTools {
    * @param input the arguments the model sent.
    * @param interrupted the call was recorded by an attempt whose worker died before its result: it is not sent
    *   again (the server may have acted on it).
+   * @param signal aborts the call (the execution was cancelled).
    * @returns the result for the model.
    */
-  async run(name: string, input: Record<string, unknown>, interrupted = false): Promise<ToolOutcome> {
+  async run(
+    name: string,
+    input: Record<string, unknown>,
+    interrupted = false,
+    signal?: AbortSignal
+  ): Promise<ToolOutcome> {
     const loaded = this.tools.get(name);
     if (!loaded) {
       const refused = this.refused.get(name);
@@ -203,7 +209,7 @@ export class AgentMcpTools {
           'was not sent again.',
         isError: true,
       };
-    const out = await callTool(loaded.endpoint, loaded.ref.tool, input, mcpClientOptions(this.config));
+    const out = await callTool(loaded.endpoint, loaded.ref.tool, input, { ...mcpClientOptions(this.config), signal });
     if (!out.ok) return { content: `The MCP server ${loaded.ref.server} failed: ${out.message}`, isError: true };
     return { content: capOutput(out.text, this.config.agentTools.mcpOutputMaxBytes), isError: out.isError };
   }

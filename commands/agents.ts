@@ -180,8 +180,9 @@ export async function createAgent(
   const spaceId = await defaultSpaceId(auth);
   const agentId = library?.id ?? newId('agt');
   const chatId = newId('chat');
-  // The chat and the agent name each other by id: both are written at once, then the agent's space entry.
-  const [chat, agent] = await Promise.allSettled([
+  // The chat, the agent and the agent's space entry name each other by id: the three are written at once (one round
+  // trip of latency); when one fails, what the others wrote is undone.
+  const [chat, agent, entry] = await Promise.allSettled([
     insertDocument(Chat, { _id: chatId, organizationId, spaceId, agentId, ownerId: auth.userId, title: input.name }),
     insertDocument(Agent, {
       _id: agentId,
@@ -205,23 +206,24 @@ export async function createAgent(
       chatId,
       ...(library ? { libraryId: library.libraryId, installState: 'installed' } : {}),
     }),
+    insertDocument(SpaceAgent, { _id: spaceAgentId(spaceId, agentId), organizationId, spaceId, agentId }),
   ]);
-  try {
-    if (chat.status === 'rejected') throw chat.reason;
-    if (agent.status === 'rejected') throw agent.reason;
-    await insertDocument(SpaceAgent, { _id: spaceAgentId(spaceId, agentId), organizationId, spaceId, agentId });
-  } catch (err) {
-    // Undo what this call wrote (an agent refused as a duplicate is another request's, and stays); a failed undo
-    // leaves the rest as a failure between the writes always did.
+  const failed = [chat, agent, entry].find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) {
+    // Undo what this call wrote (an agent or entry refused as a duplicate is another request's, and stays); a failed
+    // undo leaves the rest as a failure between the writes always did.
     await Promise.all([
       chat.status === 'fulfilled' ? Chat.deleteOne({ _id: chatId, organizationId }) : undefined,
       agent.status === 'fulfilled' ? Agent.deleteOne({ _id: agentId, organizationId }) : undefined,
+      entry.status === 'fulfilled'
+        ? SpaceAgent.deleteOne({ _id: spaceAgentId(spaceId, agentId), organizationId })
+        : undefined,
     ]).catch(() => undefined);
     await agentsChanged(organizationId);
-    throw err;
+    throw failed.reason;
   }
   await agentsChanged(organizationId);
-  return agent.value as AgentDoc;
+  return (agent as PromiseFulfilledResult<Record<string, unknown>>).value as AgentDoc;
 }
 
 /**

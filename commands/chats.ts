@@ -21,7 +21,7 @@ import {
 } from '../models';
 import { executionWorkflowId } from '../workflows/ids';
 import { findOrganizationAgent } from './agents';
-import { cancelSubAgents, startExecution, type ExecutionDeps } from './executions';
+import { abortReply, cancelSubAgents, startExecution, type ExecutionDeps } from './executions';
 import { findVisibleSpace } from './spaces';
 import type { AuthContext } from './tokens';
 
@@ -244,7 +244,9 @@ async function cancelRunning(
       // Already finished (or never started): nothing left to cancel.
       if ((err as { name?: string }).name !== 'WorkflowNotFoundError') throw err;
     });
-  // Its running sub-agents at once (commands/subAgents.ts).
+  // The running reply stops at once (commands/executions.ts abortReply), and its running sub-agents
+  // (commands/subAgents.ts).
+  await abortReply(running);
   await cancelSubAgents(deps.temporal.client, exec);
   return running;
 }

@@ -11,7 +11,7 @@ import { AppError, ConflictError, NotFoundError, ServiceUnavailableError, Valida
 import { newExecutionId, newId } from '../lib/ids';
 import { insertDocument } from '../lib/mongo';
 import { paginate } from '../lib/pagination';
-import { executionsStarted } from '../lib/metrics';
+import { executionsStarted, executionsStartedEagerly } from '../lib/metrics';
 import { resolveModel } from '../lib/providers';
 import { currentRequestId } from '../lib/requestContext';
 import { whileTemporalAnswers, type TemporalDeps } from '../lib/temporal';
@@ -30,7 +30,8 @@ import {
   type SessionTurnDoc,
 } from '../models';
 import type { agentExecution, AgentExecutionOutcome } from '../workflows/agentExecution';
-import { EXECUTION_SHAPE, executionWorkflowId } from '../workflows/ids';
+import { abortRunningCall, broadcastAbort } from '../lib/runningCalls';
+import { EXECUTION_SHAPE, EXECUTION_TASK_TIMEOUT, executionWorkflowId } from '../workflows/ids';
 import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 import { findVisibleAgent } from './agents';
 import { checkMediaForModel, checkMediaIds } from './media';
@@ -367,23 +368,33 @@ export async function startExecution(
       mediaIds: input.mediaIds,
     });
     try {
-      await deps.temporal.client.workflow.start<typeof agentExecution>('agentExecution', {
-        workflowId: executionWorkflowId(executionId),
-        taskQueue: deps.temporal.taskQueue,
-        args: [{ executionId, deadlineSeconds: deps.config.executionDeadlineSeconds, shape: EXECUTION_SHAPE }],
-        typedSearchAttributes: new TypedSearchAttributes([
-          { key: organizationIdKey, value: auth.organizationId },
-          { key: agentIdKey, value: agent._id },
-          { key: workKindKey, value: 'execution' },
-        ]),
-        // Ids and the model only: no user text (docs/decisions.md "Observability: private payloads").
-        memo: {
-          agentId: agent._id,
-          model: `${resolved.provider}:${resolved.model}`,
-          chatId: chat._id,
-          sessionId: session._id,
-        },
-      });
+      // Eager start when this process runs a worker (ARCHITECTURE.md §1): the first workflow task, which runs the
+      // whole reply, comes back in the start call's answer and runs here; refused (no free slot, the server's
+      // limits), the execution waits for any worker. The native client has no call deadline of its own: given here.
+      const { eager } = deps.temporal;
+      const client = eager ?? deps.temporal.client;
+      const start = (): Promise<{ eagerlyStarted: boolean }> =>
+        client.workflow.start<typeof agentExecution>('agentExecution', {
+          requestEagerStart: eager !== undefined,
+          workflowId: executionWorkflowId(executionId),
+          taskQueue: deps.temporal.taskQueue,
+          args: [{ executionId, deadlineSeconds: deps.config.executionDeadlineSeconds, shape: EXECUTION_SHAPE }],
+          workflowTaskTimeout: EXECUTION_TASK_TIMEOUT,
+          typedSearchAttributes: new TypedSearchAttributes([
+            { key: organizationIdKey, value: auth.organizationId },
+            { key: agentIdKey, value: agent._id },
+            { key: workKindKey, value: 'execution' },
+          ]),
+          // Ids and the model only: no user text (docs/decisions.md "Observability: private payloads").
+          memo: {
+            agentId: agent._id,
+            model: `${resolved.provider}:${resolved.model}`,
+            chatId: chat._id,
+            sessionId: session._id,
+          },
+        });
+      const handle = await (eager ? eager.withDeadline(Date.now() + deps.config.dependencyTimeoutMs, start) : start());
+      if (handle.eagerlyStarted) executionsStartedEagerly.inc();
     } catch (err) {
       await Execution.updateOne(
         { _id: executionId, status: 'pending' },
@@ -515,8 +526,19 @@ export async function cancelSubAgents(
 }
 
 /**
- * Cancels a pending or running execution through workflow cancellation (which aborts the model request), then
- * waits briefly for the workflow to record it.
+ * Stops an execution's running reply at once (direct cancel, lib/runningCalls.ts): records that a cancel was
+ * requested (what another process checks before acting, and what a reply starting later sees), then aborts the
+ * reply in this process, or asks the other processes to. Temporal's cancellation is the caller's to request too.
+ * @param executionId the execution (of the caller's organization: checked by the caller).
+ */
+export async function abortReply(executionId: string): Promise<void> {
+  await Execution.updateOne({ _id: executionId }, { $set: { cancelRequestedAt: new Date() } });
+  if (!abortRunningCall(executionId)) await broadcastAbort(executionId);
+}
+
+/**
+ * Cancels a pending or running execution: its workflow is cancelled (so nothing resumes it after a crash), then its
+ * running reply is aborted directly ({@link abortReply}); then waits briefly for the workflow to record it.
  * @param deps Temporal.
  * @param auth the caller.
  * @param id execution id.
@@ -531,7 +553,9 @@ export async function cancelExecution(
   if (TERMINAL_EXECUTION_STATUSES.includes(exec.status as never)) {
     throw new ValidationError('Only pending or running executions can be cancelled');
   }
+  // Temporal's cancellation first: when the engine is away the cancel fails (503) and nothing is stopped.
   await deps.temporal.client.workflow.getHandle(executionWorkflowId(id)).cancel();
+  await abortReply(id);
   // Its running sub-agents at once (its own finish cancels them too, once its worker sees the cancellation).
   await cancelSubAgents(deps.temporal.client, exec);
   const deadline = Date.now() + 5000;

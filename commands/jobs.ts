@@ -4,7 +4,7 @@
  * which every read here uses. Plain functions (auth context in, records out) for the HTTP routes and, later, MCP.
  */
 import { TypedSearchAttributes } from '@temporalio/common';
-import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError, WorkflowUpdateStage } from '@temporalio/client';
 import { AppError, NotFoundError, ServiceUnavailableError, StateConflictError, ValidationError } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { readEvents, type LoggedEvent } from '../lib/eventLog';
@@ -16,7 +16,7 @@ import type { job as jobWorkflow, JobInput } from '../workflows/job';
 import { acceptsAction, type JobAction } from '../workflows/jobStates';
 import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 import { createChat } from './chats';
-import type { ExecutionDeps } from './executions';
+import { abortReply, type ExecutionDeps } from './executions';
 import type { AuthContext } from './tokens';
 
 const NOT_FOUND = 'Job not found';
@@ -205,10 +205,24 @@ export async function actOnJob(
   if (TERMINAL_JOB_STATUSES.includes(status) || (status !== 'queued' && !acceptsAction(status, action)))
     throw conflict(status);
   const handle = deps.temporal.client.workflow.getHandle<typeof jobWorkflow>(jobWorkflowId(id));
+  // A cancel also stops the running iteration's reply at once, once the job accepted it (the reply's local activity
+  // sees the workflow's cancellation only at the next heartbeat of its workflow task).
+  const iteration =
+    status === 'running' && action === 'cancel'
+      ? job.iterations.reduce<(typeof job.iterations)[number] | undefined>(
+          (a, b) => (a && a.n > b.n ? a : b),
+          undefined
+        )
+      : undefined;
   try {
-    await deps.temporal.client.withDeadline(Date.now() + JOB_ACTION_TIMEOUT_MS, () =>
-      handle.executeUpdate(jobUpdates[action], { args: [{ text }] })
-    );
+    await deps.temporal.client.withDeadline(Date.now() + JOB_ACTION_TIMEOUT_MS, async () => {
+      const update = await handle.startUpdate(jobUpdates[action], {
+        args: [{ text }],
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      });
+      if (iteration) await abortReply(iteration.executionId);
+      await update.result();
+    });
   } catch (err) {
     if (err instanceof WorkflowUpdateFailedError) {
       const cause = err.cause as { type?: string; details?: unknown[] } | undefined;

@@ -161,6 +161,11 @@ export interface Config {
    */
   restart: { initialMs: number; maxMs: number; healthyMs: number };
   /**
+   * Worker-only processes `npm run dev` and `npm start` run beside the service process (WORKER_PROCESSES, default 0;
+   * docs/decisions.md "Process roles"): the service process runs workflows itself; these add capacity.
+   */
+  workerProcesses: number;
+  /**
    * Agent tools [docs/decisions.md "MCP server instances"]: rounds of tool calls one execution may make
    * (AGENT_MAX_TOOL_ROUNDS; calls past it get an error result and the reply ends after one more round); one MCP
    * exchange's time limit (connect, initialize, list or call: MCP_TOOL_TIMEOUT_MS); the most bytes of one MCP HTTP
@@ -416,6 +421,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     dependencyTimeoutMs: int('DEPENDENCY_TIMEOUT_MS', 3000, 100, 60_000),
     requestDeadlineMs: int('REQUEST_DEADLINE_MS', 4000, 100, 600_000),
     childPath: env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    workerProcesses: int('WORKER_PROCESSES', 0, 0, 16),
     restart: {
       initialMs: int('RESTART_BACKOFF_MS', 500, 10, 60_000),
       maxMs: int('RESTART_BACKOFF_MAX_MS', 10_000, 10, 600_000),

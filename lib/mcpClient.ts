@@ -32,6 +32,8 @@ export interface McpClientOptions {
   caFile?: string;
   /** Injectable resolver (tests). */
   resolver?: Resolver;
+  /** Aborts the operation (an execution's cancel: lib/runningCalls.ts); it then fails as timed out. */
+  signal?: AbortSignal;
 }
 
 /** Why an operation failed. */
@@ -210,6 +212,9 @@ async function run<T>(
   op: Operation<T>
 ): Promise<{ ok: true; value: T } | McpFailure> {
   const abort = new AbortController();
+  const stop = (): void => abort.abort();
+  options.signal?.addEventListener('abort', stop, { once: true });
+  if (options.signal?.aborted) abort.abort();
   let fetchFailure: McpFetchError | undefined;
   const baseFetch = safeFetch(options);
   const fetch: FetchLike = async (url, init) => {
@@ -263,6 +268,7 @@ async function run<T>(
     return await Promise.race([work, timedOut]);
   } finally {
     clearTimeout(timer);
+    options.signal?.removeEventListener('abort', stop);
     abort.abort();
     await client.close().catch(() => undefined);
   }

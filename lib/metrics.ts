@@ -33,6 +33,16 @@ export const httpDuration = new client.Histogram({
   registers: [registry],
 });
 /** Executions started, by where they came from. */
+export const repliesAbortedDirectly = new client.Counter({
+  name: 'aas_replies_aborted_directly_total',
+  help: 'Replies stopped by the cancel endpoint directly (in this process, or over the wake-up channel), before Temporal told them',
+  registers: [registry],
+});
+export const executionsStartedEagerly = new client.Counter({
+  name: 'aas_executions_started_eagerly_total',
+  help: 'Agent executions whose first workflow task came back in the start call (eager start: it runs in this process)',
+  registers: [registry],
+});
 export const executionsStarted = new client.Counter({
   name: 'aas_executions_started_total',
   help: 'Agent executions started, by source (v1, client, chat, mcp, job)',

@@ -82,6 +82,34 @@ export async function insertDocument(
   return doc;
 }
 
+/**
+ * Inserts several documents in one round trip, as {@link insertDocument} does each; a document whose `_id` is
+ * already stored (a repeat of the same write) is left as it is, the others are inserted.
+ * @param model the model.
+ * @param fieldsList the documents' fields.
+ */
+export async function insertDocumentsOnce(
+  model: mongoose.Model<any>, // eslint-disable-line @typescript-eslint/no-explicit-any
+  fieldsList: Record<string, unknown>[]
+): Promise<void> {
+  if (fieldsList.length === 0) return;
+  const docs = await Promise.all(
+    fieldsList.map(async (fields) => {
+      const doc = model.applyTimestamps(model.applyDefaults(model.castObject(fields))) as Record<string, unknown>;
+      await model.validate(doc);
+      if (model.schema.get('minimize') !== false) minimize(doc);
+      return doc;
+    })
+  );
+  try {
+    await model.collection.insertMany(docs, { ordered: false });
+  } catch (err) {
+    const errors = (err as { writeErrors?: { code?: number }[] | { code?: number } }).writeErrors;
+    const list = Array.isArray(errors) ? errors : errors ? [errors] : [];
+    if (list.length === 0 || list.some((e) => e.code !== 11000)) throw err;
+  }
+}
+
 /** Removes empty objects, nested ones included, as mongoose's `minimize` does when it saves a document. */
 function minimize(obj: Record<string, unknown>): void {
   for (const [key, value] of Object.entries(obj)) {

@@ -24,6 +24,12 @@ export interface TemporalDeps {
   client: Client;
   namespace: string;
   taskQueue: string;
+  /**
+   * A service process's client on its worker's NativeConnection (worker/create.ts `runInProcessWorker`): executions
+   * are started through it with eager workflow start, so their first workflow task runs in this process at once.
+   * Absent in a process without a worker: executions start through {@link client} and any worker takes them.
+   */
+  eager?: Client;
 }
 
 type Interceptor = NonNullable<ConnectionOptions['interceptors']>[number];

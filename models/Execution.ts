@@ -67,6 +67,11 @@ const schema = new mongoose.Schema(
     /** The `x-request-id` of the request that started it (a job's iteration: the job's) [docs/decisions.md "Observability: request ids"]. */
     requestId: { type: String, default: null },
     startedAt: { type: Date, default: null },
+    /**
+     * When the cancel endpoint was called (unset before): what a process asked over the wake-up channel to abort
+     * the running reply checks, and what a reply starting after the cancel sees (lib/runningCalls.ts).
+     */
+    cancelRequestedAt: { type: Date },
     completedAt: { type: Date, default: null },
   },
   { timestamps: true, versionKey: false }

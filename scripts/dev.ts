@@ -1,8 +1,8 @@
 /**
  * `npm run dev`: the whole service on one machine. Starts the embedded servers that the configuration does not
  * name (MongoDB on 127.0.0.1:27017, FerretDB over an embedded PostgreSQL on a free port, and the Temporal dev server
- * on 127.0.0.1:7233 with its Web UI on :8233, data in .data/; DEV_*_PORT change the ports), then the worker and the
- * api (pretty logs), all under the supervisor (scripts/lib/supervisor.ts: a part that dies is restarted with
+ * on 127.0.0.1:7233 with its Web UI on :8233, data in .data/; DEV_*_PORT change the ports), then the service process
+ * (HTTP and workflows, worker/service.ts) and WORKER_PROCESSES worker-only processes (pretty logs), all under the supervisor (scripts/lib/supervisor.ts: a part that dies is restarted with
  * backoff on the same port and data), prints the addresses and the admin command, and stops everything on Ctrl-C.
  * The servers' addresses are written to .data/servers.json for the admin CLI.
  */
@@ -13,7 +13,7 @@ import { childEnv, loadConfigOrExit, loadToolConfig } from '../lib/config';
 import { lockDataDir, ProvisionError, serverUnits, type ServerUnits } from './servers';
 import { projectRoot } from './servers/paths';
 import { bundleWorkflowsTo } from './lib/workflowBundle';
-import { spawnUnit, supervise, type Started } from './lib/supervisor';
+import { spawnUnit, supervise, workerNames, type Started } from './lib/supervisor';
 
 const say = (line: string): void => void process.stderr.write(`[dev] ${line}\n`);
 
@@ -97,8 +97,13 @@ async function main(): Promise<void> {
   const sup = supervise(
     [
       ...servers.units,
-      { name: 'worker', start: service('worker/index.ts'), after: serverNames },
-      { name: 'api', start: service('api/server.ts'), after: serverNames },
+      // The service process serves HTTP and runs workflows (eager starts); worker-only processes add capacity.
+      { name: 'service', start: service('worker/service.ts'), after: serverNames },
+      ...workerNames(config.workerProcesses).map((name) => ({
+        name,
+        start: service('worker/index.ts'),
+        after: serverNames,
+      })),
     ],
     config.restart,
     say

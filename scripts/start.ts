@@ -1,11 +1,12 @@
 /**
- * `npm start` (production): runs the compiled api and worker (`npm run build` first) against the configured servers
- * (MONGODB_URI and TEMPORAL_ADDRESS must be set), under the supervisor (a process that dies is restarted with
- * backoff). Needs only the production dependencies. `npm run api` / `npm run worker` run one each.
+ * `npm start` (production): runs the compiled service process (HTTP and workflows, worker/service.ts) and
+ * WORKER_PROCESSES worker-only processes (`npm run build` first) against the configured servers (MONGODB_URI and
+ * TEMPORAL_ADDRESS must be set), under the supervisor (a process that dies is restarted with backoff). Needs only the
+ * production dependencies. `npm run service` / `npm run worker` / `npm run api` (HTTP only) run one each.
  */
 import path from 'node:path';
 import { childEnv, loadConfigOrExit } from '../lib/config';
-import { spawnUnit, supervise } from './lib/supervisor';
+import { spawnUnit, supervise, workerNames } from './lib/supervisor';
 import { bundleWorkflowsTo } from './lib/workflowBundle';
 
 const say = (line: string): void => void process.stderr.write(`[start] ${line}\n`);
@@ -25,8 +26,9 @@ async function main(): Promise<void> {
     spawnUnit({ command: process.execPath, args: [path.join(dist, entry)], env, graceMs: 10_000 });
   const sup = supervise(
     [
-      { name: 'worker', start: service('worker/index.js') },
-      { name: 'api', start: service('api/server.js') },
+      // The service process serves HTTP and runs workflows (eager starts); worker-only processes add capacity.
+      { name: 'service', start: service('worker/service.js') },
+      ...workerNames(config.workerProcesses).map((name) => ({ name, start: service('worker/index.js') })),
     ],
     config.restart,
     say

@@ -164,7 +164,7 @@ describe('docker-compose.yml', () => {
       });
       expect(config.temporalTls).toBeUndefined();
     }
-    expect(s.api.command).toEqual(['node', 'dist/api/server.js']);
+    expect(s.api.command).toEqual(['node', 'dist/worker/service.js']);
     expect(s.worker.command).toEqual(['node', 'dist/worker/index.js']);
   });
 
@@ -243,7 +243,14 @@ describe('Dockerfile', () => {
     expect(runtime.body).toContain('WORKFLOW_BUNDLE=/app/dist/workflow-bundle.js');
     expect(runtime.body).toMatch(/^CMD \["node", "dist\/scripts\/start\.js"\]$/m);
     // Every compiled entrypoint the image and the compose file name has its source.
-    for (const entry of ['api/server', 'worker/index', 'scripts/start', 'scripts/admin', 'scripts/healthcheck'])
+    for (const entry of [
+      'api/server',
+      'worker/index',
+      'worker/service',
+      'scripts/start',
+      'scripts/admin',
+      'scripts/healthcheck',
+    ])
       expect(existsSync(path.join(ROOT, `${entry}.ts`))).toBe(true);
   });
 

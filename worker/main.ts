@@ -2,12 +2,11 @@
  * The worker: config → logger → MongoDB → Temporal runtime logger (forwarded into pino) →
  * NativeConnection → Worker.create → run. SIGTERM/SIGINT drain the worker and exit 0, also during start-up.
  */
-import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type LogMetadata } from '@temporalio/worker';
-import { createActivities } from '../activities';
+import type { Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, type LogLevel, type LogMetadata } from '@temporalio/worker';
 import { startWebhookOutboxSweep } from '../commands/webhooks';
-import { temporalExtensions } from '../lib/dataConverter';
 import { createTemporal, temporalConnectFailure, temporalConnectionOptions } from '../lib/temporal';
-import { HEARTBEAT_THROTTLE } from '../activities/executions';
+import { createWorker } from './create';
 import { loadConfigOrExit } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
 import { serveMetrics } from '../lib/metrics';
@@ -96,17 +95,7 @@ export async function main(stop: StopSignals): Promise<void> {
   const temporal = createTemporal(config);
   const stopSweep = startWebhookOutboxSweep(temporal, logger);
   if (!stop.requested) {
-    const created = await Worker.create({
-      connection,
-      namespace: config.temporalNamespace,
-      taskQueue: config.temporalTaskQueue,
-      ...temporalExtensions(config).worker(
-        config.workflowBundlePath ? { codePath: config.workflowBundlePath } : undefined
-      ),
-      activities: createActivities({ logger, config }),
-      maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
-      shutdownGraceTime: '8 seconds',
-    });
+    const created = await createWorker({ config, logger }, connection);
     worker = created;
     // run() moves the worker to RUNNING synchronously, so a stop that came during start-up can shut it down now
     // (a created worker holds the connection until it has run and shut down).

@@ -1,13 +1,23 @@
 /**
  * @module agentExecution: one execution of an agent (workflow id `execution-<executionId>`).
  *
- * generateReply (marks the execution running, streams the model reply into the event log; heartbeats; retried
- * after a worker dies, continuing the reply where it stopped) → finish (completed | failed | cancelled: final events,
- * chat message, usage, session released). Cancelling the workflow cancels the model call (the activity sees it
- * through its heartbeat and aborts the provider request); finishing always runs, even after cancellation.
+ * generateReply (marks the execution running, streams the model reply into the event log; retried after a worker
+ * dies, continuing the reply where it stopped) → finish (completed | failed | cancelled: final events, chat message,
+ * usage, session released). Finishing always runs, even after cancellation.
+ *
+ * Shape 3 (every start since it exists, ARCHITECTURE.md §5, docs/decisions.md "Execution shape 3"): both steps are
+ * local activities, so the whole execution is one workflow task of the process that started it (eager start). The
+ * SDK heartbeats that task while the reply streams; the workflow task timeout (EXECUTION_TASK_TIMEOUT in workflows/ids.ts, set by
+ * the starters) bounds how long a dead process goes unnoticed. A local activity sees Temporal's cancellation only
+ * at such a heartbeat, so the cancel endpoint also aborts the call directly (lib/runningCalls.ts); the activity then
+ * fails with {@link CANCELLED_BY_REQUEST}, which ends the execution as cancelled. The overall deadline is the
+ * activity's own (`deadlineAt`): no timer in the history.
+ *
+ * Shapes 2 and older (histories recorded before, executions still running at an upgrade): the model call a regular
+ * heartbeating activity, cancelled through Temporal; the deadline a workflow timer.
  *
  * The reply has an overall deadline (`deadlineSeconds`, EXECUTION_DEADLINE_SECONDS, every attempt and backoff
- * included): when it passes, the model call is cancelled and the execution fails with a terminal `error` event,
+ * included): when it passes, the model call is aborted and the execution fails with a terminal `error` event,
  * which frees its session. Clients read failures in the service's words (workflows/failures.ts); the engine's own
  * failure (timeouts, driver errors) is logged with the execution id.
  */
@@ -20,10 +30,11 @@ import {
   proxyActivities,
   proxyLocalActivities,
   sleep,
+  workflowInfo,
 } from '@temporalio/workflow';
 // Only import the activity types
-import type { ExecutionActivities } from '../activities/executions';
-import { clientFailure, deadlineMessage, FAILURES } from './failures';
+import type { ExecutionActivities, FinishOutcome } from '../activities/executions';
+import { clientFailure, deadlineMessage, FAILURES, isCancelledByRequest } from './failures';
 import { EXECUTION_SHAPE } from './ids';
 
 export interface AgentExecutionInput {
@@ -31,11 +42,12 @@ export interface AgentExecutionInput {
   /** Overall deadline of the reply in seconds (EXECUTION_DEADLINE_SECONDS when the api started it). */
   deadlineSeconds?: number;
   /**
-   * 2 (every start since it existed, {@link EXECUTION_SHAPE}): the deadline timer and the local finish with no
-   * patch checks. Each `patched()` call writes a marker and a search-attribute upsert into the history, four events
-   * of eighteen per execution. Absent: a history recorded before, replayed through its patches as recorded.
+   * 3 (every start since it exists, {@link EXECUTION_SHAPE}): the model call a local activity with its own deadline,
+   * then the local finish. 2: the model call a regular activity under a deadline timer, then the local finish, with
+   * no patch checks (each `patched()` call writes a marker and a search-attribute upsert into the history). Absent: a
+   * history recorded before, replayed through its patches as recorded.
    */
-  shape?: 2;
+  shape?: 2 | 3;
 }
 
 /** Deadline of executions started without one (by an api older than the deadline). */
@@ -63,7 +75,24 @@ const { finishExecution: finishLocally } = proxyLocalActivities<ExecutionActivit
   retry: { initialInterval: '500 milliseconds', maximumAttempts: 20 },
 });
 
-type Finish = (input: Parameters<ExecutionActivities['finishExecution']>[0]) => Promise<void>;
+type Finish = (
+  input: Parameters<ExecutionActivities['finishExecution']>[0]
+) => Promise<FinishOutcome | undefined | void>;
+
+/**
+ * @param recorded what the finish answered (nothing in histories recorded before it answered).
+ * @param fallback the outcome this run decided.
+ * @returns the outcome as the record holds it: a workflow task run again (a cancel arrived as it completed) ends
+ * with what the first run recorded, not with the cancellation.
+ */
+function asRecorded(
+  recorded: FinishOutcome | undefined | void,
+  fallback: AgentExecutionOutcome
+): AgentExecutionOutcome {
+  return recorded && recorded.status
+    ? { status: recorded.status, ...(recorded.text !== undefined ? { text: recorded.text } : {}) }
+    : fallback;
+}
 
 /** Histories recorded before the shape: the finish as they recorded it. */
 const finishAsRecorded: Finish = (input) =>
@@ -74,15 +103,41 @@ const finishAsRecorded: Finish = (input) =>
 /** The finish of the current shape: always local, never cancelled. */
 const finishLocal: Finish = (input) => CancellationScope.nonCancellable(() => finishLocally(input));
 
+/** Retries of the model call: transient provider errors before any output, with backoff. */
+const REPLY_RETRY = {
+  initialInterval: '1 second',
+  backoffCoefficient: 2,
+  maximumInterval: '10 seconds',
+  maximumAttempts: 5,
+} as const;
+
+/** Time a local reply may run past the execution's deadline before the engine times it out (the reply stops itself). */
+const LOCAL_REPLY_GRACE_SECONDS = 30;
+
 /**
- * The model call: long, heartbeating (a dead worker is noticed within 5 s), cancellable. Transient provider
+ * The model call of shape 3, as a local activity (the model/tool loop of one reply, in the workflow task): it enforces
+ * the deadline itself and is aborted directly on cancel; the engine's timeout is only a backstop.
+ * @param deadlineSeconds the execution's deadline.
+ * @returns the activity.
+ */
+function localReply(deadlineSeconds: number) {
+  return proxyLocalActivities<ExecutionActivities>({
+    startToCloseTimeout: `${deadlineSeconds + LOCAL_REPLY_GRACE_SECONDS} seconds`,
+    scheduleToCloseTimeout: `${deadlineSeconds + LOCAL_REPLY_GRACE_SECONDS} seconds`,
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: REPLY_RETRY,
+  }).generateReply;
+}
+
+/**
+ * The model call of shapes 2 and older: long, heartbeating (a dead worker is noticed within 5 s), cancellable. Transient provider
  * errors before any output are retried with backoff; permanent ones are not (nonRetryable failures).
  */
 const { generateReply } = proxyActivities<ExecutionActivities>({
   startToCloseTimeout: '15 minutes',
   heartbeatTimeout: '5 seconds',
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 5 },
+  retry: REPLY_RETRY,
 });
 
 /**
@@ -124,48 +179,58 @@ async function withDeadline<T>(
 export async function agentExecution(input: AgentExecutionInput): Promise<AgentExecutionOutcome> {
   const { executionId } = input;
   const deadlineSeconds = input.deadlineSeconds ?? DEFAULT_DEADLINE_SECONDS;
-  const current = input.shape === EXECUTION_SHAPE;
-  const finishExecution = current ? finishLocal : finishAsRecorded;
-  // Histories recorded before the deadline existed replay without its timer.
-  const outcome =
-    current || patched('execution-deadline')
+  const local = input.shape === EXECUTION_SHAPE;
+  const finishExecution = local || input.shape === 2 ? finishLocal : finishAsRecorded;
+  const settle = (reply: Promise<Awaited<ReturnType<ExecutionActivities['generateReply']>>>) =>
+    reply.then(
+      (value) => ({ value, timedOut: false as const }),
+      (error: unknown) => ({ error, timedOut: false })
+    );
+  // Shape 3: the reply stops itself at the deadline (counted from the workflow's start, so a retry after a crash
+  // keeps it). Histories recorded before the deadline existed replay without its timer.
+  const outcome = local
+    ? await settle(
+        localReply(deadlineSeconds)(executionId, {
+          deadlineAt: workflowInfo().runStartTime.getTime() + deadlineSeconds * 1000,
+          deadlineSeconds,
+        })
+      )
+    : input.shape === 2 || patched('execution-deadline')
       ? await withDeadline(deadlineSeconds, () => generateReply(executionId))
-      : await generateReply(executionId).then(
-          (value) => ({ value, timedOut: false as const }),
-          (error: unknown) => ({ error, timedOut: false })
-        );
+      : await settle(generateReply(executionId));
   if ('value' in outcome) {
     // lastSeq and attemptUsage are undefined in histories recorded before generateReply returned them: finish then
     // reads the stream, and the attempt had saved its counts itself.
-    await finishExecution({
+    const recorded = await finishExecution({
       executionId,
       status: 'completed',
       text: outcome.value.text,
       lastSeq: outcome.value.lastSeq,
       attemptUsage: outcome.value.attemptUsage,
     });
-    return { status: 'completed', text: outcome.value.text };
+    return asRecorded(recorded, { status: 'completed', text: outcome.value.text });
   }
   const err = outcome.error;
   if (outcome.timedOut) {
     log.warn('execution deadline exceeded', { executionId, deadlineSeconds });
-    await finishExecution({
+    const recorded = await finishExecution({
       executionId,
       status: 'failed',
       error: deadlineMessage(deadlineSeconds),
       errorCode: FAILURES.deadlineExceeded.code,
     });
-    return { status: 'failed' };
+    return asRecorded(recorded, { status: 'failed' });
   }
-  if (isCancellation(err)) {
-    await finishExecution({ executionId, status: 'cancelled' });
-    return { status: 'cancelled' };
+  if (isCancellation(err) || isCancelledByRequest(err)) {
+    return asRecorded(await finishExecution({ executionId, status: 'cancelled' }), { status: 'cancelled' });
   }
   const failure = clientFailure(err);
   // The engine's own account (e.g. "activity Heartbeat timeout", a driver error) is for operators only.
   log.warn('execution failed', { executionId, code: failure.code, cause: describe(err) });
-  await finishExecution({ executionId, status: 'failed', error: failure.message, errorCode: failure.code });
-  return { status: 'failed' };
+  return asRecorded(
+    await finishExecution({ executionId, status: 'failed', error: failure.message, errorCode: failure.code }),
+    { status: 'failed' }
+  );
 }
 
 /**

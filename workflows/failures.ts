@@ -72,3 +72,21 @@ export function clientFailure(err: unknown): { code: FailureCode; message: strin
   }
   return { ...FAILURES.internal };
 }
+
+/**
+ * The `type` of the failure a model call throws when the cancel endpoint aborted it directly (shape 3: its local
+ * activity cannot see Temporal's cancellation until its workflow task ends; lib/runningCalls.ts).
+ */
+export const CANCELLED_BY_REQUEST = 'ExecutionCancelled';
+
+/**
+ * @param err what the workflow caught.
+ * @returns whether it is (or wraps) a call aborted by the cancel endpoint.
+ */
+export function isCancelledByRequest(err: unknown): boolean {
+  for (let f = err as FailureLike | undefined, depth = 0; f && typeof f === 'object' && depth < 10; depth++) {
+    if (f.type === CANCELLED_BY_REQUEST) return true;
+    f = f.cause as FailureLike | undefined;
+  }
+  return false;
+}

@@ -26,7 +26,7 @@ import type { ExecutionActivities } from '../activities/executions';
 import type { JobActivities, MirrorInput } from '../activities/jobs';
 import type { AgentExecutionOutcome, agentExecution } from './agentExecution';
 import { JOB_STATE_CONFLICT, jobStatusQuery, jobUpdates, type JobActionInput, type JobView } from './definitions';
-import { EXECUTION_SHAPE, executionWorkflowId } from './ids';
+import { EXECUTION_SHAPE, EXECUTION_TASK_TIMEOUT, executionWorkflowId } from './ids';
 import {
   acceptsAction,
   JOB_ACTIONS,
@@ -183,6 +183,7 @@ export async function job(input: JobInput): Promise<JobView> {
         executeChild<typeof agentExecution>('agentExecution', {
           workflowId: executionWorkflowId(executionId),
           args: [{ executionId, deadlineSeconds: input.deadlineSeconds, shape: EXECUTION_SHAPE }],
+          workflowTaskTimeout: EXECUTION_TASK_TIMEOUT,
           parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
           typedSearchAttributes: [
             { key: organizationIdKey, value: input.organizationId },

@@ -204,7 +204,9 @@ export async function startStack(say: (line: string) => void, extraEnv: Record<s
       ...extraEnv,
     });
     const worker = serviceUnit('worker', 'worker/index.ts', env);
-    const api = serviceUnit('api', 'api/server.ts', env);
+    // The api unit is a service process (HTTP and a worker: executions start eagerly in it), as `npm run dev` runs
+    // it; the worker unit is a worker-only process beside it (WORKER_PROCESSES=1).
+    const api = serviceUnit('api', 'worker/service.ts', env);
     services.push(worker.svc, api.svc);
     let crash: (err: Error) => void = () => undefined;
     const crashed = new Promise<never>((_, reject) => (crash = reject));

@@ -258,3 +258,11 @@ export function supervise(
 function seconds(ms: number): string {
   return `${ms / 1000} s`;
 }
+
+/**
+ * @param count WORKER_PROCESSES.
+ * @returns the supervisor's names of the worker-only processes: `worker`, then `worker-2`, `worker-3`, …
+ */
+export function workerNames(count: number): string[] {
+  return Array.from({ length: count }, (_, i) => (i === 0 ? 'worker' : `worker-${i + 1}`));
+}

@@ -112,6 +112,8 @@ export function spawnScript(script: string, env: NodeJS.ProcessEnv): Spawned {
 export const PARTS = {
   api: /(^|\/)api\/server\.[jt]s\b/,
   worker: /(^|\/)worker\/index\.[jt]s\b/,
+  /** The service process (HTTP and workflows; worker/service.ts). */
+  service: /(^|\/)worker\/service\.[jt]s\b/,
   temporal: /\btemporal\b.*\bstart-dev\b/,
   ferretdb: /\bferretdb\b.*--listen-addr/,
   /** The postmaster (its backends carry no `-D`). */

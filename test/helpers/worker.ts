@@ -14,6 +14,7 @@ import { temporalConnectionOptions } from '../../lib/temporal';
 import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
 import { createTestApp, type TestApp } from './app';
 import { testLogger } from './env';
+import { runInProcessWorker } from '../../worker/create';
 
 /**
  * The workflow code the workers run (the global setup's bundle, else bundled from source) with the workers' data
@@ -63,6 +64,29 @@ export async function startTestWorker(config: Readonly<Config>, logger: Logger =
   };
 }
 
+/**
+ * A worker as a service process runs it (worker/create.ts `runInProcessWorker`, the production code), whose client
+ * the app then starts executions through, eagerly.
+ * @param t the app (its `temporal.eager` is set).
+ * @param logger the activities' logger.
+ * @returns the running worker.
+ */
+export async function startServiceTestWorker(t: TestApp, logger: Logger = testLogger()): Promise<TestWorker> {
+  const bundlePath = process.env.AAS_WORKFLOW_BUNDLE;
+  const inProcess = await runInProcessWorker(
+    { config: t.config, logger },
+    { ...(bundlePath ? { code: readFileSync(bundlePath, 'utf8') } : {}), shutdownGraceTime: '1 second' }
+  );
+  t.temporal.eager = inProcess.client;
+  return {
+    worker: inProcess.worker,
+    stop: async () => {
+      t.temporal.eager = undefined;
+      await inProcess.stop();
+    },
+  };
+}
+
 /** What {@link useExecutionStack} starts; its fields are set once the file's `beforeAll` hooks ran. */
 export interface ExecutionStack {
   /** The fake Anthropic API the app's provider points to. */
@@ -80,9 +104,14 @@ export interface ExecutionStack {
  * in-process worker on a task queue of the file's own; stopped after the file's tests.
  * @param name the task queue's prefix.
  * @param overrides further environment overrides of the app's configuration.
+ * @param options `service`: the worker runs as in a service process, and the app starts executions eagerly through it.
  * @returns the stack, filled in by `beforeAll`.
  */
-export function useExecutionStack(name: string, overrides: Record<string, string> = {}): ExecutionStack {
+export function useExecutionStack(
+  name: string,
+  overrides: Record<string, string> = {},
+  options: { service?: boolean } = {}
+): ExecutionStack {
   const stack = {} as ExecutionStack;
   beforeAll(async () => {
     stack.fake = await startFakeAnthropic();
@@ -92,7 +121,7 @@ export function useExecutionStack(name: string, overrides: Record<string, string
       TEMPORAL_TASK_QUEUE: `${name}-${randomBytes(4).toString('hex')}`,
       ...overrides,
     });
-    stack.worker = await startTestWorker(stack.t.config);
+    stack.worker = options.service ? await startServiceTestWorker(stack.t) : await startTestWorker(stack.t.config);
     stack.base = await stack.t.listen();
   });
   afterAll(async () => {

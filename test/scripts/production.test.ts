@@ -25,6 +25,7 @@ const db = useTestDatabase();
 const ENTRYPOINTS = [
   'api/server.ts',
   'worker/index.ts',
+  'worker/service.ts',
   'scripts/start.ts',
   'scripts/admin.ts',
   'scripts/healthcheck.ts',
@@ -187,7 +188,7 @@ describe('compiled, beside production packages only', () => {
     expect(JSON.parse(admin.stdout())).toMatchObject({ mongodb: { ok: true }, temporal: { security: 'plaintext' } });
   });
 
-  it('npm start (node dist/scripts/start.js) bundles the workflows, starts api and worker, and serves an execution', async () => {
+  it('npm start (node dist/scripts/start.js) bundles the workflows, starts the service process, and serves an execution (started eagerly there)', async () => {
     const port = await freePort();
     const env = childTestEnv({
       NODE_ENV: 'production',
@@ -221,8 +222,9 @@ describe('compiled, beside production packages only', () => {
       expect(executed.body).toMatchObject({ success: true, result: expect.any(String) });
       expect(existsSync(path.join(root, 'worker-health.json'))).toBe(true);
       expect(start.output()).toContain('bundling the workflow code for the worker');
-      // LOG_PRETTY is off in production: the JSON lines of both processes.
-      expect(start.output()).toMatch(/"name":"api".*"msg":"api listening"/);
+      // LOG_PRETTY is off in production: the JSON lines of the service process.
+      expect(start.output()).toMatch(/"name":"service".*"msg":"api listening"/);
+      expect(start.output()).toMatch(/"name":"service".*"msg":"worker started \(executions start eagerly here\)"/);
     } finally {
       start.child.kill('SIGTERM');
       expect(await start.exited).toBe(0);

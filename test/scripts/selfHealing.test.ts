@@ -1,9 +1,11 @@
 /**
  * Faults in a running `npm run dev` (its own servers: a temporary data directory and free ports, never the
- * servers the rest of the suite shares): each part is killed with SIGKILL, the supervisor brings it back, and a
- * client sees what README "When a part crashes" promises. Worker: the same event stream ends with `result`, gap-free
- * and whole. Api: the client resumes after `Last-Event-ID`. Temporal, FerretDB, PostgreSQL: every request answers
- * 503 with `Retry-After` within 5 s while it is down, and the execution that was running finishes once it is back.
+ * servers the rest of the suite shares; one service process and one worker-only process, WORKER_PROCESSES=1): each
+ * part is killed with SIGKILL, the supervisor brings it back, and a client sees what README "When a part crashes"
+ * promises. Worker-only process: the event stream goes on and ends with `result`, gap-free and whole. Service process
+ * (it runs the reply it started eagerly): the reply goes on in another process, and the client resumes after
+ * `Last-Event-ID`. Temporal, FerretDB, PostgreSQL: every request answers 503 with `Retry-After` within 5 s while it
+ * is down, and the execution that was running finishes once it is back.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -180,6 +182,7 @@ async function startDev(): Promise<NodeJS.ProcessEnv> {
       ANTHROPIC_BASE_URL: fake.url,
       DEFAULT_MODEL: 'claude-test',
       LOG_LEVEL: 'warn',
+      WORKER_PROCESSES: '1',
     });
     delete env.MONGODB_URI;
     delete env.TEMPORAL_ADDRESS;
@@ -216,7 +219,7 @@ afterAll(async () => {
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 }, 60_000);
 
-it('worker killed mid-stream: the supervisor restarts it; the same connection ends with the whole reply', async () => {
+it('worker-only process killed mid-stream: the supervisor restarts it; the same connection ends with the whole reply', async () => {
   const worker = await findProcess(dev.child.pid!, PARTS.worker);
   const stream = await startStream(40, 100);
   await stream.waitFor(6);
@@ -227,13 +230,13 @@ it('worker killed mid-stream: the supervisor restarts it; the same connection en
   expect((await findProcess(dev.child.pid!, PARTS.worker)).pid).not.toBe(worker.pid);
 });
 
-it('api killed mid-stream: it comes back, and the client resumes after Last-Event-ID', async () => {
-  const api = await findProcess(dev.child.pid!, PARTS.api);
+it('service process killed mid-stream (it ran the reply): the reply goes on elsewhere, and the client resumes after Last-Event-ID', async () => {
+  const service = await findProcess(dev.child.pid!, PARTS.service);
   const first = await startStream(60, 100);
   await first.waitFor(6);
-  await killHard(api.pid);
+  await killHard(service.pid);
   await first.ended; // the connection is cut
-  await dev.waitFor(restartLine('api'));
+  await dev.waitFor(restartLine('service'));
   const { executionId } = JSON.parse(first.events[0].data);
   const lastId = first.events.at(-1)!.id!;
   await waitReady();
@@ -247,7 +250,7 @@ it('api killed mid-stream: it comes back, and the client resumes after Last-Even
 
 it('Temporal killed: execute, cancel and readyz answer 503 in seconds; then the running execution finishes', async () => {
   const temporal = await findProcess(dev.child.pid!, PARTS.temporal);
-  const services = [await findProcess(dev.child.pid!, PARTS.api), await findProcess(dev.child.pid!, PARTS.worker)];
+  const services = [await findProcess(dev.child.pid!, PARTS.service), await findProcess(dev.child.pid!, PARTS.worker)];
   const running = await startStream(60, 100);
   await running.waitFor(4);
   const { executionId } = JSON.parse(running.events[0].data);
@@ -274,7 +277,7 @@ it('Temporal killed: execute, cancel and readyz answer 503 in seconds; then the 
   const again = await call('POST', `/api/v1/agents/${agentId}/execute`, { token: apiToken, body: { message: 'hi' } });
   expect(again.status).toBe(200);
   expect(again.body.result).toBe('Echo: hi');
-  for (const svc of services) expect(process.kill(svc.pid, 0)).toBe(true); // the same api and worker
+  for (const svc of services) expect(process.kill(svc.pid, 0)).toBe(true); // the same service and worker
 
   // The executions whose workflow could not start were marked failed: none claims to run.
   for (const status of ['pending', 'running']) {

@@ -6,8 +6,9 @@
  * the input `shape` (its patch markers, search-attribute upserts and deadline timer; encoded
  * temporal.api.history.v1.History). fixtures/execution-history-shape2-*.json: a completed and a cancelled execution
  * of shape 2 (the model call a regular activity), recorded by the code of 16eda23 (JSON of the History message as
- * protobufjs writes it: enums and 64-bit numbers as strings, bytes in base64). The last test records a
- * current-shape execution live and replays it.
+ * protobufjs writes it: enums and 64-bit numbers as strings, bytes in base64). An execution started with shape 2
+ * (running at an upgrade) still runs to its end. The last test records a current-shape (3) execution live and
+ * replays it.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -18,6 +19,9 @@ import { useTestDatabase } from '../helpers/mongo';
 import { v1As } from '../helpers/v1';
 import { replaySource, useExecutionStack } from '../helpers/worker';
 import { executionWorkflowId } from '../../workflows/ids';
+import { recordPendingExecution } from '../../commands/executions';
+import { newExecutionId } from '../../lib/ids';
+import { Execution, type ExecutionDoc } from '../../models';
 
 useTestDatabase();
 const stack = useExecutionStack('replay');
@@ -60,7 +64,48 @@ it.each(['completed', 'cancelled'])(
   60_000
 );
 
-it('a current execution has no patch markers or search-attribute upserts, and replays', async () => {
+it('an execution started with shape 2 before an upgrade runs to its end on the current code', async () => {
+  const org = await buildOrg();
+  const as = v1As(stack.t, org.apiToken);
+  const agent = await as.post('/agents', { name: 'Echo', systemPrompt: 'x' });
+  const res = await as.post(`/agents/${agent.body.id}/execute`, { message: '[chunks:2] hi' });
+  expect(res.status).toBe(200);
+  // A second turn of the same conversation, recorded as an older api did, then started with shape 2.
+  const first = (await Execution.findById(res.body.executionId).lean<ExecutionDoc>())!;
+  const id = newExecutionId();
+  await recordPendingExecution({
+    _id: id,
+    organizationId: first.organizationId,
+    agentId: first.agentId,
+    userId: first.userId,
+    chatId: first.chatId,
+    sessionId: first.sessionId,
+    spaceId: first.spaceId,
+    turn: first.turn + 1,
+    message: '[chunks:3] again',
+    provider: first.provider,
+    model: first.model,
+    modelNote: null,
+    parentExecutionId: null,
+    rootExecutionId: id,
+    taskId: null,
+    source: 'v1',
+    chatSeqBase: 0,
+  });
+  const handle = await stack.t.temporal.client.workflow.start('agentExecution', {
+    workflowId: executionWorkflowId(id),
+    taskQueue: stack.t.config.temporalTaskQueue,
+    args: [{ executionId: id, deadlineSeconds: 60, shape: 2 }],
+  });
+  expect(await handle.result()).toMatchObject({ status: 'completed' });
+  const types = eventTypes(await handle.fetchHistory());
+  // The old shape ran: the model call a regular activity under the deadline timer.
+  expect(types).toContain('EVENT_TYPE_ACTIVITY_TASK_COMPLETED');
+  expect(types).toContain('EVENT_TYPE_TIMER_STARTED');
+  expect(await Execution.findById(id).lean()).toMatchObject({ status: 'completed' });
+}, 60_000);
+
+it('a current execution (shape 3) is local activities only, with no patch markers, timers or search-attribute upserts, and replays', async () => {
   const org = await buildOrg();
   const as = v1As(stack.t, org.apiToken);
   const agent = await as.post('/agents', { name: 'Echo', systemPrompt: 'x' });
@@ -72,7 +117,9 @@ it('a current execution has no patch markers or search-attribute upserts, and re
   // Its payloads are sealed: replay opens them with the workers' data converter.
   const types = eventTypes(history);
   expect(types).not.toContain('EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES');
-  // One marker: the local finish.
-  expect(types.filter((t) => t === 'EVENT_TYPE_MARKER_RECORDED')).toHaveLength(1);
+  expect(types).not.toContain('EVENT_TYPE_ACTIVITY_TASK_SCHEDULED');
+  expect(types).not.toContain('EVENT_TYPE_TIMER_STARTED');
+  // Two markers: the local reply and the local finish.
+  expect(types.filter((t) => t === 'EVENT_TYPE_MARKER_RECORDED')).toHaveLength(2);
   await Worker.runReplayHistory(replaySource(stack.t.config), history);
 }, 60_000);

@@ -1,0 +1,80 @@
+/**
+ * What one execution costs us (docs/benchmarks.md "Cost of one execution, shape 3"): the database operations (every
+ * mongoose collection call, counted with mongoose's debug hook over the api and a service-process worker in this
+ * process) and the Temporal history of a JSON execution of a short reply in a new conversation, started eagerly. The
+ * lists are the counts written in docs/benchmarks.md: an operation added to the hot path fails this test.
+ */
+import mongoose from 'mongoose';
+import { temporal } from '@temporalio/proto';
+import { executionWorkflowId } from '../../../workflows/ids';
+import { buildOrg } from '../../helpers/factories';
+import { useTestDatabase } from '../../helpers/mongo';
+import { v1As } from '../../helpers/v1';
+import { useExecutionStack } from '../../helpers/worker';
+
+useTestDatabase();
+const stack = useExecutionStack('cost', { DEFAULT_MODEL: 'claude-test' }, { service: true });
+
+it('a JSON execution in a new conversation: its database operations and history events', async () => {
+  const org = await buildOrg();
+  const as = v1As(stack.t, org.apiToken);
+  const agent = await as.post('/agents', { name: 'Echo', systemPrompt: 'x' });
+  // Warm: the caches of read-mostly records (token, membership, agent) as under load.
+  expect((await as.post(`/agents/${agent.body.id}/execute`, { message: 'warm' })).status).toBe(200);
+
+  const ops: string[] = [];
+  mongoose.set('debug', (collection: string, method: string) => void ops.push(`${collection}.${method}`));
+  let res;
+  try {
+    res = await as.post(`/agents/${agent.body.id}/execute`, { message: '[chunks:20] hi' });
+    // The last writes of the finish (the webhook outbox, the chat) may land just after the answer.
+    await new Promise((r) => setTimeout(r, 500));
+  } finally {
+    mongoose.set('debug', false);
+  }
+  expect(res.status).toBe(200);
+  // Reads of records kept in the processes' caches (token, membership, agent, skills) are left out: a cold cache adds them.
+  const cached = /^(api_tokens|memberships|agents|skills|spaces)\./;
+  const counted = ops.filter((o) => !o.startsWith('event_wakeup_targets.') && !cached.test(o));
+  const history = await stack.t.temporal.client.workflow
+    .getHandle(executionWorkflowId(res.body.executionId))
+    .fetchHistory();
+  const events = (history.events ?? []).map((e) => temporal.api.enums.v1.EventType[e.eventType ?? 0]);
+  // 20 operations (docs/benchmarks.md): api 6 (chat, session, meta event + head, execution, user message), reply 6
+  // (claim, chat running + its service event, deltas + head, usage), finish 8 (no read of the execution: the reply
+  // handed it over; the two service events in one insert).
+  expect(counted.sort()).toEqual(
+    [
+      'chats.insertOne',
+      'sessions.insertOne',
+      'stream_events.insertMany',
+      'executions.insertOne',
+      'chat_messages.insertOne',
+      'stream_heads.updateOne',
+      'executions.findOneAndUpdate',
+      'chats.updateOne',
+      'service_events.insertOne',
+      'stream_events.insertMany',
+      'executions.updateOne',
+      'stream_heads.updateOne',
+      'chat_messages.updateOne',
+      'sessions.findOneAndUpdate',
+      'chats.updateOne',
+      'sessions.updateOne',
+      'executions.updateOne',
+      'stream_events.insertMany',
+      'service_events.insertMany',
+      'stream_heads.updateOne',
+    ].sort()
+  );
+  // One workflow task holding the two local activities (shape 3): 7 events (shape 2: 14).
+  expect(events).toEqual([
+    'EVENT_TYPE_WORKFLOW_EXECUTION_STARTED',
+    'EVENT_TYPE_WORKFLOW_TASK_SCHEDULED',
+    'EVENT_TYPE_WORKFLOW_TASK_STARTED',
+    'EVENT_TYPE_WORKFLOW_TASK_COMPLETED',
+    'EVENT_TYPE_MARKER_RECORDED',
+    'EVENT_TYPE_MARKER_RECORDED',
+    'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED',
+  ]);
+});

@@ -1,0 +1,101 @@
+/**
+ * createWorker: the one place a Temporal Worker is built (ARCHITECTURE.md §3), for the worker-only process
+ * (worker/main.ts) and for the service process (worker/service.ts: HTTP and workflows on one NativeConnection).
+ */
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { Client } from '@temporalio/client';
+import type { Duration } from '@temporalio/common';
+import { createActivities } from '../activities';
+import { HEARTBEAT_THROTTLE } from '../activities/executions';
+import type { Config } from '../lib/config';
+import { temporalExtensions } from '../lib/dataConverter';
+import type { Logger } from '../lib/logger';
+import { temporalConnectionOptions } from '../lib/temporal';
+
+export interface WorkerDeps {
+  config: Readonly<Config>;
+  logger: Logger;
+}
+
+/**
+ * @param deps configuration and logger (the activities').
+ * @param connection the process's NativeConnection.
+ * @param options `code`: the workflow bundle's text (tests); otherwise WORKFLOW_BUNDLE or the sources.
+ * @returns the worker, created (not yet running).
+ */
+export async function createWorker(
+  deps: WorkerDeps,
+  connection: NativeConnection,
+  options: { code?: string; shutdownGraceTime?: Duration } = {}
+): Promise<Worker> {
+  const { config, logger } = deps;
+  return Worker.create({
+    connection,
+    namespace: config.temporalNamespace,
+    taskQueue: config.temporalTaskQueue,
+    ...temporalExtensions(config).worker(
+      options.code !== undefined
+        ? { code: options.code }
+        : config.workflowBundlePath
+          ? { codePath: config.workflowBundlePath }
+          : undefined
+    ),
+    activities: createActivities({ logger, config }),
+    maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
+    shutdownGraceTime: options.shutdownGraceTime ?? '8 seconds',
+  });
+}
+
+/** A worker running in a process that also starts executions (ARCHITECTURE.md §1). */
+export interface InProcessWorker {
+  worker: Worker;
+  connection: NativeConnection;
+  /**
+   * A client on the worker's own connection: a start with `requestEagerStart` through it hands the first workflow task
+   * straight to this worker (eager workflow start), when the worker has a free slot.
+   */
+  client: Client;
+  /** Resolves once the worker has shut down (after {@link stop}). */
+  running: Promise<void>;
+  /** Drains the worker and closes its connection. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Connects, creates the worker and runs it, with a client on the same NativeConnection for eager starts.
+ * @param deps configuration and logger.
+ * @param options as {@link createWorker}'s.
+ * @returns the running worker, its connection and the client.
+ */
+export async function runInProcessWorker(
+  deps: WorkerDeps,
+  options: { code?: string; shutdownGraceTime?: Duration } = {}
+): Promise<InProcessWorker> {
+  const connection = await NativeConnection.connect(temporalConnectionOptions(deps.config));
+  let worker: Worker;
+  try {
+    worker = await createWorker(deps, connection, options);
+  } catch (err) {
+    await connection.close();
+    throw err;
+  }
+  const client = new Client({
+    connection,
+    namespace: deps.config.temporalNamespace,
+    ...temporalExtensions(deps.config).client,
+  });
+  const running = worker.run();
+  let stopped: Promise<void> | undefined;
+  return {
+    worker,
+    connection,
+    client,
+    running,
+    stop: () =>
+      (stopped ??= (async () => {
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+        await running.catch(() => undefined);
+        await connection.close();
+      })()),
+  };
+}
