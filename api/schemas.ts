@@ -46,6 +46,22 @@ export const httpUrl = (maxLength = 2000): Schema => ({
   pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^/?#\\s]+',
   'x-message': 'Field {field} must be an http or https URL',
 });
+/**
+ * A string that must be one of a fixed list, refused with the list when it is not (status filters and the like).
+ * @param values the accepted values.
+ * @param what the field as the message names it (`status`, `schedule.type`).
+ * @param extra more keywords (a description).
+ */
+export const oneOfStrings = (values: readonly string[], what: string, extra: Schema = {}): Schema => ({
+  type: 'string',
+  enum: [...values],
+  'x-message': `Invalid ${what}. Must be: ${values.join(', ')}`,
+  ...extra,
+});
+/** The `error` of a record that may have failed: null, or its message and code. */
+export const nullableError: Schema = {
+  oneOf: [{ type: 'null' }, record({ message: { type: 'string' }, code: { type: 'string' } })],
+};
 /** ISO 8601 timestamp in responses. */
 export const timestamp: Schema = { type: 'string', format: 'date-time' };
 export const nullableTimestamp: Schema = { type: ['string', 'null'], format: 'date-time' };
