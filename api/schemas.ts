@@ -19,6 +19,27 @@ export const strArray = (maxItems = 100, maxLength = 200): Schema => ({
   maxItems,
   items: { type: 'string', maxLength },
 });
+/**
+ * An array that names each item at most once (a repeat is refused with a message saying so).
+ * @param items the items' schema.
+ * @param maxItems the length cap.
+ * @param description what the list holds.
+ */
+export const distinctList = (items: Schema, maxItems: number, description: string): Schema => ({
+  type: 'array',
+  maxItems,
+  uniqueItems: true,
+  items,
+  'x-message': 'Field {field} must not list an item twice',
+  description,
+});
+/**
+ * Ids of records of the organization (skills, MCP server instances, media), each at most once.
+ * @param maxItems the length cap.
+ * @param description what the ids name.
+ */
+export const idList = (maxItems: number, description: string): Schema =>
+  distinctList({ type: 'string', minLength: 1, maxLength: 100 }, maxItems, description);
 /** Lowercase words of letters and digits joined by single hyphens (`web-research`): skill and MCP server names. */
 export const KEBAB_CASE = '^[a-z0-9]+(?:-[a-z0-9]+)*$';
 /**
