@@ -4,14 +4,13 @@
  * concurrently), PKCE, client authentication, scope and resource checks, revocation, and the MCP endpoint's
  * refusal of expired, foreign-audience and revoked access tokens.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { derivedKey } from '../../commands/oauthServer';
 import { OAuthClient } from '../../models';
-import { freePort } from '../../scripts/servers/launch';
-import { createTestApp, type TestApp } from '../helpers/app';
+import { serveTestApp, type TestApp } from '../helpers/app';
 import { bearer, buildOrg, buildServiceToken } from '../helpers/factories';
-import { registerMachineClient } from '../helpers/mcp';
+import { mcpStatus as mcpStatusOf, pkce, postForm, registerClient, registerMachineClient } from '../helpers/mcp';
 import { useTestDatabase } from '../helpers/mongo';
 
 useTestDatabase();
@@ -19,36 +18,16 @@ let t: TestApp;
 let base: string;
 
 beforeAll(async () => {
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  t = createTestApp({ APP_URL: base });
-  await t.listen(port);
+  ({ t, base } = await serveTestApp());
 });
 afterAll(async () => t?.close());
 
 const REDIRECT = 'http://127.0.0.1:9/callback';
 
-function form(path: string, fields: Record<string, string>, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${base}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
-    body: new URLSearchParams(fields).toString(),
-    redirect: 'manual',
-  });
-}
-
-function register(body: object, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${base}/oauth/register`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
-  });
-}
-
-function pkce(): { verifier: string; challenge: string } {
-  const verifier = randomBytes(32).toString('base64url');
-  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
-}
+const form = (path: string, fields: Record<string, string>, headers: Record<string, string> = {}): Promise<Response> =>
+  postForm(base, path, fields, headers);
+const register = (body: object, headers: Record<string, string> = {}): Promise<Response> =>
+  registerClient(base, body, headers);
 
 /** A public client of people, a person's consent, and the code it brought back. */
 async function authorize(): Promise<{ clientId: string; code: string; verifier: string; personToken: string }> {
@@ -85,13 +64,7 @@ const exchange = (clientId: string, code: string, verifier: string): Promise<Res
     redirect_uri: REDIRECT,
   });
 
-const mcpStatus = async (token: string): Promise<number> =>
-  (
-    await fetch(`${base}/mcp`, {
-      method: 'DELETE',
-      headers: { authorization: bearer(token), 'mcp-session-id': 'mcps_none' },
-    })
-  ).status;
+const mcpStatus = (token: string): Promise<number> => mcpStatusOf(base, token);
 
 describe('registration', () => {
   it('makes public and confidential clients of people, and machine clients only with a service token carrying mcp', async () => {

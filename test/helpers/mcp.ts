@@ -11,6 +11,7 @@ import type {
   OAuthClientMetadata,
   OAuthTokens,
 } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { createHash, randomBytes } from 'node:crypto';
 import { bearer } from './factories';
 
 export interface MachineClient {
@@ -148,4 +149,61 @@ export async function connectPerson(base: string, provider: PkceProvider): Promi
   const client = new Client({ name: 'test-person', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(url, { authProvider: provider }));
   return client;
+}
+
+/**
+ * Posts a form to the authorization server (authorize, token, revoke), not following redirects.
+ * @param base the service's address.
+ * @param path the endpoint's path.
+ * @param fields the form's fields.
+ * @param headers more headers (client authentication).
+ * @returns the response.
+ */
+export function postForm(
+  base: string,
+  path: string,
+  fields: Record<string, string>,
+  headers: Record<string, string> = {}
+): Promise<Response> {
+  return fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    body: new URLSearchParams(fields).toString(),
+    redirect: 'manual',
+  });
+}
+
+/**
+ * Dynamic client registration (RFC 7591).
+ * @param base the service's address.
+ * @param body the client's metadata.
+ * @param headers more headers (an initial access token).
+ * @returns the response.
+ */
+export function registerClient(base: string, body: object, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(`${base}/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+}
+
+/** @returns a PKCE verifier and its S256 challenge. */
+export function pkce(): { verifier: string; challenge: string } {
+  const verifier = randomBytes(32).toString('base64url');
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
+}
+
+/**
+ * Whether the MCP endpoint takes a token: it ends an unknown session with it.
+ * @param base the service's address.
+ * @param token a bearer token.
+ * @returns 404 when the token is taken (only the session is unknown), 401 when it is refused.
+ */
+export async function mcpStatus(base: string, token: string): Promise<number> {
+  const res = await fetch(`${base}/mcp`, {
+    method: 'DELETE',
+    headers: { authorization: bearer(token), 'mcp-session-id': 'mcps_none' },
+  });
+  return res.status;
 }
