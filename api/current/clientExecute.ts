@@ -12,7 +12,8 @@ import { executionStreamEvents } from '../v1/executions.schema';
 import { wantsEventStream } from '../sse';
 import { executeResponse, MAX_MESSAGE_CHARS } from '../v1/executions.schema';
 import { mediaIdList } from '../v1/media.schema';
-import { replyToExecution, type ExecutionRouteDeps } from '../v1/executions';
+import type { ExecutionRouteDeps } from '../deps';
+import { replyToExecution } from '../executionReply';
 
 const counters = {
   executions: { type: 'integer' },

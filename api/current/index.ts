@@ -3,7 +3,7 @@
  * service token carrying the route's scope. The client-library endpoints (`/api/spaces/{id}/init`, ...) accept
  * either token kind.
  */
-import type { AppDeps } from '../app';
+import type { AppDeps } from '../deps';
 import type { RouteSpec } from '../route';
 import { spaceClientRoutes } from '../v1/spaces';
 import { currentAgentRoutes } from './agents';

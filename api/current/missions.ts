@@ -21,7 +21,7 @@ import { presentMission } from '../../presenters/mission';
 import { presentTask } from '../../presenters/task';
 import { input, type RouteSpec } from '../route';
 import { idParams } from '../schemas';
-import type { ExecutionRouteDeps } from '../v1/executions';
+import type { ExecutionRouteDeps } from '../deps';
 import {
   missionCreateBody,
   missionListQuery,

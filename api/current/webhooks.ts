@@ -19,7 +19,7 @@ import { SERVICE_EVENT_TYPES } from '../../commands/serviceEvents';
 import type { Schema } from '../../lib/ajv';
 import { DELIVERY_STATUSES } from '../../models/WebhookDelivery';
 import { WEBHOOK_POLICY } from '../../workflows/webhookPolicy';
-import type { AppDeps } from '../app';
+import type { AppDeps } from '../deps';
 import { input, type RouteSpec } from '../route';
 import { httpUrl, nullableTimestamp, record, requiredStr, timestamp } from '../schemas';
 

@@ -7,7 +7,7 @@ import type { Schema } from '../../lib/ajv';
 import { MAX_PATH_LENGTH } from '../../lib/workspace';
 import { repoStreamId } from '../../models';
 import { presentRepo, repoEventsUrl } from '../../presenters/workspaceRepo';
-import type { AppDeps } from '../app';
+import type { AppDeps } from '../deps';
 import { input, type RouteSpec } from '../route';
 import { expiredEvent, httpUrl, nextCursor, pageQuery, record, requiredStr, str } from '../schemas';
 import { requestedLastEventId, streamEvents, streamQuery } from '../sse';

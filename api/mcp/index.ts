@@ -35,7 +35,7 @@ import { McpSession, mcpStreamId, type McpSessionDoc } from '../../models';
 import type { AppContext } from '../context';
 import type { RouteSpec } from '../route';
 import { streamEvents } from '../sse';
-import type { ExecutionRouteDeps } from '../v1/executions';
+import type { ExecutionRouteDeps } from '../deps';
 import { oauthRoutes } from '../oauth';
 import { appStreamRoutes } from './appStreams';
 import { isJsonRpcResponse, McpEventStore, mcpEventId, parseMcpEventId } from './eventStore';

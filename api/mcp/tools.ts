@@ -24,7 +24,8 @@ import { presentTask } from '../../presenters/task';
 import { translateError } from '../middlewares/errors';
 import { requiredStr } from '../schemas';
 import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
-import { isExecutionTerminal, type ExecutionRouteDeps } from '../v1/executions';
+import type { ExecutionRouteDeps } from '../deps';
+import { isExecutionTerminal } from '../executionReply';
 import { jobTools } from './jobTools';
 import { missionTools } from './missionTools';
 

@@ -16,7 +16,7 @@ import type { MissionStatus } from '../../models';
 import { presentMission } from '../../presenters/mission';
 import { input, type RouteSpec } from '../route';
 import { idParams, successMessage } from '../schemas';
-import type { ExecutionRouteDeps } from './executions';
+import type { ExecutionRouteDeps } from '../deps';
 import {
   missionCreateBody,
   missionListQuery,

@@ -19,7 +19,7 @@ import { initGitSpace, type RepoInput } from '../../commands/workspaceRepos';
 import { ValidationError } from '../../lib/errors';
 import { presentSpace } from '../../presenters/space';
 import { presentRepo, repoEventsUrl } from '../../presenters/workspaceRepo';
-import type { AppDeps } from '../app';
+import type { AppDeps } from '../deps';
 import { input, type RouteSpec } from '../route';
 import { idParams, pageQuery, successMessage } from '../schemas';
 import {
