@@ -7,13 +7,11 @@ import {
   createMission,
   findMission,
   listMissions,
-  nextRunTimes,
-  parseSchedule,
-  scheduleInput,
   startTaskWork,
   updateMission,
   updateMissionTask,
 } from '../../commands/missions';
+import { nextRunTimes, parseSchedule, scheduleInput } from '../../commands/missionSchedules';
 import type { TaskCreateInput, TaskUpdateInput } from '../../commands/tasks';
 import type { MissionStatus } from '../../models';
 import { presentJob } from '../../presenters/job';

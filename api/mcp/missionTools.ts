@@ -2,7 +2,8 @@
  * The MCP endpoint's mission tools: the same functions as GET and POST /api/missions (commands/missions.ts), with
  * the same input schema as the route's body.
  */
-import { createMission, listMissions, nextRunTimes, parseSchedule, scheduleInput } from '../../commands/missions';
+import { createMission, listMissions } from '../../commands/missions';
+import { nextRunTimes, parseSchedule, scheduleInput } from '../../commands/missionSchedules';
 import type { Schema } from '../../lib/ajv';
 import { pageQueryProperties } from '../../lib/pagination';
 import { MISSION_STATUSES, type MissionStatus } from '../../models';
