@@ -40,7 +40,8 @@ import { oauthRoutes } from '../oauth';
 import { appStreamRoutes } from './appStreams';
 import { isJsonRpcResponse, McpEventStore, mcpEventId, parseMcpEventId } from './eventStore';
 import { JOB_TRANSCRIPT_TEMPLATE, listTranscriptResources, readTranscriptResource } from './jobTools';
-import { callTool, mcpTools, type ToolContext } from './tools';
+import type { ToolContext } from './tool';
+import { callTool, mcpTools } from './tools';
 
 const tags = ['MCP'];
 const TOOLS = mcpTools();

@@ -9,7 +9,7 @@ import { pageQueryProperties } from '../../lib/pagination';
 import { MISSION_STATUSES, type MissionStatus } from '../../models';
 import { presentMission } from '../../presenters/mission';
 import { missionCreateBody, type MissionCreateBody } from '../current/missions.schema';
-import type { McpTool } from './tools';
+import type { McpTool } from './tool';
 
 /** @returns the mission tools. */
 export function missionTools(): McpTool[] {
