@@ -1,5 +1,5 @@
 /** Workspace files, their previews, and share and app links → public JSON (the current surface's file routes). */
-import type { Preview } from '../commands/filePreview';
+import type { Preview } from '../lib/contentTypes';
 import type { FileEntry } from '../lib/fileStorage';
 import type { WorkspaceLinkDoc } from '../models';
 
