@@ -32,7 +32,7 @@ import { EXECUTION_SHAPE, executionWorkflowId } from '../workflows/ids';
 import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 import { findVisibleAgent } from './agents';
 import { checkMediaForModel, checkMediaIds } from './media';
-import { defaultSpaceId } from './spaces';
+import { defaultSpaceId } from './defaultSpace';
 import type { AuthContext } from './tokens';
 
 const NOT_FOUND = 'Execution not found';

@@ -23,7 +23,8 @@ import { createJob } from './jobs';
 import { taskGoal } from './missionGoals';
 import { deleteSchedule, parseSchedule, syncSchedule, type ScheduleInput } from './missionSchedules';
 import { recordEvent } from './serviceEvents';
-import { ensureDefaultSpace, findVisibleSpace } from './spaces';
+import { ensureDefaultSpace } from './defaultSpace';
+import { findVisibleSpace } from './spaces';
 import { createTask, findTask, updateTask, type TaskCreateInput, type TaskUpdateInput } from './tasks';
 import type { AuthContext } from './tokens';
 
