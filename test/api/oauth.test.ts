@@ -10,7 +10,16 @@ import { derivedKey } from '../../commands/oauthServer';
 import { OAuthClient } from '../../models';
 import { serveTestApp, type TestApp } from '../helpers/app';
 import { bearer, buildOrg, buildServiceToken } from '../helpers/factories';
-import { mcpStatus as mcpStatusOf, pkce, postForm, registerClient, registerMachineClient } from '../helpers/mcp';
+import {
+  consentedClient,
+  exchangeCode,
+  mcpStatus as mcpStatusOf,
+  pkce,
+  postForm,
+  registerClient,
+  registerMachineClient,
+  TEST_REDIRECT,
+} from '../helpers/mcp';
 import { useTestDatabase } from '../helpers/mongo';
 
 useTestDatabase();
@@ -22,7 +31,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-const REDIRECT = 'http://127.0.0.1:9/callback';
+const REDIRECT = TEST_REDIRECT;
 
 const form = (path: string, fields: Record<string, string>, headers: Record<string, string> = {}): Promise<Response> =>
   postForm(base, path, fields, headers);
@@ -33,21 +42,16 @@ const register = (body: object, headers: Record<string, string> = {}): Promise<R
 async function authorize(): Promise<{ clientId: string; code: string; verifier: string; personToken: string }> {
   const org = await buildOrg();
   const personToken = await buildServiceToken(org, ['mcp']);
-  const reg = await register({ redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none', client_name: 'p' });
-  expect(reg.status).toBe(201);
-  const { client_id: clientId } = (await reg.json()) as { client_id: string };
-  const { verifier, challenge } = pkce();
-  const res = await form('/oauth/authorize', {
-    response_type: 'code',
-    client_id: clientId,
-    redirect_uri: REDIRECT,
-    code_challenge: challenge,
-    code_challenge_method: 'S256',
+  const {
+    registration: reg,
+    clientId,
+    verifier,
+    answer: res,
+  } = await consentedClient(base, personToken, {
+    clientName: 'p',
     state: 'xyz',
-    scope: 'mcp',
-    service_token: personToken,
-    decision: 'approve',
   });
+  expect(reg.status).toBe(201);
   expect(res.status).toBe(303);
   const location = new URL(res.headers.get('location')!);
   expect(location.searchParams.get('state')).toBe('xyz');
@@ -56,13 +60,7 @@ async function authorize(): Promise<{ clientId: string; code: string; verifier: 
 }
 
 const exchange = (clientId: string, code: string, verifier: string): Promise<Response> =>
-  form('/oauth/token', {
-    grant_type: 'authorization_code',
-    client_id: clientId,
-    code,
-    code_verifier: verifier,
-    redirect_uri: REDIRECT,
-  });
+  exchangeCode(base, clientId, code, verifier);
 
 const mcpStatus = (token: string): Promise<number> => mcpStatusOf(base, token);
 

@@ -9,7 +9,15 @@ import { sha256Hex } from '../../lib/crypto';
 import { ApiToken, OAuthClient, RateWindow } from '../../models';
 import { serveTestApp, type TestApp } from '../helpers/app';
 import { bearer, buildOrg, buildServiceToken } from '../helpers/factories';
-import { mcpStatus as mcpStatusOf, pkce, postForm, registerClient, registerMachineClient } from '../helpers/mcp';
+import {
+  consentedClient,
+  exchangeCode,
+  mcpStatus as mcpStatusOf,
+  postForm,
+  registerClient,
+  registerMachineClient,
+  TEST_REDIRECT,
+} from '../helpers/mcp';
 import { useTestDatabase } from '../helpers/mongo';
 import type { BootstrapResult } from '../../commands/bootstrap';
 
@@ -28,7 +36,7 @@ afterAll(async () => {
   await limited?.close();
 });
 
-const REDIRECT = 'http://127.0.0.1:9/callback';
+const REDIRECT = TEST_REDIRECT;
 
 const form = (path: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
   postForm(base, path, fields, headers);
@@ -40,29 +48,10 @@ const tokenId = async (token: string): Promise<string> => (await ApiToken.findOn
 
 /** A person's public client, approved with `personToken`, and the tokens of its code. */
 async function personTokens(org: BootstrapResult, personToken: string) {
-  const reg = await registerClient(base, { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' });
-  const { client_id: clientId } = (await reg.json()) as { client_id: string };
-  const { verifier, challenge } = pkce();
-  const res = await form('/oauth/authorize', {
-    response_type: 'code',
-    client_id: clientId,
-    redirect_uri: REDIRECT,
-    code_challenge: challenge,
-    code_challenge_method: 'S256',
-    scope: 'mcp',
-    service_token: personToken,
-    decision: 'approve',
-  });
+  const { clientId, verifier, answer: res } = await consentedClient(base, personToken);
   expect(res.status).toBe(303);
   const code = new URL(res.headers.get('location')!).searchParams.get('code')!;
-  const exchange = () =>
-    form('/oauth/token', {
-      grant_type: 'authorization_code',
-      client_id: clientId,
-      code,
-      code_verifier: verifier,
-      redirect_uri: REDIRECT,
-    });
+  const exchange = () => exchangeCode(base, clientId, code, verifier);
   const first = await exchange();
   expect(first.status).toBe(200);
   const tokens = (await first.json()) as { access_token: string; refresh_token: string };
