@@ -14,12 +14,6 @@ export const entrySchema: Schema = record({
   modified_at: timestamp,
 });
 
-export const workspaceParams: Schema = {
-  type: 'object',
-  required: ['id'],
-  properties: { id: { type: 'string', minLength: 1, maxLength: 100 } },
-};
-
 export const fileQuery: Schema = {
   type: 'object',
   additionalProperties: false,

@@ -34,7 +34,7 @@ import { presentEntry, presentLink, presentPreview } from '../../presenters/work
 import type { AppContext } from '../context';
 import { sendFile } from '../download';
 import { input, type RouteSpec } from '../route';
-import { record, requiredStr, timestamp } from '../schemas';
+import { idParams, record, requiredStr, timestamp } from '../schemas';
 import {
   binary,
   entrySchema,
@@ -43,7 +43,6 @@ import {
   pathField,
   previewSchema,
   requiredPath,
-  workspaceParams,
 } from './workspaceFiles.schema';
 
 const tags = ['Workspace files'];
@@ -93,7 +92,7 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'workspaces:read',
-      params: workspaceParams,
+      params: idParams,
       query: {
         type: 'object',
         additionalProperties: false,
@@ -113,7 +112,7 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'workspaces:read',
-      params: workspaceParams,
+      params: idParams,
       query: fileQuery,
       responses: { 200: binary('The file, with its Content-Type and Content-Disposition') },
       handler: async (ctx) => {
@@ -128,7 +127,7 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'workspaces:write',
-      params: workspaceParams,
+      params: idParams,
       query: fileQuery,
       rawBody: { contentType: 'application/octet-stream', description: "The file's bytes (any Content-Type)" },
       responses: { 200: record({ file: entrySchema }), 201: record({ file: entrySchema }) },
@@ -152,7 +151,7 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'workspaces:write',
-      params: workspaceParams,
+      params: idParams,
       query: {
         type: 'object',
         additionalProperties: false,
@@ -177,7 +176,7 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'workspaces:write',
-      params: workspaceParams,
+      params: idParams,
       body: record({ path: requiredPath('The directory') }),
       responses: {
         200: record({ created: { type: 'boolean' }, directory: entrySchema }),
@@ -198,7 +197,7 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'workspaces:write',
-      params: workspaceParams,
+      params: idParams,
       body: record(
         {
           from: requiredPath('The file or directory to move'),
@@ -221,7 +220,7 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'workspaces:read',
-      params: workspaceParams,
+      params: idParams,
       body: record(
         {
           path: requiredPath('The file'),
@@ -248,7 +247,7 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'workspaces:write',
-      params: workspaceParams,
+      params: idParams,
       body: record(
         {
           path: requiredPath('The file'),
@@ -303,7 +302,7 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'workspaces:write',
-      params: workspaceParams,
+      params: idParams,
       body: record({
         name: requiredStr(200),
         path: requiredPath(
