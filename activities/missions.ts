@@ -3,7 +3,7 @@
  * its `mission.run_started` event a key naming the run), so a retry creates nothing twice.
  */
 import { createJobRecord, jobWorkflowStart } from '../commands/jobs';
-import { missionRunGoal, openMissionTasks } from '../commands/missions';
+import { missionRunGoal, openMissionTasks } from '../commands/missionGoals';
 import { recordEvent } from '../commands/serviceEvents';
 import type { AuthContext } from '../commands/tokens';
 import type { Config } from '../lib/config';

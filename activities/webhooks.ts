@@ -7,9 +7,9 @@
 import { webhookAttempts as attemptsMetric, webhookLag } from '../lib/metrics';
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
-import { signingSecrets, type DeliveryInput, type TestResult } from '../commands/webhooks';
 import { eventIdFor, integrationChanged, serviceEventBody } from '../commands/serviceEvents';
 import type { Config } from '../lib/config';
+import { decryptSecret } from '../lib/crypto';
 import { retentionExpiry } from '../lib/expiry';
 import type { Logger } from '../lib/logger';
 import { insertDocument } from '../lib/mongo';
@@ -24,11 +24,25 @@ import {
   type WebhookDeliveryDoc,
   type WebhookIntegrationDoc,
 } from '../models';
+import type { DeliveryInput, TestResult } from '../workflows/definitions';
 import { nextAttemptInMs, retryScheduleMs, WEBHOOK_POLICY } from '../workflows/webhookPolicy';
 
 export interface WebhookActivityDeps {
   logger: Logger;
   config: Readonly<Config>;
+}
+
+/**
+ * @param integration a stored integration.
+ * @param key the AES key.
+ * @param now the time.
+ * @returns the secrets that sign now, current first.
+ */
+function signingSecrets(integration: WebhookIntegrationDoc, key: Buffer, now = new Date()): string[] {
+  return integration.secrets
+    .filter((s) => s.expiresAt === null || s.expiresAt === undefined || s.expiresAt.getTime() > now.getTime())
+    .sort((a, b) => (a.expiresAt ? 1 : 0) - (b.expiresAt ? 1 : 0))
+    .map((s) => decryptSecret(key, s.sealed));
 }
 
 /** One attempt of the per-event workflow (workflows/webhookDelivery.ts, kept for runs started before the upgrade). */

@@ -7,16 +7,13 @@
 import { installWebhookDispatcher } from '../commands/webhooks';
 import Router from '@koa/router';
 import Koa from 'koa';
-import type { Config } from '../lib/config';
-import type { EventTailer } from '../lib/eventLog';
 import { configureCaches } from '../lib/sharedCache';
 import { configureRetention } from '../lib/expiry';
-import type { Logger } from '../lib/logger';
-import type { TemporalDeps } from '../lib/temporal';
 import { buildInfo } from '../lib/version';
 import { codecCors, codecRoutes } from './codec';
 import { metricsRoutes } from './metrics';
 import type { AppContext, AppState } from './context';
+import type { AppDeps } from './deps';
 import { CURRENT_PREFIX, currentRoutes } from './current';
 import { wellKnownRoutes, type Contract } from './current/contract';
 import { healthRoutes } from './health';
@@ -29,16 +26,6 @@ import { requestId } from './middlewares/requestId';
 import { buildOpenApi, contractHash, type RouteGroup } from './openapi';
 import { mountRoutes } from './route';
 import { V1_PREFIX, v1Routes } from './v1';
-
-export interface AppDeps {
-  config: Readonly<Config>;
-  logger: Logger;
-  temporal: TemporalDeps;
-  /** Aborted when the process starts shutting down: long-lived responses (SSE) end on it. */
-  shutdown: AbortSignal;
-  /** This process's tailer of the durable event log (one per api process, shared by every stream). */
-  events: EventTailer;
-}
 
 /**
  * Every documented route, by mount prefix.

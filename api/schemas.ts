@@ -19,6 +19,27 @@ export const strArray = (maxItems = 100, maxLength = 200): Schema => ({
   maxItems,
   items: { type: 'string', maxLength },
 });
+/**
+ * An array that names each item at most once (a repeat is refused with a message saying so).
+ * @param items the items' schema.
+ * @param maxItems the length cap.
+ * @param description what the list holds.
+ */
+export const distinctList = (items: Schema, maxItems: number, description: string): Schema => ({
+  type: 'array',
+  maxItems,
+  uniqueItems: true,
+  items,
+  'x-message': 'Field {field} must not list an item twice',
+  description,
+});
+/**
+ * Ids of records of the organization (skills, MCP server instances, media), each at most once.
+ * @param maxItems the length cap.
+ * @param description what the ids name.
+ */
+export const idList = (maxItems: number, description: string): Schema =>
+  distinctList({ type: 'string', minLength: 1, maxLength: 100 }, maxItems, description);
 /** Lowercase words of letters and digits joined by single hyphens (`web-research`): skill and MCP server names. */
 export const KEBAB_CASE = '^[a-z0-9]+(?:-[a-z0-9]+)*$';
 /**
@@ -46,6 +67,22 @@ export const httpUrl = (maxLength = 2000): Schema => ({
   pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^/?#\\s]+',
   'x-message': 'Field {field} must be an http or https URL',
 });
+/**
+ * A string that must be one of a fixed list, refused with the list when it is not (status filters and the like).
+ * @param values the accepted values.
+ * @param what the field as the message names it (`status`, `schedule.type`).
+ * @param extra more keywords (a description).
+ */
+export const oneOfStrings = (values: readonly string[], what: string, extra: Schema = {}): Schema => ({
+  type: 'string',
+  enum: [...values],
+  'x-message': `Invalid ${what}. Must be: ${values.join(', ')}`,
+  ...extra,
+});
+/** The `error` of a record that may have failed: null, or its message and code. */
+export const nullableError: Schema = {
+  oneOf: [{ type: 'null' }, record({ message: { type: 'string' }, code: { type: 'string' } })],
+};
 /** ISO 8601 timestamp in responses. */
 export const timestamp: Schema = { type: 'string', format: 'date-time' };
 export const nullableTimestamp: Schema = { type: ['string', 'null'], format: 'date-time' };

@@ -15,7 +15,7 @@ import { newId } from '../lib/ids';
 import { insertDocument } from '../lib/mongo';
 import { paginate } from '../lib/pagination';
 import { Agent, Chat, Membership, SpaceAgent, spaceAgentId, type AgentDoc, type AgentVisibility } from '../models';
-import { defaultSpaceId } from './spaces';
+import { defaultSpaceId } from './defaultSpace';
 
 const NOT_FOUND = 'Agent not found';
 

@@ -35,7 +35,7 @@ import { EXECUTION_SHAPE, EXECUTION_TASK_TIMEOUT, executionWorkflowId } from '..
 import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 import { findVisibleAgent } from './agents';
 import { checkMediaForModel, checkMediaIds } from './media';
-import { defaultSpaceId } from './spaces';
+import { defaultSpaceId } from './defaultSpace';
 import type { AuthContext } from './tokens';
 
 const NOT_FOUND = 'Execution not found';

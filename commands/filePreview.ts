@@ -7,7 +7,7 @@ import sharp from 'sharp';
 import type { AuthContext } from './tokens';
 import { findWorkspace, type FilesDeps } from './workspaceFiles';
 import { NotFoundError } from '../lib/errors';
-import { codeLanguageOf, isMarkdown, mediaTypeOf } from '../lib/contentTypes';
+import { codeLanguageOf, isMarkdown, mediaTypeOf, type Preview, type PreviewKind } from '../lib/contentTypes';
 import { parseWorkspacePath } from '../lib/workspace';
 
 /** Default and largest number of bytes of text a preview returns. */
@@ -18,22 +18,6 @@ const IMAGE_MAX_BYTES = 25 * 1024 * 1024;
 const IMAGE_MAX_PIXELS = 50_000_000;
 /** Thumbnails fit in this square. */
 export const THUMBNAIL_SIZE = 256;
-
-export type PreviewKind = 'text' | 'markdown' | 'code' | 'image' | 'binary';
-
-export interface Preview {
-  path: string;
-  name: string;
-  size: number;
-  modifiedAt: Date;
-  contentType: string;
-  kind: PreviewKind;
-  language?: string;
-  text?: string;
-  truncated?: boolean;
-  image?: { format: string; width: number; height: number };
-  thumbnail?: { contentType: string; width: number; height: number; base64: string };
-}
 
 /** @returns the text when the bytes are UTF-8 without NUL (a cut character at the end is dropped), else null. */
 function asText(head: Buffer, truncated: boolean): string | null {

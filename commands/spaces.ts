@@ -8,6 +8,7 @@ import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import mongoose from 'mongoose';
 import { checkAgentIds } from './agents';
+import { DEFAULT_SPACES } from './defaultSpace';
 import { checkSkillIds } from './skills';
 import { quotaDeps, withWorkspaceReservation, type QuotaConfig } from './workspaceQuota';
 import { authChanged, type AuthContext } from './tokens';
@@ -22,7 +23,7 @@ import {
   ValidationError,
 } from '../lib/errors';
 import { paginate } from '../lib/pagination';
-import { invalidate, SharedCache } from '../lib/sharedCache';
+import { invalidate } from '../lib/sharedCache';
 import { spaceDir } from '../lib/workspace';
 import { Chat, Membership, Space, SpaceAgent, type SpaceDoc, type SpaceInitType } from '../models';
 
@@ -38,57 +39,6 @@ export interface SpaceInput {
   assignedAgents?: string[];
   skillIds?: string[];
   pluginIds?: string[];
-}
-
-/**
- * The organization's default space, created on first use. The first one has a fixed id
- * (`spc_default_<organizationId>`), so requests that create it at once make one space: the insert of a unique `_id`
- * is exclusive on both database servers, a find-then-create is not. After that one was deleted, the next default
- * space gets a random id (a rare path where two concurrent first uses could still make two).
- * @param auth the caller.
- * @returns the space.
- */
-export async function ensureDefaultSpace(auth: AuthContext): Promise<SpaceDoc> {
-  const found = await Space.findOne({
-    organizationId: auth.organizationId,
-    isDefault: true,
-    deletedAt: null,
-  }).lean<SpaceDoc>();
-  if (found) return found;
-  const fixedId = `spc_default_${auth.organizationId}`;
-  const create = (_id?: string): Promise<SpaceDoc> =>
-    Space.create({
-      ...(_id ? { _id } : {}),
-      organizationId: auth.organizationId,
-      ownerId: auth.userId,
-      name: 'General',
-      description: 'Default space of the organization',
-      isDefault: true,
-    }).then((d) => d.toObject() as SpaceDoc);
-  try {
-    return await create(fixedId);
-  } catch (err) {
-    if ((err as { code?: number }).code !== 11000) throw err;
-    const existing = await Space.findById(fixedId).lean<SpaceDoc>();
-    if (existing && existing.isDefault && !existing.deletedAt) return existing; // made at the same moment
-    return create();
-  }
-}
-
-/** Default space ids by organization: kept per process for CACHE_TTL_MS, cleared when a space is deleted. */
-const DEFAULT_SPACES = 'default-space';
-const defaultSpaceIds = new SharedCache<string>(DEFAULT_SPACES);
-
-/**
- * @param auth the caller.
- * @returns the id of the organization's default space, made on first use ({@link ensureDefaultSpace}).
- */
-export async function defaultSpaceId(auth: AuthContext): Promise<string> {
-  const id = await defaultSpaceIds.get(auth.organizationId, async () => ({
-    value: (await ensureDefaultSpace(auth))._id,
-    group: auth.organizationId,
-  }));
-  return id!;
 }
 
 function canSee(auth: AuthContext, space: SpaceDoc): boolean {

@@ -13,26 +13,11 @@ import { TypedSearchAttributes } from '@temporalio/common';
 import type { Logger } from '../lib/logger';
 import type { TemporalDeps } from '../lib/temporal';
 import { OUTBOX_QUEUE, ServiceEvent, WebhookDelivery, WebhookOutbox, type ServiceEventDoc } from '../models';
-import { webhookDeliverSignal } from '../workflows/definitions';
+import { webhookDeliverSignal, type DeliveryInput } from '../workflows/definitions';
 import { organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 import { destinationWorkflowId } from '../workflows/webhookPolicy';
 import type { webhookDestination } from '../workflows/webhookDestination';
 import { serviceEventBody, setEventDispatcher, type ServiceEventBody } from './serviceEvents';
-
-/** One delivery run of one event, as its destination's workflow receives it. */
-export interface DeliveryInput {
-  eventId: string;
-  organizationId: string;
-  /** 1 for the first delivery, n+1 for each redelivery. */
-  run: number;
-  /** The event's type. */
-  type?: string;
-  /**
-   * The exact JSON body sent (SPEC "Webhook delivery"), so that an attempt needs no read of the event. Absent only
-   * in runs started before it was passed, or carried across continue-as-new without it: their attempts read the event.
-   */
-  body?: string;
-}
 
 /**
  * @param event a recorded event.

@@ -7,7 +7,7 @@
 import { TypedSearchAttributes } from '@temporalio/common';
 import type { AuthContext } from './tokens';
 import type { Config } from '../lib/config';
-import { decryptSecret, encryptSecret } from '../lib/crypto';
+import { encryptSecret } from '../lib/crypto';
 import { ConflictError, EncryptionUnavailableError, NotFoundError, ValidationError } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { assertSafeUrl, UnsafeDestinationError } from '../lib/safeDestination';
@@ -25,35 +25,15 @@ import { organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 import { WEBHOOK_POLICY } from '../workflows/webhookPolicy';
 import { integrationChanged, serviceEventBody, type ServiceEventType } from './serviceEvents';
 import { deliveryInput, signalDeliveries } from './webhookDispatch';
+import type { TestResult } from '../workflows/definitions';
 import type { webhookTest } from '../workflows/webhookTest';
 
-export { installWebhookDispatcher, startWebhookOutboxSweep, type DeliveryInput } from './webhookDispatch';
+export { installWebhookDispatcher, startWebhookOutboxSweep } from './webhookDispatch';
 
 export interface IntegrationInput {
   url: string;
   enabled?: boolean;
   event_types?: ServiceEventType[] | null;
-}
-
-export interface TestResult {
-  event_id: string;
-  delivered: boolean;
-  status: number | null;
-  latency_ms: number;
-  error: string | null;
-}
-
-/**
- * @param integration a stored integration.
- * @param key the AES key.
- * @param now the time.
- * @returns the secrets that sign now, current first.
- */
-export function signingSecrets(integration: WebhookIntegrationDoc, key: Buffer, now = new Date()): string[] {
-  return integration.secrets
-    .filter((s) => s.expiresAt === null || s.expiresAt === undefined || s.expiresAt.getTime() > now.getTime())
-    .sort((a, b) => (a.expiresAt ? 1 : 0) - (b.expiresAt ? 1 : 0))
-    .map((s) => decryptSecret(key, s.sealed));
 }
 
 /** The public view of an integration (never a secret in clear). */

@@ -2,7 +2,7 @@
  * Content types of workspace files [docs/decisions.md "Workspace files"]: from the name's extension through the
  * `mime-types` database (with a few source-code extensions it maps to other things, such as `.ts` → video),
  * `text/plain` for other source files, `application/octet-stream` when unknown. Text types carry `charset=utf-8`. Also the code languages previews
- * name, and whether a public answer is shown inline or downloaded.
+ * name, whether a public answer is shown inline or downloaded, and what a file's preview holds.
  */
 import { contentType, lookup } from 'mime-types';
 
@@ -104,4 +104,22 @@ const INLINE = [/^image\/(png|jpeg|gif|webp|avif|bmp)$/, /^text\/plain$/, /^appl
  */
 export function dispositionFor(mediaType: string): 'inline' | 'attachment' {
   return INLINE.some((re) => re.test(mediaType)) ? 'inline' : 'attachment';
+}
+
+/** What a file is shown as in a preview (commands/filePreview.ts). */
+export type PreviewKind = 'text' | 'markdown' | 'code' | 'image' | 'binary';
+
+/** A file's preview: its metadata, and its first text or an image's size and thumbnail. */
+export interface Preview {
+  path: string;
+  name: string;
+  size: number;
+  modifiedAt: Date;
+  contentType: string;
+  kind: PreviewKind;
+  language?: string;
+  text?: string;
+  truncated?: boolean;
+  image?: { format: string; width: number; height: number };
+  thumbnail?: { contentType: string; width: number; height: number; base64: string };
 }

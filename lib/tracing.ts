@@ -123,6 +123,24 @@ export async function traceHttpRequest(
 }
 
 /**
+ * Runs work inside a span and ends the span: a thrown error is recorded on it and marks it as an error.
+ * @param span the span, started by the caller.
+ * @param fn the work.
+ * @returns fn's outcome.
+ */
+async function endingSpan<T>(span: Span, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    span.recordException(err as Error);
+    span.setStatus({ code: SpanStatusCode.ERROR });
+    throw err;
+  } finally {
+    span.end();
+  }
+}
+
+/**
  * Runs one model call in a `chat <model>` client span with the gen_ai attributes (OpenTelemetry's semantic
  * conventions for generative AI); the caller reports the usage when it is known.
  * @param call provider and model.
@@ -143,20 +161,13 @@ export async function traceModelCall<T>(
         'gen_ai.request.model': call.model,
       },
     },
-    async (span: Span) => {
-      try {
-        return await fn((usage) => {
+    (span: Span) =>
+      endingSpan(span, () =>
+        fn((usage) => {
           if (usage.inputTokens !== undefined) span.setAttribute('gen_ai.usage.input_tokens', usage.inputTokens);
           if (usage.outputTokens !== undefined) span.setAttribute('gen_ai.usage.output_tokens', usage.outputTokens);
-        });
-      } catch (err) {
-        span.recordException(err as Error);
-        span.setStatus({ code: SpanStatusCode.ERROR });
-        throw err;
-      } finally {
-        span.end();
-      }
-    }
+        })
+      )
   );
 }
 
@@ -171,19 +182,12 @@ export async function traceToolCall<T extends { isError?: boolean }>(name: strin
   return tracer().startActiveSpan(
     `execute_tool ${name}`,
     { kind: SpanKind.INTERNAL, attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': name } },
-    async (span: Span) => {
-      try {
+    (span: Span) =>
+      endingSpan(span, async () => {
         const out = await fn();
         if (out.isError) span.setStatus({ code: SpanStatusCode.ERROR });
         return out;
-      } catch (err) {
-        span.recordException(err as Error);
-        span.setStatus({ code: SpanStatusCode.ERROR });
-        throw err;
-      } finally {
-        span.end();
-      }
-    }
+      })
   );
 }
 

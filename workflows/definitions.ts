@@ -1,8 +1,8 @@
 /**
- * Updates and queries of the workflows (ARCHITECTURE.md §3): safe to import from the api, which sends them.
+ * Updates, queries and signals of the workflows, and the inputs and results that other folders hand them or take
+ * from them (ARCHITECTURE.md §3): safe to import from the api, commands and activities.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { DeliveryInput } from '../commands/webhookDispatch';
 import type { JobAction, JobStatus } from './jobStates';
 
 /** What a job action returns: the job's state once the action's transition is mirrored. */
@@ -30,6 +30,30 @@ export const jobUpdates = {
 } satisfies Record<JobAction, unknown>;
 
 export const jobStatusQuery = defineQuery<JobView>('status');
+
+/** One delivery run of one event, as its destination's workflow receives it. */
+export interface DeliveryInput {
+  eventId: string;
+  organizationId: string;
+  /** 1 for the first delivery, n+1 for each redelivery. */
+  run: number;
+  /** The event's type. */
+  type?: string;
+  /**
+   * The exact JSON body sent (SPEC "Webhook delivery"), so that an attempt needs no read of the event. Absent only
+   * in runs started before it was passed, or carried across continue-as-new without it: their attempts read the event.
+   */
+  body?: string;
+}
+
+/** What a test delivery (workflow `webhookTest`) returns: the attempt's outcome, in the API's field names. */
+export interface TestResult {
+  event_id: string;
+  delivered: boolean;
+  status: number | null;
+  latency_ms: number;
+  error: string | null;
+}
 
 /**
  * Signal of a destination's delivery workflow (workflows/webhookDestination.ts): events (or redelivery runs) to

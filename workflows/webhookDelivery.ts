@@ -9,7 +9,7 @@
  */
 import { proxyLocalActivities, sleep } from '@temporalio/workflow';
 import type { WebhookActivities } from '../activities/webhooks';
-import type { DeliveryInput } from '../commands/webhooks';
+import type { DeliveryInput } from './definitions';
 import { WEBHOOK_MAX_ATTEMPTS, WEBHOOK_POLICY } from './webhookPolicy';
 
 /**

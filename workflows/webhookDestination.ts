@@ -15,8 +15,7 @@
  */
 import { condition, continueAsNew, log, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { BatchItem, ItemResult, WebhookActivities } from '../activities/webhooks';
-import type { DeliveryInput } from '../commands/webhookDispatch';
-import { webhookDeliverSignal } from './definitions';
+import { webhookDeliverSignal, type DeliveryInput } from './definitions';
 import { deliveryKey, DESTINATION_POLICY as POLICY } from './webhookPolicy';
 
 /**

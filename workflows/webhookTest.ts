@@ -4,7 +4,7 @@
  */
 import { proxyActivities } from '@temporalio/workflow';
 import type { WebhookActivities } from '../activities/webhooks';
-import type { TestResult } from '../commands/webhooks';
+import type { TestResult } from './definitions';
 
 const { webhookSendTest } = proxyActivities<WebhookActivities>({
   startToCloseTimeout: '20 seconds',

@@ -1,7 +1,7 @@
 /** JSON Schemas of the current surface's /api/agents (requests and responses; snake_case fields). */
 import type { Schema } from '../../lib/ajv';
 import { AGENT_INSTALL_STATES, AGENT_VISIBILITIES } from '../../models/Agent';
-import { nextCursor, record, requiredStr, str, strArray, timestamp } from '../schemas';
+import { nextCursor, oneOfStrings, record, requiredStr, str, strArray, timestamp } from '../schemas';
 import { ADVANCED_TOOLS, AGENT_LIMITS, subAgentIdList, VISIBILITY_MESSAGE } from '../v1/agents.schema';
 import { mcpServerIdList } from '../v1/mcpServers.schema';
 import { skillIdList } from '../v1/skills.schema';
@@ -74,12 +74,9 @@ export const installStateBody: Schema = {
   additionalProperties: false,
   required: ['state'],
   properties: {
-    state: {
-      type: 'string',
-      enum: [...INSTALL_STATE_CHANGES],
-      'x-message': `Invalid state. Must be: ${INSTALL_STATE_CHANGES.join(', ')}`,
+    state: oneOfStrings(INSTALL_STATE_CHANGES, 'state', {
       description: '`installed`, `uninstalled`, or `restore` (installed again with the library’s own fields)',
-    },
+    }),
   },
 };
 

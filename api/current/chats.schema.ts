@@ -6,7 +6,9 @@ import { JOB_STATUSES } from '../../models/Job';
 import {
   expiredEvent,
   nextCursor,
+  nullableError,
   nullableStr,
+  oneOfStrings,
   nullableTimestamp,
   pageQuery,
   record,
@@ -20,11 +22,7 @@ import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
 /** Events replayed to a client that names no position (`Last-Event-ID`): the stream's last ones. */
 export const CHAT_REPLAY_EVENTS = 100;
 
-const chatStatus: Schema = {
-  type: 'string',
-  enum: [...CHAT_STATUSES],
-  'x-message': `Invalid status. Must be: ${CHAT_STATUSES.join(', ')}`,
-};
+const chatStatus = oneOfStrings(CHAT_STATUSES, 'status');
 const nullableModel: Schema = {
   type: ['string', 'null'],
   minLength: 1,
@@ -121,17 +119,13 @@ export const chatMessageSchema: Schema = record({
   created_at: timestamp,
 });
 
-const errorOrNull: Schema = {
-  oneOf: [{ type: 'null' }, record({ message: { type: 'string' }, code: { type: 'string' } })],
-};
-
 export const chatWorkSchema: Schema = record({
   id: { type: 'string' },
   kind: { const: 'execution' },
   status: { type: 'string', enum: [...EXECUTION_STATUSES] },
   provider: { type: 'string' },
   model: { type: 'string' },
-  error: errorOrNull,
+  error: nullableError,
   created_at: timestamp,
   completed_at: nullableTimestamp,
 });

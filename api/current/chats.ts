@@ -19,7 +19,7 @@ import { presentJobRef } from '../../presenters/job';
 import { input, type RouteSpec } from '../route';
 import { idParams } from '../schemas';
 import { streamQuery, streamRecentEvents } from '../sse';
-import type { ExecutionRouteDeps } from '../v1/executions';
+import type { ExecutionRouteDeps } from '../deps';
 import {
   CHAT_REPLAY_EVENTS,
   chatCreateBody,

@@ -4,43 +4,16 @@
  */
 import { startExecution } from '../../commands/executions';
 import { organizationUsage, type UsagePeriod } from '../../commands/usage';
-import type { Schema } from '../../lib/ajv';
 import { NotFoundError } from '../../lib/errors';
 import { input, type RouteSpec } from '../route';
-import { record, requiredStr, str } from '../schemas';
+import { requiredStr, str } from '../schemas';
 import { executionStreamEvents } from '../v1/executions.schema';
 import { wantsEventStream } from '../sse';
 import { executeResponse, MAX_MESSAGE_CHARS } from '../v1/executions.schema';
 import { mediaIdList } from '../v1/media.schema';
-import { replyToExecution, type ExecutionRouteDeps } from '../v1/executions';
-
-const counters = {
-  executions: { type: 'integer' },
-  completed: { type: 'integer' },
-  failed: { type: 'integer' },
-  cancelled: { type: 'integer' },
-  input_tokens: { type: 'integer' },
-  output_tokens: { type: 'integer' },
-};
-const agentCounter: Schema = record({ agentId: { type: 'string' }, ...counters });
-
-const usageResponse: Schema = record({
-  success: { type: 'boolean' },
-  organizationId: { type: 'string' },
-  period: { type: 'string', enum: ['daily', 'weekly', 'monthly'] },
-  start: { type: 'string', format: 'date' },
-  end: { type: 'string', format: 'date' },
-  totals: record(counters),
-  periods: {
-    type: 'array',
-    items: record({
-      start: { type: 'string', format: 'date' },
-      ...counters,
-      agents: { type: 'array', items: agentCounter },
-    }),
-  },
-  agents: { type: 'array', items: agentCounter },
-});
+import type { ExecutionRouteDeps } from '../deps';
+import { replyToExecution } from '../executionReply';
+import { usageResponse } from './clientExecute.schema';
 
 /**
  * @param deps app dependencies.

@@ -5,29 +5,14 @@
 import { queryDataBlock } from '../../commands/dataBlocks';
 import { filesDeps } from '../../commands/workspaceFiles';
 import type { Config } from '../../lib/config';
-import type { Schema } from '../../lib/ajv';
 import { input, type RouteSpec } from '../route';
 import { idParams, record, requiredStr } from '../schemas';
+import { resultSchema } from './dataBlocks.schema';
 
 const tags = ['Data blocks'];
 
 /** Longest accepted query text, in characters. */
 export const MAX_SQL_LENGTH = 100_000;
-
-const resultSchema: Schema = record({
-  columns: {
-    type: 'array',
-    items: record({ name: { type: 'string' }, type: { type: 'string', description: 'DuckDB type name' } }),
-  },
-  rows: {
-    type: 'array',
-    description: 'Rows as arrays in column order (64-bit integers and decimals as strings)',
-    items: { type: 'array', items: {} },
-  },
-  row_count: { type: 'integer' },
-  truncated: { type: 'boolean', description: 'More rows were available than `max_rows`' },
-  tables: { type: 'array', items: { type: 'string' }, description: 'The workspace files the query read' },
-});
 
 /**
  * @param config caps, storage root and the query limits.

@@ -3,9 +3,8 @@
  * service token carrying the route's scope. The client-library endpoints (`/api/spaces/{id}/init`, ...) accept
  * either token kind.
  */
-import type { AppDeps } from '../app';
+import type { AppDeps } from '../deps';
 import type { RouteSpec } from '../route';
-import { spaceClientRoutes } from '../v1/spaces';
 import { currentAgentRoutes } from './agents';
 import { chatRoutes } from './chats';
 import { clientExecuteRoutes } from './clientExecute';
@@ -16,6 +15,7 @@ import { contractRoutes, type Contract } from './contract';
 import { dataBlockRoutes } from './dataBlocks';
 import { workspaceFileRoutes } from './workspaceFiles';
 import { webhookRoutes } from './webhooks';
+import { spaceClientRoutes } from './spaces';
 import { workspaceRepoRoutes } from './workspaceRepos';
 import { workspaceRoutes } from './workspaces';
 

@@ -4,7 +4,9 @@ import { ITERATION_REASONS, JOB_STATUSES, REVIEW_STATES } from '../../models/Job
 import {
   expiredEvent,
   nextCursor,
+  nullableError,
   nullableStr,
+  oneOfStrings,
   nullableTimestamp,
   pageQuery,
   record,
@@ -16,11 +18,7 @@ import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
 /** Events replayed to a client that names no position (`Last-Event-ID`): the stream's last ones. */
 export const JOB_REPLAY_EVENTS = 100;
 
-const jobStatus: Schema = {
-  type: 'string',
-  enum: [...JOB_STATUSES],
-  'x-message': `Invalid status. Must be: ${JOB_STATUSES.join(', ')}`,
-};
+const jobStatus = oneOfStrings(JOB_STATUSES, 'status');
 
 export const jobCreateBody: Schema = {
   type: 'object',
@@ -113,7 +111,7 @@ export const jobSchema: Schema = record({
       updated_at: iso,
     }),
   },
-  error: { oneOf: [{ type: 'null' }, record({ message: { type: 'string' }, code: { type: 'string' } })] },
+  error: nullableError,
   metadata: { type: 'object' },
   links: record({
     chat_id: { type: 'string' },
@@ -212,7 +210,7 @@ export const jobStreamEvents: Record<string, Schema> = {
     execution_id: nullableStr,
     review_state: { type: 'string', enum: [...REVIEW_STATES] },
     question: nullableStr,
-    error: { oneOf: [{ type: 'null' }, record({ message: { type: 'string' }, code: { type: 'string' } })] },
+    error: nullableError,
   }),
   'transcript.output': record({
     ...jobId,

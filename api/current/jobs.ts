@@ -9,7 +9,7 @@ import type { JobAction } from '../../workflows/jobStates';
 import { input, type RouteSpec } from '../route';
 import { idParams } from '../schemas';
 import { streamQuery, streamRecentEvents } from '../sse';
-import type { ExecutionRouteDeps } from '../v1/executions';
+import type { ExecutionRouteDeps } from '../deps';
 import {
   approveBody,
   cancelBody,

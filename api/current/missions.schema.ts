@@ -1,16 +1,12 @@
 /** JSON Schemas of the current surface's /api/missions (the Mission record keeps the spec's camelCase names). */
 import type { Schema } from '../../lib/ajv';
 import { MISSION_STATUSES, SCHEDULE_TYPES } from '../../models/Mission';
-import { nextCursor, nullableStr, nullableTimestamp, pageQuery, record, requiredStr } from '../schemas';
+import { nextCursor, nullableStr, nullableTimestamp, oneOfStrings, pageQuery, record, requiredStr } from '../schemas';
 import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
 import { taskCreateBody, taskSchema, taskUpdateBody } from '../v1/tasks.schema';
 import { jobSchema } from './jobs.schema';
 
-const missionStatus: Schema = {
-  type: 'string',
-  enum: [...MISSION_STATUSES],
-  'x-message': `Invalid status. Must be: ${MISSION_STATUSES.join(', ')}`,
-};
+const missionStatus = oneOfStrings(MISSION_STATUSES, 'status');
 
 const schedule: Schema = {
   type: 'object',
@@ -20,11 +16,7 @@ const schedule: Schema = {
     '`{type: "cron", value: "<5-field cron>", timezone: "<IANA>"}` (timezone default UTC), ' +
     '`{type: "once", value: "<ISO time>"}`, or `{type: "manual"}` (runs only when triggered; the default)',
   properties: {
-    type: {
-      type: 'string',
-      enum: [...SCHEDULE_TYPES],
-      'x-message': `Invalid schedule.type. Must be: ${SCHEDULE_TYPES.join(', ')}`,
-    },
+    type: oneOfStrings(SCHEDULE_TYPES, 'schedule.type'),
     value: requiredStr(200, { description: 'The cron expression (cron) or the ISO 8601 time (once)' }),
     timezone: requiredStr(100, { description: 'IANA time zone of a cron schedule (default UTC)' }),
   },

@@ -7,13 +7,11 @@ import {
   createMission,
   findMission,
   listMissions,
-  nextRunTimes,
-  parseSchedule,
-  scheduleInput,
   startTaskWork,
   updateMission,
   updateMissionTask,
 } from '../../commands/missions';
+import { nextRunTimes, parseSchedule, scheduleInput } from '../../commands/missionSchedules';
 import type { TaskCreateInput, TaskUpdateInput } from '../../commands/tasks';
 import type { MissionStatus } from '../../models';
 import { presentJob } from '../../presenters/job';
@@ -21,7 +19,7 @@ import { presentMission } from '../../presenters/mission';
 import { presentTask } from '../../presenters/task';
 import { input, type RouteSpec } from '../route';
 import { idParams } from '../schemas';
-import type { ExecutionRouteDeps } from '../v1/executions';
+import type { ExecutionRouteDeps } from '../deps';
 import {
   missionCreateBody,
   missionListQuery,

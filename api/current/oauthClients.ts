@@ -4,25 +4,11 @@
  * and every token it was issued; deleting a client of people ends every grant of this organization's members.
  */
 import { deleteOAuthClient, listOAuthClients } from '../../commands/oauthClients';
-import type { Schema } from '../../lib/ajv';
 import { input, type RouteSpec } from '../route';
-import { idParams, nullableTimestamp, record, timestamp } from '../schemas';
+import { idParams, record } from '../schemas';
+import { clientSchema } from './oauthClients.schema';
 
 const tags = ['OAuth'];
-
-const clientSchema: Schema = record({
-  id: { type: 'string' },
-  name: { type: 'string' },
-  kind: {
-    type: 'string',
-    enum: ['machine', 'person'],
-    description: '`machine`: registered with a service token (client credentials); `person`: authorized by members',
-  },
-  grant_types: { type: 'array', items: { type: 'string' } },
-  redirect_uris: { type: 'array', items: { type: 'string' } },
-  created_at: timestamp,
-  expires_at: { ...nullableTimestamp, description: 'When the client expires unless it is used again' },
-});
 
 /** @returns the route declarations. */
 export function oauthClientRoutes(): RouteSpec[] {

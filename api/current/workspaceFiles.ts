@@ -2,9 +2,10 @@
  * Workspace files, shares and apps on the current surface [docs/decisions.md "Workspace files", "Previews",
  * "Shares and apps"]. Paths are the `path` query parameter (reads, uploads, deletes, listings) or body fields
  * (directory, move, preview, share, apps); the public routes serve a share's file and an app's files by token.
+ * Schemas: workspaceFiles.schema.ts; the public JSON: presenters/workspaceFile.ts.
  */
 import type { Readable } from 'node:stream';
-import { previewFile, PREVIEW_DEFAULT_BYTES, PREVIEW_MAX_BYTES, type Preview } from '../../commands/filePreview';
+import { previewFile, PREVIEW_DEFAULT_BYTES, PREVIEW_MAX_BYTES } from '../../commands/filePreview';
 import {
   deleteFile,
   filesDeps,
@@ -23,120 +24,28 @@ import {
   revokeLink,
   SHARE_DEFAULT_SECONDS,
   SHARE_MAX_SECONDS,
-  type CreatedLink,
 } from '../../commands/workspaceLinks';
-import type { Schema } from '../../lib/ajv';
 import type { Config } from '../../lib/config';
 import { contentTypeHeader, mediaTypeOf } from '../../lib/contentTypes';
 import { UnsupportedContentEncodingError } from '../../lib/errors';
 import type { FileEntry } from '../../lib/fileStorage';
 import { MAX_PATH_LENGTH } from '../../lib/workspace';
+import { presentEntry, presentLink, presentPreview } from '../../presenters/workspaceFile';
 import type { AppContext } from '../context';
 import { sendFile } from '../download';
 import { input, type RouteSpec } from '../route';
-import { record, requiredStr, str, timestamp, nullableTimestamp } from '../schemas';
+import { idParams, record, requiredStr, timestamp } from '../schemas';
+import {
+  binary,
+  entrySchema,
+  fileQuery,
+  linkSchema,
+  pathField,
+  previewSchema,
+  requiredPath,
+} from './workspaceFiles.schema';
 
 const tags = ['Workspace files'];
-
-const pathField = (description: string): Schema => str(MAX_PATH_LENGTH, { description });
-const requiredPath = (description: string): Schema => requiredStr(MAX_PATH_LENGTH, { description });
-
-const entrySchema: Schema = record({
-  path: { type: 'string' },
-  name: { type: 'string' },
-  type: { type: 'string', enum: ['file', 'directory', 'symlink', 'other'] },
-  size: { type: 'integer' },
-  modified_at: timestamp,
-});
-
-const workspaceParams: Schema = {
-  type: 'object',
-  required: ['id'],
-  properties: { id: { type: 'string', minLength: 1, maxLength: 100 } },
-};
-
-const fileQuery: Schema = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['path'],
-  properties: { path: requiredPath('The file, relative to the workspace root (`/` separators)') },
-};
-
-const binary = (description: string): Schema => ({ contentType: 'application/octet-stream', description });
-
-function presentEntry(e: FileEntry): Record<string, unknown> {
-  return { path: e.path, name: e.name, type: e.type, size: e.size, modified_at: e.modifiedAt.toISOString() };
-}
-
-const linkSchema = (kind: 'share' | 'app'): Schema =>
-  record(
-    {
-      id: { type: 'string' },
-      ...(kind === 'app' ? { name: { type: 'string' } } : {}),
-      path: { type: 'string' },
-      url: { type: 'string', format: 'uri' },
-      expires_at: nullableTimestamp,
-      created_at: timestamp,
-    },
-    []
-  );
-
-function presentLink({ link, url }: CreatedLink): Record<string, unknown> {
-  return {
-    id: link._id,
-    ...(link.kind === 'app' ? { name: link.name } : {}),
-    path: link.path,
-    url,
-    expires_at: link.expiresAt ? link.expiresAt.toISOString() : null,
-    created_at: link.createdAt.toISOString(),
-  };
-}
-
-const previewSchema: Schema = record(
-  {
-    path: { type: 'string' },
-    name: { type: 'string' },
-    size: { type: 'integer' },
-    modified_at: timestamp,
-    content_type: { type: 'string' },
-    kind: { type: 'string', enum: ['text', 'markdown', 'code', 'image', 'binary'] },
-    language: { type: 'string' },
-    text: { type: 'string' },
-    truncated: { type: 'boolean' },
-    image: record({ format: { type: 'string' }, width: { type: 'integer' }, height: { type: 'integer' } }),
-    thumbnail: record({
-      content_type: { type: 'string' },
-      width: { type: 'integer' },
-      height: { type: 'integer' },
-      data_base64: { type: 'string' },
-    }),
-  },
-  ['language', 'text', 'truncated', 'image', 'thumbnail']
-);
-
-function presentPreview(p: Preview): Record<string, unknown> {
-  return {
-    path: p.path,
-    name: p.name,
-    size: p.size,
-    modified_at: p.modifiedAt.toISOString(),
-    content_type: p.contentType,
-    kind: p.kind,
-    ...(p.language !== undefined ? { language: p.language } : {}),
-    ...(p.text !== undefined ? { text: p.text, truncated: p.truncated ?? false } : {}),
-    ...(p.image ? { image: p.image } : {}),
-    ...(p.thumbnail
-      ? {
-          thumbnail: {
-            content_type: p.thumbnail.contentType,
-            width: p.thumbnail.width,
-            height: p.thumbnail.height,
-            data_base64: p.thumbnail.base64,
-          },
-        }
-      : {}),
-  };
-}
 
 /** Answers a workspace file (read, share): its type from its name (api/download.ts). */
 function sendWorkspaceFile(ctx: AppContext, file: { entry: FileEntry; content: Readable }, cache: string): void {
@@ -183,7 +92,7 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'workspaces:read',
-      params: workspaceParams,
+      params: idParams,
       query: {
         type: 'object',
         additionalProperties: false,
@@ -203,7 +112,7 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'workspaces:read',
-      params: workspaceParams,
+      params: idParams,
       query: fileQuery,
       responses: { 200: binary('The file, with its Content-Type and Content-Disposition') },
       handler: async (ctx) => {
@@ -218,7 +127,7 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'workspaces:write',
-      params: workspaceParams,
+      params: idParams,
       query: fileQuery,
       rawBody: { contentType: 'application/octet-stream', description: "The file's bytes (any Content-Type)" },
       responses: { 200: record({ file: entrySchema }), 201: record({ file: entrySchema }) },
@@ -242,7 +151,7 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'workspaces:write',
-      params: workspaceParams,
+      params: idParams,
       query: {
         type: 'object',
         additionalProperties: false,
@@ -267,7 +176,7 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'workspaces:write',
-      params: workspaceParams,
+      params: idParams,
       body: record({ path: requiredPath('The directory') }),
       responses: {
         200: record({ created: { type: 'boolean' }, directory: entrySchema }),
@@ -288,7 +197,7 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'workspaces:write',
-      params: workspaceParams,
+      params: idParams,
       body: record(
         {
           from: requiredPath('The file or directory to move'),
@@ -311,7 +220,7 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'workspaces:read',
-      params: workspaceParams,
+      params: idParams,
       body: record(
         {
           path: requiredPath('The file'),
@@ -338,7 +247,7 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'workspaces:write',
-      params: workspaceParams,
+      params: idParams,
       body: record(
         {
           path: requiredPath('The file'),
@@ -393,7 +302,7 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'workspaces:write',
-      params: workspaceParams,
+      params: idParams,
       body: record({
         name: requiredStr(200),
         path: requiredPath(

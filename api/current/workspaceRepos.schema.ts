@@ -1,7 +1,10 @@
-/** The repository record of the current surface: the `…/repos` routes and the `git` initialization of a space. */
+/**
+ * JSON Schemas of the current surface's workspace repositories: the repository record (the `…/repos` routes and the
+ * `git` initialization of a space), the routes' parameters and the clone stream's events.
+ */
 import type { Schema } from '../../lib/ajv';
 import { REPO_STATUSES } from '../../models/WorkspaceRepo';
-import { nullableStr, nullableTimestamp, record, timestamp } from '../schemas';
+import { expiredEvent, nullableStr, nullableTimestamp, record, timestamp } from '../schemas';
 
 export const repoSchema: Schema = record({
   id: { type: 'string' },
@@ -17,3 +20,30 @@ export const repoSchema: Schema = record({
   cloned_at: nullableTimestamp,
   created_at: timestamp,
 });
+
+export const repoParams: Schema = {
+  type: 'object',
+  required: ['id', 'repoId'],
+  properties: {
+    id: { type: 'string', minLength: 1, maxLength: 100 },
+    repoId: { type: 'string', minLength: 1, maxLength: 100 },
+  },
+};
+
+/** The events of a repository's clone stream. */
+export const repoEvents: Record<string, Schema> = {
+  'clone.started': record({
+    repo_id: { type: 'string' },
+    attempt: { type: 'integer' },
+    url: { type: 'string' },
+    path: { type: 'string' },
+  }),
+  'clone.progress': record({
+    repo_id: { type: 'string' },
+    phase: { type: 'string', description: 'git’s phase, e.g. Receiving objects' },
+    percent: { type: 'integer' },
+  }),
+  'clone.completed': record({ repo_id: { type: 'string' }, commit: { type: 'string' } }),
+  'clone.failed': record({ repo_id: { type: 'string' }, message: { type: 'string' } }),
+  expired: expiredEvent,
+};

@@ -3,48 +3,16 @@
  * durably, list a workspace's mounts, read one's state, and follow the clone's progress as a stream.
  */
 import { createRepo, findRepo, listRepos, startClone } from '../../commands/workspaceRepos';
-import type { Schema } from '../../lib/ajv';
 import { MAX_PATH_LENGTH } from '../../lib/workspace';
 import { repoStreamId } from '../../models';
 import { presentRepo, repoEventsUrl } from '../../presenters/workspaceRepo';
-import type { AppDeps } from '../app';
+import type { AppDeps } from '../deps';
 import { input, type RouteSpec } from '../route';
-import { expiredEvent, httpUrl, nextCursor, pageQuery, record, requiredStr, str } from '../schemas';
+import { httpUrl, idParams, nextCursor, pageQuery, record, requiredStr, str } from '../schemas';
 import { requestedLastEventId, streamEvents, streamQuery } from '../sse';
-import { repoSchema } from './workspaceRepos.schema';
+import { repoEvents, repoParams, repoSchema } from './workspaceRepos.schema';
 
 const tags = ['Workspace repositories'];
-
-const workspaceParams: Schema = {
-  type: 'object',
-  required: ['id'],
-  properties: { id: { type: 'string', minLength: 1, maxLength: 100 } },
-};
-const repoParams: Schema = {
-  type: 'object',
-  required: ['id', 'repoId'],
-  properties: {
-    id: { type: 'string', minLength: 1, maxLength: 100 },
-    repoId: { type: 'string', minLength: 1, maxLength: 100 },
-  },
-};
-
-const repoEvents: Record<string, Schema> = {
-  'clone.started': record({
-    repo_id: { type: 'string' },
-    attempt: { type: 'integer' },
-    url: { type: 'string' },
-    path: { type: 'string' },
-  }),
-  'clone.progress': record({
-    repo_id: { type: 'string' },
-    phase: { type: 'string', description: 'git’s phase, e.g. Receiving objects' },
-    percent: { type: 'integer' },
-  }),
-  'clone.completed': record({ repo_id: { type: 'string' }, commit: { type: 'string' } }),
-  'clone.failed': record({ repo_id: { type: 'string' }, message: { type: 'string' } }),
-  expired: expiredEvent,
-};
 
 /**
  * @param deps configuration, Temporal, the event tailer.
@@ -59,7 +27,7 @@ export function workspaceRepoRoutes(deps: AppDeps): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'workspaces:write',
-      params: workspaceParams,
+      params: idParams,
       body: record(
         {
           url: httpUrl(),
@@ -97,7 +65,7 @@ export function workspaceRepoRoutes(deps: AppDeps): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'workspaces:write',
-      params: workspaceParams,
+      params: idParams,
       body: record({ repo_id: requiredStr(100) }),
       responses: { 202: record({ repo: repoSchema, events_url: { type: 'string' } }) },
       errors: [409],
@@ -115,7 +83,7 @@ export function workspaceRepoRoutes(deps: AppDeps): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'workspaces:read',
-      params: workspaceParams,
+      params: idParams,
       query: pageQuery(),
       responses: { 200: record({ repos: { type: 'array', items: repoSchema }, next_cursor: nextCursor }) },
       handler: async (ctx) => {

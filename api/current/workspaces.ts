@@ -3,37 +3,12 @@
  * surfaces) and select the caller's active workspace.
  */
 import { createSpace, selectWorkspace, type SpaceInput } from '../../commands/spaces';
-import type { Schema } from '../../lib/ajv';
-import { SPACE_VISIBILITIES } from '../../models/Space';
 import { presentWorkspace } from '../../presenters/space';
 import { input, type RouteSpec } from '../route';
-import { idParams, record, requiredStr, str, timestamp } from '../schemas';
-import { spaceVisibility } from '../v1/spaces.schema';
+import { idParams, record } from '../schemas';
+import { workspaceCreateBody, workspaceSchema } from './workspaces.schema';
 
 const tags = ['Workspaces'];
-
-const workspaceSchema: Schema = record({
-  id: { type: 'string' },
-  organization_id: { type: 'string' },
-  name: { type: 'string' },
-  description: { type: 'string' },
-  owner_id: { type: 'string' },
-  visibility: { type: 'string', enum: [...SPACE_VISIBILITIES] },
-  is_default: { type: 'boolean' },
-  created_at: timestamp,
-  updated_at: timestamp,
-});
-
-const workspaceCreateBody: Schema = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['name'],
-  properties: {
-    name: requiredStr(200),
-    description: str(5000),
-    visibility: { ...spaceVisibility, description: 'Default `organization`' },
-  },
-};
 
 /** @returns the route declarations. */
 export function workspaceRoutes(): RouteSpec[] {

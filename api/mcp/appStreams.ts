@@ -12,7 +12,7 @@ import { Job, jobStreamId, TERMINAL_JOB_STATUSES, type JobStatus } from '../../m
 import type { AppContext } from '../context';
 import { input, type RouteSpec } from '../route';
 import { lastEventIdSchema, requestedLastEventId, streamEvents } from '../sse';
-import type { ExecutionRouteDeps } from '../v1/executions';
+import type { ExecutionRouteDeps } from '../deps';
 
 /** A job's stream ends with its terminal status, as GET /api/jobs/{id}/events. */
 const isJobTerminal = (e: LoggedEvent): boolean =>

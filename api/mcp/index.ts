@@ -35,12 +35,13 @@ import { McpSession, mcpStreamId, type McpSessionDoc } from '../../models';
 import type { AppContext } from '../context';
 import type { RouteSpec } from '../route';
 import { streamEvents } from '../sse';
-import type { ExecutionRouteDeps } from '../v1/executions';
+import type { ExecutionRouteDeps } from '../deps';
 import { oauthRoutes } from '../oauth';
 import { appStreamRoutes } from './appStreams';
 import { isJsonRpcResponse, McpEventStore, mcpEventId, parseMcpEventId } from './eventStore';
 import { JOB_TRANSCRIPT_TEMPLATE, listTranscriptResources, readTranscriptResource } from './jobTools';
-import { callTool, mcpTools, type ToolContext } from './tools';
+import type { ToolContext } from './tool';
+import { callTool, mcpTools } from './tools';
 
 const tags = ['MCP'];
 const TOOLS = mcpTools();

@@ -11,7 +11,7 @@ import { pageQueryProperties } from '../../lib/pagination';
 import { JOB_STATUSES } from '../../models';
 import { presentJob } from '../../presenters/job';
 import { requiredStr, str } from '../schemas';
-import type { McpTool } from './tools';
+import type { McpTool } from './tool';
 
 const object = (properties: Record<string, Schema>, required: string[] = []): Schema => ({
   type: 'object',

@@ -2,13 +2,14 @@
  * The MCP endpoint's mission tools: the same functions as GET and POST /api/missions (commands/missions.ts), with
  * the same input schema as the route's body.
  */
-import { createMission, listMissions, nextRunTimes, parseSchedule, scheduleInput } from '../../commands/missions';
+import { createMission, listMissions } from '../../commands/missions';
+import { nextRunTimes, parseSchedule, scheduleInput } from '../../commands/missionSchedules';
 import type { Schema } from '../../lib/ajv';
 import { pageQueryProperties } from '../../lib/pagination';
 import { MISSION_STATUSES, type MissionStatus } from '../../models';
 import { presentMission } from '../../presenters/mission';
 import { missionCreateBody, type MissionCreateBody } from '../current/missions.schema';
-import type { McpTool } from './tools';
+import type { McpTool } from './tool';
 
 /** @returns the mission tools. */
 export function missionTools(): McpTool[] {

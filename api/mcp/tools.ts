@@ -11,11 +11,9 @@ import { findVisibleAgent, listAgents } from '../../commands/agents';
 import { chatMessages, createChat, listChats, sendChatMessage } from '../../commands/chats';
 import { awaitExecution, startExecution } from '../../commands/executions';
 import { listTasks } from '../../commands/tasks';
-import type { AuthContext } from '../../commands/tokens';
 import { check, type Schema } from '../../lib/ajv';
 import { StateConflictError, type AppError } from '../../lib/errors';
 import { followEvents } from '../../lib/eventLog';
-import type { Logger } from '../../lib/logger';
 import { pageQueryProperties } from '../../lib/pagination';
 import { CHAT_STATUSES, TASK_PRIORITIES, TASK_STATUSES, type ExecutionDoc } from '../../models';
 import { presentCurrentAgent } from '../../presenters/agent';
@@ -24,29 +22,10 @@ import { presentTask } from '../../presenters/task';
 import { translateError } from '../middlewares/errors';
 import { requiredStr } from '../schemas';
 import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
-import { isExecutionTerminal, type ExecutionRouteDeps } from '../v1/executions';
+import { isExecutionTerminal } from '../executionReply';
 import { jobTools } from './jobTools';
 import { missionTools } from './missionTools';
-
-/** What a tool call runs with. */
-export interface ToolContext {
-  deps: ExecutionRouteDeps;
-  auth: AuthContext;
-  log: Logger;
-  /** Aborted when the client cancels the call (the work itself goes on: only cancel tools stop work). */
-  signal: AbortSignal;
-  /** Sends a progress notification when the client asked for them (a `progressToken`). */
-  progress: (progress: number, message: string) => Promise<void>;
-}
-
-export interface McpTool {
-  name: string;
-  title: string;
-  description: string;
-  inputSchema: Schema;
-  annotations?: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean };
-  call: (args: Record<string, unknown>, ctx: ToolContext) => Promise<Record<string, unknown>>;
-}
+import type { McpTool, ToolContext } from './tool';
 
 const object = (properties: Record<string, Schema>, required: string[] = []): Schema => ({
   type: 'object',

@@ -5,7 +5,9 @@ import { mediaIdList } from './media.schema';
 import {
   expiredEvent,
   nextCursor,
+  nullableError,
   nullableStr,
+  oneOfStrings,
   nullableTimestamp,
   pageQuery,
   record,
@@ -132,7 +134,7 @@ export const executionSchema: Schema = record({
   spaceId: { type: 'string' },
   input: record({ message: { type: 'string' }, mediaIds: { type: 'array', items: { type: 'string' } } }, ['mediaIds']),
   result: nullableStr,
-  error: { oneOf: [{ type: 'null' }, record({ message: { type: 'string' }, code: { type: 'string' } })] },
+  error: nullableError,
   provider: { type: 'string', enum: ['anthropic', 'openai', 'builtin'] },
   model: { type: 'string' },
   modelNote: nullableStr,
@@ -156,11 +158,7 @@ export const executionResponse: Schema = record({ success: { type: 'boolean' }, 
 
 export const executionListQuery: Schema = pageQuery({
   agentId: str(100),
-  status: {
-    type: 'string',
-    enum: [...EXECUTION_STATUSES],
-    'x-message': `Invalid status. Must be: ${EXECUTION_STATUSES.join(', ')}`,
-  },
+  status: oneOfStrings(EXECUTION_STATUSES, 'status'),
 });
 
 export const executionListResponse: Schema = record({

@@ -3,19 +3,16 @@
  * cancel, stream). Execution runs as workflow `execution-<id>`; this layer only starts, streams and reads.
  */
 import {
-  awaitExecution,
   cancelExecution,
   executionTree,
   findExecution,
   listExecutions,
   startExecution,
 } from '../../commands/executions';
-import { ConflictError, ExecutionFailedError } from '../../lib/errors';
-import type { LoggedEvent } from '../../lib/eventLog';
 import { TERMINAL_EXECUTION_STATUSES, type ExecutionDoc, type ExecutionStatus } from '../../models';
 import { presentExecution } from '../../presenters/execution';
-import type { AppDeps } from '../app';
-import type { AppContext } from '../context';
+import type { ExecutionRouteDeps } from '../deps';
+import { isExecutionTerminal, replyToExecution } from '../executionReply';
 import { input, type RouteSpec } from '../route';
 import { idParams } from '../schemas';
 import { lastEventId, streamEvents, streamQuery, wantsEventStream } from '../sse';
@@ -32,50 +29,6 @@ import {
 } from './executions.schema';
 
 const tags = ['Executions'];
-
-/** `result` and `error` end an execution stream. */
-export const isExecutionTerminal = (e: LoggedEvent): boolean => e.event === 'result' || e.event === 'error';
-
-export type ExecutionRouteDeps = Pick<AppDeps, 'config' | 'temporal' | 'events' | 'shutdown'>;
-
-/**
- * Answers an execution as JSON (after it finished) or as an event stream, as the client asked.
- * @param deps app dependencies.
- * @param ctx the context.
- * @param exec the just-started execution.
- * @param stream whether to stream.
- */
-export async function replyToExecution(
-  deps: ExecutionRouteDeps,
-  ctx: AppContext,
-  exec: ExecutionDoc,
-  stream: boolean
-): Promise<void> {
-  if (stream) {
-    await streamEvents(ctx, {
-      streamId: exec._id,
-      afterSeq: 0,
-      tailer: deps.events,
-      shutdown: deps.shutdown,
-      isTerminal: isExecutionTerminal,
-      heartbeatMs: deps.config.sseHeartbeatMs,
-    });
-    return;
-  }
-  const done = await awaitExecution(deps, exec._id);
-  if (done.status === 'completed') {
-    ctx.body = {
-      success: true,
-      executionId: exec._id,
-      chatId: exec.chatId,
-      sessionId: exec.sessionId,
-      result: done.result,
-    };
-    return;
-  }
-  if (done.status === 'cancelled') throw new ConflictError('Execution was cancelled');
-  throw new ExecutionFailedError();
-}
 
 interface Node {
   execution: Record<string, unknown>;

@@ -1,7 +1,8 @@
 /** The v1 surface (`/api/v1/...`): every route requires a `td_` personal access token. */
 import type { RouteSpec } from '../route';
 import { agentRoutes } from './agents';
-import { executionRoutes, type ExecutionRouteDeps } from './executions';
+import type { ExecutionRouteDeps } from '../deps';
+import { executionRoutes } from './executions';
 import { keyRoutes } from './keys';
 import { mcpServerRoutes } from './mcpServers';
 import { mediaRoutes } from './media';

@@ -2,34 +2,15 @@
  * /api/v1/keys: the caller's personal access tokens. The clear token is returned once, at creation.
  */
 import { createToken, revokeToken } from '../../commands/tokens';
-import type { Schema } from '../../lib/ajv';
 import { ValidationError } from '../../lib/errors';
 import { paginate } from '../../lib/pagination';
 import { ApiToken, type ApiTokenDoc } from '../../models';
 import { presentApiKey } from '../../presenters/apiKey';
 import { input, type RouteSpec } from '../route';
-import {
-  idParams,
-  nextCursor,
-  nullableTimestamp,
-  pageQuery,
-  record,
-  requiredStr,
-  successMessage,
-  timestamp,
-} from '../schemas';
+import { idParams, nextCursor, pageQuery, record, requiredStr, successMessage } from '../schemas';
+import { keySchema } from './keys.schema';
 
 const tags = ['Keys'];
-
-const keySchema: Schema = record({
-  id: { type: 'string' },
-  name: { type: 'string' },
-  hint: { type: 'string' },
-  createdAt: timestamp,
-  expiresAt: nullableTimestamp,
-  lastUsedAt: nullableTimestamp,
-  revokedAt: nullableTimestamp,
-});
 
 /** @returns the route declarations. */
 export function keyRoutes(): RouteSpec[] {

@@ -3,7 +3,7 @@
  * (`mcpServerIds` on v1, `mcp_server_ids` on the current surface) [docs/decisions.md "MCP server instances"].
  */
 import type { Schema } from '../../lib/ajv';
-import { httpUrl, kebabName, nextCursor, pageQuery, record, requiredStr, str, timestamp } from '../schemas';
+import { httpUrl, idList, kebabName, nextCursor, pageQuery, record, requiredStr, str, timestamp } from '../schemas';
 
 /** Caps of an MCP server's fields. */
 export const MCP_SERVER_LIMITS = {
@@ -19,16 +19,11 @@ export const MCP_SERVER_LIMITS = {
 export const MAX_AGENT_MCP_SERVERS = 20;
 
 /** An agent's MCP servers: ids of the organization's MCP server instances. */
-export const mcpServerIdList: Schema = {
-  type: 'array',
-  maxItems: MAX_AGENT_MCP_SERVERS,
-  uniqueItems: true,
-  items: { type: 'string', minLength: 1, maxLength: 100 },
-  'x-message': 'Field {field} must not list an item twice',
-  description:
-    'MCP server instances (ids, /api/v1/mcp-servers) whose tools the agent may call, besides those its skills ' +
-    'require; each must be one of the organization',
-};
+export const mcpServerIdList: Schema = idList(
+  MAX_AGENT_MCP_SERVERS,
+  'MCP server instances (ids, /api/v1/mcp-servers) whose tools the agent may call, besides those its skills ' +
+    'require; each must be one of the organization'
+);
 
 const headers: Schema = {
   type: ['object', 'null'],

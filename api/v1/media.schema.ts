@@ -2,7 +2,7 @@
 import { MAX_EXECUTION_MEDIA, MAX_EXECUTION_MEDIA_BYTES } from '../../commands/media';
 import type { Schema } from '../../lib/ajv';
 import { MEDIA_TYPES } from '../../lib/mediaTypes';
-import { nextCursor, record, timestamp } from '../schemas';
+import { idList, nextCursor, record, timestamp } from '../schemas';
 
 /** The name of the upload's one file part. */
 export const MEDIA_FILE_FIELD = 'file';
@@ -23,17 +23,12 @@ export const mediaUploadBody: Schema = {
 };
 
 /** An execute body's media: ids of the organization's media, sent to the model with the message. */
-export const mediaIdList: Schema = {
-  type: 'array',
-  maxItems: MAX_EXECUTION_MEDIA,
-  uniqueItems: true,
-  items: { type: 'string', minLength: 1, maxLength: 100 },
-  'x-message': 'Field {field} must not list an item twice',
-  description:
-    'Media of the organization (ids from POST /api/v1/media) the model gets with the message: images as image ' +
+export const mediaIdList: Schema = idList(
+  MAX_EXECUTION_MEDIA,
+  'Media of the organization (ids from POST /api/v1/media) the model gets with the message: images as image ' +
     'blocks, text files as text, PDFs as documents (Anthropic models only); at most ' +
-    `${MAX_EXECUTION_MEDIA}, ${MAX_EXECUTION_MEDIA_BYTES} bytes together`,
-};
+    `${MAX_EXECUTION_MEDIA}, ${MAX_EXECUTION_MEDIA_BYTES} bytes together`
+);
 
 export const mediaSchema: Schema = record(
   {

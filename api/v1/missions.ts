@@ -2,21 +2,13 @@
  * /api/v1/missions: the current surface's missions (commands/missions.ts: one record, one Temporal Schedule per
  * mission) in the v1 envelopes and errors: list, create, read (with next run times), update, delete.
  */
-import {
-  createMission,
-  deleteMission,
-  findMission,
-  listMissions,
-  nextRunTimes,
-  parseSchedule,
-  scheduleInput,
-  updateMission,
-} from '../../commands/missions';
+import { createMission, deleteMission, findMission, listMissions, updateMission } from '../../commands/missions';
+import { nextRunTimes, parseSchedule, scheduleInput } from '../../commands/missionSchedules';
 import type { MissionStatus } from '../../models';
 import { presentMission } from '../../presenters/mission';
 import { input, type RouteSpec } from '../route';
 import { idParams, successMessage } from '../schemas';
-import type { ExecutionRouteDeps } from './executions';
+import type { ExecutionRouteDeps } from '../deps';
 import {
   missionCreateBody,
   missionListQuery,

@@ -6,44 +6,11 @@ import { Membership, Organization, User, type OrganizationDoc, type UserDoc } fr
 import { presentOrganization } from '../../presenters/organization';
 import { presentUser } from '../../presenters/user';
 import type { AuthContext } from '../../commands/tokens';
-import type { Schema } from '../../lib/ajv';
 import { input, type RouteSpec } from '../route';
-import { httpUrl, nullableStr, record, requiredStr, strArray, timestamp } from '../schemas';
+import { httpUrl, requiredStr } from '../schemas';
+import { profileResponse } from './profile.schema';
 
 const tags = ['Profile'];
-
-const userSchema: Schema = record({
-  id: { type: 'string' },
-  email: { type: 'string' },
-  name: nullableStr,
-  avatarUrl: nullableStr,
-  createdAt: timestamp,
-  updatedAt: timestamp,
-});
-
-const organizationSchema: Schema = record(
-  {
-    id: { type: 'string' },
-    name: { type: 'string' },
-    logoUrl: { type: 'string' },
-    ownerId: { type: 'string' },
-    members: strArray(100_000),
-    subscription: record({
-      tier: { type: 'string', enum: ['free', 'pro', 'enterprise'] },
-      status: { type: 'string', enum: ['active', 'cancelled', 'expired'] },
-    }),
-    createdAt: timestamp,
-    updatedAt: timestamp,
-  },
-  ['logoUrl']
-);
-
-const profileResponse: Schema = record({
-  success: { type: 'boolean' },
-  user: userSchema,
-  organization: organizationSchema,
-  role: { type: 'string', enum: ['owner', 'admin', 'member'] },
-});
 
 async function profile(auth: AuthContext): Promise<Record<string, unknown>> {
   const { organizationId, userId, role } = auth;

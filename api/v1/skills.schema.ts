@@ -5,7 +5,17 @@
 import { BUILT_IN_TOOL_NAMES } from '../../commands/builtInTools';
 import type { Schema } from '../../lib/ajv';
 import { SKILL_CATEGORIES, SKILL_VISIBILITIES } from '../../models/Skill';
-import { kebabName, nextCursor, pageQuery, record, requiredStr, str, timestamp } from '../schemas';
+import {
+  distinctList,
+  idList,
+  kebabName,
+  nextCursor,
+  pageQuery,
+  record,
+  requiredStr,
+  str,
+  timestamp,
+} from '../schemas';
 
 /** Caps of a skill's fields [docs/decisions.md "Skills"]. */
 export const SKILL_LIMITS = {
@@ -23,18 +33,9 @@ export const MAX_AGENT_SKILLS = 20;
 export const CATEGORY_MESSAGE = `Invalid category. Must be: ${SKILL_CATEGORIES.join(', ')}`;
 export const SKILL_VISIBILITY_MESSAGE = 'Invalid visibility value. Must be: private, organization, or public';
 
-const noRepeats = (items: Schema, maxItems: number, description: string): Schema => ({
-  type: 'array',
-  maxItems,
-  uniqueItems: true,
-  items,
-  'x-message': 'Field {field} must not list an item twice',
-  description,
-});
-
 /** Names of built-in tools (a skill's `builtInTools`, an agent's `advanced_tools`): the catalogue's names only. */
 export const builtInToolList = (description: string): Schema =>
-  noRepeats(
+  distinctList(
     {
       type: 'string',
       enum: [...BUILT_IN_TOOL_NAMES],
@@ -45,8 +46,7 @@ export const builtInToolList = (description: string): Schema =>
   );
 
 /** An agent's skills: ids of live skills of its organization, in the order their prompts follow its own. */
-export const skillIdList: Schema = noRepeats(
-  { type: 'string', minLength: 1, maxLength: 100 },
+export const skillIdList: Schema = idList(
   MAX_AGENT_SKILLS,
   'Skills of the agent (ids), in the order their prompts follow the system prompt; each must be a skill of the ' +
     'organization the caller can see'
@@ -68,7 +68,7 @@ const contentProperties: Record<string, Schema> = {
   }),
   category: { ...category, description: 'Default `other`' },
   builtInTools: builtInToolList('Built-in tools the skill needs; they are offered to agents that have it'),
-  requiredMCPs: noRepeats(
+  requiredMCPs: distinctList(
     kebabName(SKILL_LIMITS.name, 'an MCP server name'),
     SKILL_LIMITS.requiredMCPs,
     'Names of the organization’s MCP server instances the skill needs'

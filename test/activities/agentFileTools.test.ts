@@ -13,12 +13,12 @@ import { readEvents } from '../../lib/eventLog';
 import { Execution } from '../../models';
 import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
 import { createTestApp, type TestApp } from '../helpers/app';
-import { currentAs } from '../helpers/current';
+import { chatFinished, currentAs, startChat } from '../helpers/current';
 import { childTestEnv } from '../helpers/env';
 import { bearer, buildOrg } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
 import { spawnScript, type Spawned } from '../helpers/processes';
-import { openSse, type LiveStream } from '../helpers/sse';
+import { waitForEvent } from '../helpers/sse';
 import { startTestWorker, type TestWorker } from '../helpers/worker';
 
 const db = useTestDatabase();
@@ -49,36 +49,9 @@ async function chatInWorkspace() {
   const agent = await api.post('/agents', { name: 'Writer', system_prompt: 'Write reports.' });
   const ws = await api.post('/workspaces', { name: 'Jobs' });
   const workspaceId: string = ws.body.workspace.id;
-  const chat = await api.post('/chats', { agent_id: agent.body.agent.id, workspace_id: workspaceId });
-  const chatId: string = chat.body.chat.id;
-  const stream = await openSse(`${base}/api/chats/${chatId}/events`, {
-    headers: { authorization: bearer(org.serviceToken) },
-  });
-  return {
-    org,
-    api,
-    workspaceId,
-    chatId,
-    stream,
-    dir: path.join(t.config.workspacesDir, org.organizationId, workspaceId),
-    send: async (message: string): Promise<string> => {
-      const sent = await api.post(`/chats/${chatId}/messages`, { message });
-      expect(sent.status).toBe(201);
-      return sent.body.execution.id as string;
-    },
-  };
+  const chat = await startChat(t, base, org.serviceToken, agent.body.agent.id, workspaceId);
+  return { org, api, workspaceId, ...chat, dir: path.join(t.config.workspacesDir, org.organizationId, workspaceId) };
 }
-
-async function waitForEvent(stream: LiveStream, pred: (e: { event?: string; data: string }) => boolean): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (!stream.events.some(pred)) {
-    if (Date.now() > deadline) throw new Error(`event not seen; got:\n${stream.raw}`);
-    await stream.waitFor(stream.events.length + 1, 60_000);
-  }
-}
-
-const doneStatus = (e: { event?: string; data: string }): boolean =>
-  e.event === 'chat.status' && ['done', 'error'].includes((JSON.parse(e.data) as { status: string }).status);
 
 describe('with a worker in the test process', () => {
   let worker: TestWorker;
@@ -92,7 +65,7 @@ describe('with a worker in the test process', () => {
     await c.api.post(`/workspaces/${c.workspaceId}/files/directory`, { path: 'in' });
     const write = '[tool:write_file {"path":"out/report.md","content":"# Report\\nAll good."}]';
     const execId = await c.send(`${write} [tool:list_files {"path":""}] [tool:read_file {"path":"../../escape.txt"}]`);
-    await waitForEvent(c.stream, doneStatus);
+    await waitForEvent(c.stream, chatFinished);
 
     // The artifact is a workspace file, readable through the file routes.
     expect(readFileSync(path.join(c.dir, 'out/report.md'), 'utf8')).toBe('# Report\nAll good.');
@@ -191,7 +164,7 @@ describe('a worker killed after a tool call ran', () => {
     first.crash();
     await first.exited();
     await startWorker();
-    await waitForEvent(c.stream, doneStatus);
+    await waitForEvent(c.stream, chatFinished);
 
     const events = await readEvents(execId);
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));

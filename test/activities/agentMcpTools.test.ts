@@ -13,13 +13,13 @@ import { readEvents } from '../../lib/eventLog';
 import { Execution } from '../../models';
 import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
 import { createTestApp, type TestApp } from '../helpers/app';
-import { currentAs } from '../helpers/current';
+import { chatFinished, currentAs, startChat } from '../helpers/current';
 import { childTestEnv, TEST_ENCRYPTION_KEY } from '../helpers/env';
-import { bearer, buildOrg } from '../helpers/factories';
+import { buildOrg } from '../helpers/factories';
 import { startMcpTestServer, type McpTestServer } from '../helpers/mcpServer';
 import { useTestDatabase } from '../helpers/mongo';
 import { spawnScript, type Spawned } from '../helpers/processes';
-import { openSse, parseSse, type LiveStream } from '../helpers/sse';
+import { parseSse, waitForEvent } from '../helpers/sse';
 import { v1As } from '../helpers/v1';
 import { startTestWorker, type TestWorker } from '../helpers/worker';
 
@@ -161,17 +161,6 @@ describe('with a worker in the test process', () => {
   }, 60_000);
 });
 
-async function waitForEvent(stream: LiveStream, pred: (e: { event?: string; data: string }) => boolean): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (!stream.events.some(pred)) {
-    if (Date.now() > deadline) throw new Error(`event not seen; got:\n${stream.raw}`);
-    await stream.waitFor(stream.events.length + 1, 60_000);
-  }
-}
-
-const doneStatus = (e: { event?: string; data: string }): boolean =>
-  e.event === 'chat.status' && ['done', 'error'].includes((JSON.parse(e.data) as { status: string }).status);
-
 describe('a worker killed in the middle of the tool loop', () => {
   const workers: Spawned[] = [];
   afterAll(() => workers.forEach((w) => w.crash()));
@@ -196,18 +185,8 @@ describe('a worker killed in the middle of the tool loop', () => {
     const api = currentAs(t, org.serviceToken);
     const agent = await api.post('/agents', { name: 'Calc', system_prompt: 'Add.', mcp_server_ids: [serverId] });
     const ws = await api.post('/workspaces', { name: 'Sums' });
-    const chat = await api.post('/chats', { agent_id: agent.body.agent.id, workspace_id: ws.body.workspace.id });
-    expect(chat.status).toBe(201);
-    const chatId: string = chat.body.chat.id;
-    const stream = await openSse(`${base}/api/chats/${chatId}/events`, {
-      headers: { authorization: bearer(org.serviceToken) },
-    });
-    const send = async (message: string): Promise<string> => {
-      const sent = await api.post(`/chats/${chatId}/messages`, { message });
-      expect(sent.status).toBe(201);
-      return sent.body.execution.id as string;
-    };
-    return { serverId, stream, send };
+    const chat = await startChat(t, base, org.serviceToken, agent.body.agent.id, ws.body.workspace.id);
+    return { serverId, ...chat };
   }
 
   it('after the result was recorded, the next worker continues from it: the call is never repeated', async () => {
@@ -220,7 +199,7 @@ describe('a worker killed in the middle of the tool loop', () => {
     first.crash();
     await first.exited();
     await startWorker();
-    await waitForEvent(c.stream, doneStatus);
+    await waitForEvent(c.stream, chatFinished);
 
     expect(mcp.calls.filter((x) => x.args.a === a)).toHaveLength(1);
     const events = await readEvents(execId);
@@ -254,7 +233,7 @@ describe('a worker killed in the middle of the tool loop', () => {
     running.crash();
     await running.exited();
     await startWorker();
-    await waitForEvent(c.stream, doneStatus);
+    await waitForEvent(c.stream, chatFinished);
 
     expect(mcp.calls.filter((x) => x.args.a === a)).toHaveLength(1);
     const events = await readEvents(execId);

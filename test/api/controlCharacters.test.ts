@@ -4,11 +4,10 @@
  * validation layer, lib/ajv.ts `check`); and a `once` schedule outside the engine's years 2000–2100 is 400.
  */
 import { Agent, Mission, Space, Task } from '../../models';
-import { freePort } from '../../scripts/servers/launch';
-import { createTestApp, type TestApp } from '../helpers/app';
+import { serveTestApp, type TestApp } from '../helpers/app';
 import { currentAs } from '../helpers/current';
 import { buildOrg } from '../helpers/factories';
-import { connectWithToken } from '../helpers/mcp';
+import { connectWithToken, registerClient } from '../helpers/mcp';
 import { useTestDatabase } from '../helpers/mongo';
 import { v1As } from '../helpers/v1';
 
@@ -16,10 +15,7 @@ useTestDatabase();
 let t: TestApp;
 let base: string;
 beforeAll(async () => {
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  t = createTestApp({ APP_URL: base });
-  await t.listen(port);
+  ({ t, base } = await serveTestApp());
 });
 afterAll(async () => t?.close());
 
@@ -83,11 +79,7 @@ describe('control characters', () => {
     expect(result).toContain(refused('params.arguments.title'));
     expect(await counts()).toEqual(before);
     await client.close();
-    const reg = await fetch(`${base}/oauth/register`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ client_name: 'a\u0000', redirect_uris: ['http://127.0.0.1:9/cb'] }),
-    });
+    const reg = await registerClient(base, { client_name: 'a\u0000', redirect_uris: ['http://127.0.0.1:9/cb'] });
     expect(reg.status).toBe(400);
     expect(((await reg.json()) as { error_description: string }).error_description).toBe(refused('client_name'));
   });

@@ -4,14 +4,22 @@
  * concurrently), PKCE, client authentication, scope and resource checks, revocation, and the MCP endpoint's
  * refusal of expired, foreign-audience and revoked access tokens.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { derivedKey } from '../../commands/oauthServer';
 import { OAuthClient } from '../../models';
-import { freePort } from '../../scripts/servers/launch';
-import { createTestApp, type TestApp } from '../helpers/app';
+import { serveTestApp, type TestApp } from '../helpers/app';
 import { bearer, buildOrg, buildServiceToken } from '../helpers/factories';
-import { registerMachineClient } from '../helpers/mcp';
+import {
+  consentedClient,
+  exchangeCode,
+  mcpStatus as mcpStatusOf,
+  pkce,
+  postForm,
+  registerClient,
+  registerMachineClient,
+  TEST_REDIRECT,
+} from '../helpers/mcp';
 import { useTestDatabase } from '../helpers/mongo';
 
 useTestDatabase();
@@ -19,56 +27,31 @@ let t: TestApp;
 let base: string;
 
 beforeAll(async () => {
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  t = createTestApp({ APP_URL: base });
-  await t.listen(port);
+  ({ t, base } = await serveTestApp());
 });
 afterAll(async () => t?.close());
 
-const REDIRECT = 'http://127.0.0.1:9/callback';
+const REDIRECT = TEST_REDIRECT;
 
-function form(path: string, fields: Record<string, string>, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${base}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
-    body: new URLSearchParams(fields).toString(),
-    redirect: 'manual',
-  });
-}
-
-function register(body: object, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${base}/oauth/register`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
-  });
-}
-
-function pkce(): { verifier: string; challenge: string } {
-  const verifier = randomBytes(32).toString('base64url');
-  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
-}
+const form = (path: string, fields: Record<string, string>, headers: Record<string, string> = {}): Promise<Response> =>
+  postForm(base, path, fields, headers);
+const register = (body: object, headers: Record<string, string> = {}): Promise<Response> =>
+  registerClient(base, body, headers);
 
 /** A public client of people, a person's consent, and the code it brought back. */
 async function authorize(): Promise<{ clientId: string; code: string; verifier: string; personToken: string }> {
   const org = await buildOrg();
   const personToken = await buildServiceToken(org, ['mcp']);
-  const reg = await register({ redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none', client_name: 'p' });
-  expect(reg.status).toBe(201);
-  const { client_id: clientId } = (await reg.json()) as { client_id: string };
-  const { verifier, challenge } = pkce();
-  const res = await form('/oauth/authorize', {
-    response_type: 'code',
-    client_id: clientId,
-    redirect_uri: REDIRECT,
-    code_challenge: challenge,
-    code_challenge_method: 'S256',
+  const {
+    registration: reg,
+    clientId,
+    verifier,
+    answer: res,
+  } = await consentedClient(base, personToken, {
+    clientName: 'p',
     state: 'xyz',
-    scope: 'mcp',
-    service_token: personToken,
-    decision: 'approve',
   });
+  expect(reg.status).toBe(201);
   expect(res.status).toBe(303);
   const location = new URL(res.headers.get('location')!);
   expect(location.searchParams.get('state')).toBe('xyz');
@@ -77,21 +60,9 @@ async function authorize(): Promise<{ clientId: string; code: string; verifier: 
 }
 
 const exchange = (clientId: string, code: string, verifier: string): Promise<Response> =>
-  form('/oauth/token', {
-    grant_type: 'authorization_code',
-    client_id: clientId,
-    code,
-    code_verifier: verifier,
-    redirect_uri: REDIRECT,
-  });
+  exchangeCode(base, clientId, code, verifier);
 
-const mcpStatus = async (token: string): Promise<number> =>
-  (
-    await fetch(`${base}/mcp`, {
-      method: 'DELETE',
-      headers: { authorization: bearer(token), 'mcp-session-id': 'mcps_none' },
-    })
-  ).status;
+const mcpStatus = (token: string): Promise<number> => mcpStatusOf(base, token);
 
 describe('registration', () => {
   it('makes public and confidential clients of people, and machine clients only with a service token carrying mcp', async () => {

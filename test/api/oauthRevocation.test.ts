@@ -4,14 +4,20 @@
  * access tokens already issued); a reused code or refresh token revokes everything issued from it; the
  * organization lists and deletes its clients; registration is rate limited per address; unused clients expire.
  */
-import { createHash, randomBytes } from 'node:crypto';
 import { revokeToken } from '../../commands/tokens';
 import { sha256Hex } from '../../lib/crypto';
 import { ApiToken, OAuthClient, RateWindow } from '../../models';
-import { freePort } from '../../scripts/servers/launch';
-import { createTestApp, type TestApp } from '../helpers/app';
+import { serveTestApp, type TestApp } from '../helpers/app';
 import { bearer, buildOrg, buildServiceToken } from '../helpers/factories';
-import { registerMachineClient } from '../helpers/mcp';
+import {
+  consentedClient,
+  exchangeCode,
+  mcpStatus as mcpStatusOf,
+  postForm,
+  registerClient,
+  registerMachineClient,
+  TEST_REDIRECT,
+} from '../helpers/mcp';
 import { useTestDatabase } from '../helpers/mongo';
 import type { BootstrapResult } from '../../commands/bootstrap';
 
@@ -22,73 +28,30 @@ let limited: TestApp;
 let limitedBase: string;
 
 beforeAll(async () => {
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  t = createTestApp({ APP_URL: base });
-  await t.listen(port);
-  const port2 = await freePort();
-  limitedBase = `http://127.0.0.1:${port2}`;
-  limited = createTestApp({ APP_URL: limitedBase, OAUTH_REGISTRATIONS_PER_HOUR: '3' });
-  await limited.listen(port2);
+  ({ t, base } = await serveTestApp());
+  ({ t: limited, base: limitedBase } = await serveTestApp({ OAUTH_REGISTRATIONS_PER_HOUR: '3' }));
 });
 afterAll(async () => {
   await t?.close();
   await limited?.close();
 });
 
-const REDIRECT = 'http://127.0.0.1:9/callback';
+const REDIRECT = TEST_REDIRECT;
 
 const form = (path: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
-  fetch(`${base}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
-    body: new URLSearchParams(fields).toString(),
-    redirect: 'manual',
-  });
-
-const register = (at: string, body: object) =>
-  fetch(`${at}/oauth/register`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
+  postForm(base, path, fields, headers);
 
 /** 404: authenticated, only the session is unknown; 401: the token is refused. */
-const mcpStatus = async (token: string): Promise<number> =>
-  (
-    await fetch(`${base}/mcp`, {
-      method: 'DELETE',
-      headers: { authorization: bearer(token), 'mcp-session-id': 'mcps_none' },
-    })
-  ).status;
+const mcpStatus = (token: string): Promise<number> => mcpStatusOf(base, token);
 
 const tokenId = async (token: string): Promise<string> => (await ApiToken.findOne({ hash: sha256Hex(token) }))!._id;
 
 /** A person's public client, approved with `personToken`, and the tokens of its code. */
 async function personTokens(org: BootstrapResult, personToken: string) {
-  const reg = await register(base, { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' });
-  const { client_id: clientId } = (await reg.json()) as { client_id: string };
-  const verifier = randomBytes(32).toString('base64url');
-  const res = await form('/oauth/authorize', {
-    response_type: 'code',
-    client_id: clientId,
-    redirect_uri: REDIRECT,
-    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
-    code_challenge_method: 'S256',
-    scope: 'mcp',
-    service_token: personToken,
-    decision: 'approve',
-  });
+  const { clientId, verifier, answer: res } = await consentedClient(base, personToken);
   expect(res.status).toBe(303);
   const code = new URL(res.headers.get('location')!).searchParams.get('code')!;
-  const exchange = () =>
-    form('/oauth/token', {
-      grant_type: 'authorization_code',
-      client_id: clientId,
-      code,
-      code_verifier: verifier,
-      redirect_uri: REDIRECT,
-    });
+  const exchange = () => exchangeCode(base, clientId, code, verifier);
   const first = await exchange();
   expect(first.status).toBe(200);
   const tokens = (await first.json()) as { access_token: string; refresh_token: string };
@@ -201,7 +164,7 @@ describe('registration limits', () => {
     const statuses: number[] = [];
     let last: Response | undefined;
     for (let i = 0; i < 4; i += 1) {
-      last = await register(limitedBase, { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' });
+      last = await registerClient(limitedBase, { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' });
       statuses.push(last.status);
     }
     expect(statuses).toEqual([201, 201, 201, 429]);
@@ -211,7 +174,7 @@ describe('registration limits', () => {
   });
 
   it('a client never used expires; one in use lives on', async () => {
-    const reg = await register(base, { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' });
+    const reg = await registerClient(base, { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' });
     const { client_id: clientId } = (await reg.json()) as { client_id: string };
     const stored = (await OAuthClient.findById(clientId).lean())!;
     expect(stored.expiresAt!.getTime()).toBeLessThanOrEqual(Date.now() + 24 * 3600 * 1000);

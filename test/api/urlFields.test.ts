@@ -3,7 +3,8 @@
  * helper, httpUrl(), so none accepts `javascript:` and friends (docs/decisions.md "URLs"). Walks the route
  * declarations of every route group (the same ones the routers and the OpenAPI document are built from).
  */
-import { routeGroups, type AppDeps } from '../../api/app';
+import { routeGroups } from '../../api/app';
+import type { AppDeps } from '../../api/deps';
 import { httpUrl } from '../../api/schemas';
 import type { Schema } from '../../lib/ajv';
 import { check } from '../../lib/ajv';

@@ -4,6 +4,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import supertest from 'supertest';
+import { freePort } from '../../scripts/servers/launch';
 import { createApp } from '../../api/app';
 import { createTemporal, type TemporalDeps } from '../../lib/temporal';
 import type { Config } from '../../lib/config';
@@ -71,4 +72,18 @@ export function useTestApp(overrides: Record<string, string> = {}): TestApp {
   const t = createTestApp(overrides);
   afterAll(async () => t.close());
   return t;
+}
+
+/**
+ * An app under test listening on a free loopback port that is also its APP_URL (the address OAuth metadata and MCP
+ * resources name); call close() in afterAll.
+ * @param overrides more environment overrides for the app's configuration.
+ * @returns the app and its address.
+ */
+export async function serveTestApp(overrides: Record<string, string> = {}): Promise<{ t: TestApp; base: string }> {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const t = createTestApp({ APP_URL: base, ...overrides });
+  await t.listen(port);
+  return { t, base };
 }

@@ -11,7 +11,11 @@ import type {
   OAuthClientMetadata,
   OAuthTokens,
 } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { createHash, randomBytes } from 'node:crypto';
 import { bearer } from './factories';
+
+/** Where the tests' clients of people are sent back to (nothing listens there: the tests read the redirect). */
+export const TEST_REDIRECT = 'http://127.0.0.1:9/callback';
 
 export interface MachineClient {
   client_id: string;
@@ -72,7 +76,7 @@ export async function connectWithToken(base: string, token: string, sessionId?: 
  * and approves with the person's service token, and the redirect's code is kept for finishAuth.
  */
 export class PkceProvider implements OAuthClientProvider {
-  readonly redirectUrl = 'http://127.0.0.1:9/callback';
+  readonly redirectUrl = TEST_REDIRECT;
   private info: OAuthClientInformationMixed | undefined;
   private saved: OAuthTokens | undefined;
   private verifier = '';
@@ -148,4 +152,114 @@ export async function connectPerson(base: string, provider: PkceProvider): Promi
   const client = new Client({ name: 'test-person', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(url, { authProvider: provider }));
   return client;
+}
+
+/**
+ * Posts a form to the authorization server (authorize, token, revoke), not following redirects.
+ * @param base the service's address.
+ * @param path the endpoint's path.
+ * @param fields the form's fields.
+ * @param headers more headers (client authentication).
+ * @returns the response.
+ */
+export function postForm(
+  base: string,
+  path: string,
+  fields: Record<string, string>,
+  headers: Record<string, string> = {}
+): Promise<Response> {
+  return fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    body: new URLSearchParams(fields).toString(),
+    redirect: 'manual',
+  });
+}
+
+/**
+ * Dynamic client registration (RFC 7591).
+ * @param base the service's address.
+ * @param body the client's metadata.
+ * @param headers more headers (an initial access token).
+ * @returns the response.
+ */
+export function registerClient(base: string, body: object, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(`${base}/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+}
+
+/** @returns a PKCE verifier and its S256 challenge. */
+export function pkce(): { verifier: string; challenge: string } {
+  const verifier = randomBytes(32).toString('base64url');
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
+}
+
+/**
+ * Whether the MCP endpoint takes a token: it ends an unknown session with it.
+ * @param base the service's address.
+ * @param token a bearer token.
+ * @returns 404 when the token is taken (only the session is unknown), 401 when it is refused.
+ */
+export async function mcpStatus(base: string, token: string): Promise<number> {
+  const res = await fetch(`${base}/mcp`, {
+    method: 'DELETE',
+    headers: { authorization: bearer(token), 'mcp-session-id': 'mcps_none' },
+  });
+  return res.status;
+}
+
+/**
+ * A person's public client and their consent: registers a client (PKCE, no secret), then approves its
+ * authorization request with the person's service token, as the consent page does.
+ * @param base the service's address.
+ * @param personToken the person's service token (scope mcp).
+ * @param options the client's name and the request's state, when the test wants them.
+ * @returns the registration's answer, the client's id, the PKCE verifier, and the authorization endpoint's answer
+ *   (its redirect carries the code).
+ */
+export async function consentedClient(
+  base: string,
+  personToken: string,
+  options: { clientName?: string; state?: string } = {}
+): Promise<{ registration: Response; clientId: string; verifier: string; answer: Response }> {
+  const registration = await registerClient(base, {
+    redirect_uris: [TEST_REDIRECT],
+    token_endpoint_auth_method: 'none',
+    ...(options.clientName !== undefined ? { client_name: options.clientName } : {}),
+  });
+  const { client_id: clientId } = (await registration.json()) as { client_id: string };
+  const { verifier, challenge } = pkce();
+  const answer = await postForm(base, '/oauth/authorize', {
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: TEST_REDIRECT,
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    ...(options.state !== undefined ? { state: options.state } : {}),
+    scope: 'mcp',
+    service_token: personToken,
+    decision: 'approve',
+  });
+  return { registration, clientId, verifier, answer };
+}
+
+/**
+ * Redeems an authorization code at the token endpoint (a public client: the PKCE verifier, no secret).
+ * @param base the service's address.
+ * @param clientId the client.
+ * @param code the code.
+ * @param verifier its PKCE verifier.
+ * @returns the token endpoint's answer.
+ */
+export function exchangeCode(base: string, clientId: string, code: string, verifier: string): Promise<Response> {
+  return postForm(base, '/oauth/token', {
+    grant_type: 'authorization_code',
+    client_id: clientId,
+    code,
+    code_verifier: verifier,
+    redirect_uri: TEST_REDIRECT,
+  });
 }

@@ -107,3 +107,21 @@ export function openSse(
     req.end();
   });
 }
+
+/**
+ * Waits until an event the check accepts has arrived on a live stream.
+ * @param stream the stream.
+ * @param pred the check.
+ * @param timeoutMs how long to wait.
+ */
+export async function waitForEvent(
+  stream: LiveStream,
+  pred: (e: SseEvent) => boolean,
+  timeoutMs = 60_000
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!stream.events.some(pred)) {
+    if (Date.now() > deadline) throw new Error(`event not seen; got:\n${stream.raw}`);
+    await stream.waitFor(stream.events.length + 1, timeoutMs);
+  }
+}

@@ -14,6 +14,9 @@ const admin = (...args: string[]): ReturnType<typeof runScript> =>
 
 describe('admin CLI', () => {
   let boot: { organizationId: string; userId: string; apiToken: string; serviceToken: string };
+  /** `token create` for the bootstrapped member, with more arguments. */
+  const tokenCreate = (...args: string[]): ReturnType<typeof runScript> =>
+    admin('token', 'create', '--org', boot.organizationId, '--user', boot.userId, ...args);
 
   it('bootstrap prints one JSON line whose tokens authenticate', async () => {
     const res = admin('bootstrap', '--org', 'CLI Org', '--email', 'ops@example.com');
@@ -32,20 +35,7 @@ describe('admin CLI', () => {
   });
 
   it('token create prints {token,scopes,expiresAt}; the token expires; token revoke revokes', async () => {
-    const res = admin(
-      'token',
-      'create',
-      '--org',
-      boot.organizationId,
-      '--user',
-      boot.userId,
-      '--kind',
-      'service',
-      '--scopes',
-      'agents:read,jobs:read',
-      '--expires-in',
-      '2s'
-    );
+    const res = tokenCreate('--kind', 'service', '--scopes', 'agents:read,jobs:read', '--expires-in', '2s');
     expect(res.status).toBe(0);
     const out = JSON.parse(res.stdout.trim());
     expect(Object.keys(out).sort()).toEqual(['expiresAt', 'scopes', 'token']);
@@ -53,7 +43,7 @@ describe('admin CLI', () => {
     expect(out.scopes).toEqual(['agents:read', 'jobs:read']);
     expect(new Date(out.expiresAt).getTime() - Date.now()).toBeLessThanOrEqual(2000);
 
-    const v1 = JSON.parse(admin('token', 'create', '--org', boot.organizationId, '--user', boot.userId).stdout.trim());
+    const v1 = JSON.parse(tokenCreate().stdout.trim());
     expect(v1.token).toMatch(/^td_/);
     expect(v1.scopes).toEqual([]);
     expect(v1.expiresAt).toBeNull();
@@ -68,42 +58,20 @@ describe('admin CLI', () => {
   });
 
   it('--scopes without --kind makes a service token; --kind v1 with --scopes is a usage error', async () => {
-    const res = admin(
-      'token',
-      'create',
-      '--org',
-      boot.organizationId,
-      '--user',
-      boot.userId,
-      '--scopes',
-      'agents:read'
-    );
+    const res = tokenCreate('--scopes', 'agents:read');
     expect({ status: res.status, stderr: res.stderr }).toEqual({ status: 0, stderr: '' });
     const out = JSON.parse(res.stdout.trim());
     expect(out.token).toMatch(/^svc_/);
     expect(out.scopes).toEqual(['agents:read']);
     expect((await t.request.get('/api/agents').set('Authorization', bearer(out.token))).status).toBe(200);
 
-    const v1 = admin(
-      'token',
-      'create',
-      '--org',
-      boot.organizationId,
-      '--user',
-      boot.userId,
-      '--kind',
-      'v1',
-      '--scopes',
-      'agents:read'
-    );
+    const v1 = tokenCreate('--kind', 'v1', '--scopes', 'agents:read');
     expect(v1.status).toBe(2);
     expect(v1.stderr).toMatch(/^admin: --scopes applies to service tokens \(--kind service\)/);
   }, 120_000);
 
   it('an expiring v1 token answers Token expired after --expires-in', async () => {
-    const out = JSON.parse(
-      admin('token', 'create', '--org', boot.organizationId, '--user', boot.userId, '--expires-in', '1s').stdout.trim()
-    );
+    const out = JSON.parse(tokenCreate('--expires-in', '1s').stdout.trim());
     await new Promise((r) => setTimeout(r, Math.max(0, new Date(out.expiresAt).getTime() - Date.now()) + 50));
     const res = await t.request.get('/api/v1/profile').set('Authorization', bearer(out.token));
     expect(res.status).toBe(401);
@@ -178,9 +146,7 @@ describe('admin CLI', () => {
   }, 120_000);
 
   it("token list shows an organization's tokens (or one member's), newest first, never a secret", () => {
-    const created = JSON.parse(
-      admin('token', 'create', '--org', boot.organizationId, '--user', boot.userId, '--name', 'listed').stdout.trim()
-    );
+    const created = JSON.parse(tokenCreate('--name', 'listed').stdout.trim());
     const revokedId = JSON.parse(
       admin('token', 'revoke', '--org', boot.organizationId, '--token', created.token).stdout.trim()
     ).revoked;
@@ -250,18 +216,7 @@ describe('admin CLI', () => {
     const res = admin('token', 'create', '--org', 'org_missing', '--user', boot.userId);
     expect(res.status).toBe(1);
     expect(res.stderr.trim()).toBe('admin: User is not a member of this organization');
-    const scope = admin(
-      'token',
-      'create',
-      '--org',
-      boot.organizationId,
-      '--user',
-      boot.userId,
-      '--kind',
-      'service',
-      '--scopes',
-      'root'
-    );
+    const scope = tokenCreate('--kind', 'service', '--scopes', 'root');
     expect(scope.status).toBe(1);
     expect(scope.stderr).toMatch(/^admin: Unknown scope: root/);
   });

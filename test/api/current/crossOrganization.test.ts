@@ -2,7 +2,7 @@
  * Every current-surface route with an id in its path answers 404 when the id belongs to another organization
  * (table-driven from the route declarations: a new id route must get a line in `bodies` below).
  */
-import type { AppDeps } from '../../../api/app';
+import type { AppDeps } from '../../../api/deps';
 import { currentRoutes } from '../../../api/current';
 import { AGENT_LIBRARY, libraryAgentId } from '../../../commands/agentLibrary';
 import { recordEvent } from '../../../commands/serviceEvents';

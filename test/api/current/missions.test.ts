@@ -4,7 +4,7 @@
  * a job linked to the mission (its goal listing the open tasks), a paused mission not firing, PATCH pausing and
  * resuming the Schedule, mission tasks with the v1 task state machine, and start-work creating a linked job.
  */
-import { syncSchedule } from '../../../commands/missions';
+import { syncSchedule } from '../../../commands/missionSchedules';
 import { Mission, ServiceEvent, Task } from '../../../models';
 import { createTemporal, type TemporalDeps } from '../../../lib/temporal';
 import { missionScheduleId } from '../../../workflows/ids';

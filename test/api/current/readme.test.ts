@@ -5,7 +5,7 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import type { AppDeps } from '../../../api/app';
+import type { AppDeps } from '../../../api/deps';
 import { currentRoutes } from '../../../api/current';
 import { mcpSurfaceRoutes } from '../../../api/mcp';
 import { noContract } from '../../helpers/current';

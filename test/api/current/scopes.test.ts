@@ -3,7 +3,7 @@
  * token → 401; a token without the route's scope → 403; the scope itself, its write scope (for reads) and `*`
  * pass the scope check.
  */
-import type { AppDeps } from '../../../api/app';
+import type { AppDeps } from '../../../api/deps';
 import { currentRoutes } from '../../../api/current';
 import type { RouteSpec } from '../../../api/route';
 import { SCOPES, type Scope } from '../../../models';

@@ -7,7 +7,7 @@ import http from 'node:http';
 import { mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { WorkspaceLink } from '../../../models';
-import { createTestApp, useTestApp, type TestApp } from '../../helpers/app';
+import { useTestApp, type TestApp } from '../../helpers/app';
 import { currentAs, currentError } from '../../helpers/current';
 import { bearer, buildOrg } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
@@ -15,8 +15,7 @@ import { v1As } from '../../helpers/v1';
 
 useTestDatabase();
 const t = useTestApp();
-const small = createTestApp({ WORKSPACE_FILE_MAX_BYTES: '100', WORKSPACE_MAX_BYTES: '250' });
-afterAll(async () => small.close());
+const small = useTestApp({ WORKSPACE_FILE_MAX_BYTES: '100', WORKSPACE_MAX_BYTES: '250' });
 
 async function workspace(app: TestApp = t) {
   const org = await buildOrg();

@@ -7,8 +7,7 @@ import { createJobRecord } from '../../../commands/jobs';
 import { memberContext } from '../../../commands/tokens';
 import { jobStreamId } from '../../../models';
 import { appendEvents } from '../../../lib/eventLog';
-import { freePort } from '../../../scripts/servers/launch';
-import { createTestApp, type TestApp } from '../../helpers/app';
+import { serveTestApp, type TestApp } from '../../helpers/app';
 import { currentAs, currentError } from '../../helpers/current';
 import { buildOrg } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
@@ -18,9 +17,7 @@ useTestDatabase();
 let t: TestApp;
 
 beforeAll(async () => {
-  const port = await freePort();
-  t = createTestApp({ APP_URL: `http://127.0.0.1:${port}` });
-  await t.listen(port);
+  ({ t } = await serveTestApp());
 });
 afterAll(async () => t?.close());
 

@@ -1,0 +1,111 @@
+/**
+ * The client-library space endpoints on the current surface's prefix: POST /api/spaces/{id}/init and
+ * POST|GET /api/spaces/{id}/environment (`td_` or `svc_` tokens).
+ */
+import { findModifiableSpace, initSpace, setSpaceEnvironment, type SpaceInitInput } from '../../commands/spaces';
+import { initGitSpace, type RepoInput } from '../../commands/workspaceRepos';
+import { ValidationError } from '../../lib/errors';
+import { presentRepo, repoEventsUrl } from '../../presenters/workspaceRepo';
+import type { AppDeps } from '../deps';
+import { input, type RouteSpec } from '../route';
+import {
+  GIT_INIT_FIELDS,
+  spaceEnvironmentBody,
+  spaceEnvironmentResponse,
+  spaceInitBody,
+  spaceInitResponse,
+} from './spaces.schema';
+
+const tags = ['Spaces'];
+
+const spaceIdParams = {
+  type: 'object',
+  required: ['spaceId'],
+  properties: { spaceId: { type: 'string', minLength: 1, maxLength: 100 } },
+};
+
+/**
+ * @param deps configuration (workspaces root, encryption key, clone limits) and Temporal (the `git` type's clone).
+ * @returns the client-library space routes (prefix /api; `td_` or `svc_` tokens).
+ */
+export function spaceClientRoutes(deps: Pick<AppDeps, 'config' | 'temporal'>): RouteSpec[] {
+  return [
+    {
+      method: 'post',
+      path: '/spaces/:spaceId/init',
+      summary: 'Initialize the space once: empty, readme, starterKit, or git (a durable clone of an https repository)',
+      tags,
+      auth: 'client',
+      scope: 'workspaces:write',
+      params: spaceIdParams,
+      body: spaceInitBody,
+      responses: { 200: spaceInitResponse },
+      errors: [409],
+      handler: async (ctx) => {
+        const { spaceId } = input<unknown, unknown, { spaceId: string }>(ctx).params;
+        const { type, orgId, spaceName, ...mount } = input<SpaceInitInput & Partial<RepoInput>>(ctx).body;
+        if (type === 'git') {
+          const repo = await initGitSpace(deps, ctx.state.auth, spaceId, { orgId, spaceName, ...mount });
+          ctx.body = {
+            success: true,
+            spaceId,
+            type,
+            files: [],
+            repo: presentRepo(repo),
+            eventsUrl: repoEventsUrl(repo),
+          };
+          return;
+        }
+        const gitOnly = GIT_INIT_FIELDS.find((f) => mount[f] !== undefined);
+        if (gitOnly) throw new ValidationError(`Field ${gitOnly} is accepted only with type git`);
+        const files = await initSpace(ctx.state.auth, spaceId, { type, orgId, spaceName }, deps.config);
+        ctx.body = { success: true, spaceId, type, files };
+      },
+    },
+    {
+      method: 'post',
+      path: '/spaces/:spaceId/environment',
+      summary: 'Set environment variables (encrypted at rest; null removes one)',
+      tags,
+      auth: 'client',
+      scope: 'workspaces:write',
+      params: spaceIdParams,
+      body: spaceEnvironmentBody,
+      responses: { 200: spaceEnvironmentResponse },
+      handler: async (ctx) => {
+        const { spaceId } = input<unknown, unknown, { spaceId: string }>(ctx).params;
+        const { environmentVariables } = input<{ environmentVariables: Record<string, string | null> }>(ctx).body;
+        const variables = await setSpaceEnvironment(
+          ctx.state.auth,
+          spaceId,
+          environmentVariables,
+          deps.config.encryptionKey
+        );
+        ctx.body = {
+          success: true,
+          variables: variables.map((v) => ({ name: v.name, updatedAt: v.updatedAt.toISOString() })),
+        };
+      },
+    },
+    {
+      method: 'get',
+      path: '/spaces/:spaceId/environment',
+      summary: 'List environment variable names (never values)',
+      tags,
+      auth: 'client',
+      scope: 'workspaces:read',
+      params: spaceIdParams,
+      responses: { 200: spaceEnvironmentResponse },
+      handler: async (ctx) => {
+        const space = await findModifiableSpace(
+          ctx.state.auth,
+          input<unknown, unknown, { spaceId: string }>(ctx).params.spaceId
+        );
+        ctx.body = {
+          success: true,
+          variables: space.environment.map((v) => ({ name: v.name, updatedAt: v.updatedAt.toISOString() })),
+        };
+      },
+    },
+  ];
+}

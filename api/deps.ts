@@ -1,0 +1,21 @@
+/**
+ * The dependencies createApp hands the routers (ARCHITECTURE.md §3): a router takes its type from here, never from
+ * app.ts, so the arrows inside api/ point one way. Imports nothing of api/.
+ */
+import type { Config } from '../lib/config';
+import type { EventTailer } from '../lib/eventLog';
+import type { Logger } from '../lib/logger';
+import type { TemporalDeps } from '../lib/temporal';
+
+export interface AppDeps {
+  config: Readonly<Config>;
+  logger: Logger;
+  temporal: TemporalDeps;
+  /** Aborted when the process starts shutting down: long-lived responses (SSE) end on it. */
+  shutdown: AbortSignal;
+  /** This process's tailer of the durable event log (one per api process, shared by every stream). */
+  events: EventTailer;
+}
+
+/** What the routes that start, await or stream executions use (both surfaces and the MCP endpoint). */
+export type ExecutionRouteDeps = Pick<AppDeps, 'config' | 'temporal' | 'events' | 'shutdown'>;

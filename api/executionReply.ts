@@ -1,0 +1,54 @@
+/**
+ * Replying to a just-started execution, as JSON once it finished or as its event stream, as the client asked: what
+ * both surfaces (POST /api/v1/agents/{id}/execute, the client library's execute) and the MCP tools share
+ * (ARCHITECTURE.md §3: what both surfaces use sits in api/ itself).
+ */
+import { awaitExecution } from '../commands/executions';
+import { ConflictError, ExecutionFailedError } from '../lib/errors';
+import type { LoggedEvent } from '../lib/eventLog';
+import type { ExecutionDoc } from '../models';
+import type { AppContext } from './context';
+import type { ExecutionRouteDeps } from './deps';
+import { streamEvents } from './sse';
+
+/** `result` and `error` end an execution stream. */
+export const isExecutionTerminal = (e: LoggedEvent): boolean => e.event === 'result' || e.event === 'error';
+
+/**
+ * Answers an execution as JSON (after it finished) or as an event stream, as the client asked.
+ * @param deps app dependencies.
+ * @param ctx the context.
+ * @param exec the just-started execution.
+ * @param stream whether to stream.
+ */
+export async function replyToExecution(
+  deps: ExecutionRouteDeps,
+  ctx: AppContext,
+  exec: ExecutionDoc,
+  stream: boolean
+): Promise<void> {
+  if (stream) {
+    await streamEvents(ctx, {
+      streamId: exec._id,
+      afterSeq: 0,
+      tailer: deps.events,
+      shutdown: deps.shutdown,
+      isTerminal: isExecutionTerminal,
+      heartbeatMs: deps.config.sseHeartbeatMs,
+    });
+    return;
+  }
+  const done = await awaitExecution(deps, exec._id);
+  if (done.status === 'completed') {
+    ctx.body = {
+      success: true,
+      executionId: exec._id,
+      chatId: exec.chatId,
+      sessionId: exec.sessionId,
+      result: done.result,
+    };
+    return;
+  }
+  if (done.status === 'cancelled') throw new ConflictError('Execution was cancelled');
+  throw new ExecutionFailedError();
+}
