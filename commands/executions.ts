@@ -29,7 +29,7 @@ import {
   type SessionDoc,
   type SessionTurnDoc,
 } from '../models';
-import type { agentExecution, AgentExecutionOutcome } from '../workflows/agentExecution';
+import type { AgentExecutionOutcome, AgentExecutionWorkflow } from '../workflows/definitions';
 import { abortRunningCall, broadcastAbort } from '../lib/runningCalls';
 import { EXECUTION_SHAPE, EXECUTION_TASK_TIMEOUT, executionWorkflowId } from '../workflows/ids';
 import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchAttributes';
@@ -258,7 +258,7 @@ export async function startExecutionWorkflow(
   exec: Pick<ExecutionDoc, '_id' | 'organizationId' | 'agentId' | 'provider' | 'model' | 'chatId' | 'sessionId'>,
   options: { rejectDuplicate?: boolean } = {}
 ): Promise<void> {
-  await client.workflow.start<typeof agentExecution>('agentExecution', {
+  await client.workflow.start<AgentExecutionWorkflow>('agentExecution', {
     workflowId: executionWorkflowId(exec._id),
     taskQueue,
     args: [{ executionId: exec._id, deadlineSeconds: config.executionDeadlineSeconds, shape: EXECUTION_SHAPE }],
@@ -374,7 +374,7 @@ export async function startExecution(
       const { eager } = deps.temporal;
       const client = eager ?? deps.temporal.client;
       const start = (): Promise<{ eagerlyStarted: boolean }> =>
-        client.workflow.start<typeof agentExecution>('agentExecution', {
+        client.workflow.start<AgentExecutionWorkflow>('agentExecution', {
           requestEagerStart: eager !== undefined,
           workflowId: executionWorkflowId(executionId),
           taskQueue: deps.temporal.taskQueue,
@@ -435,7 +435,7 @@ export async function findExecution(auth: AuthContext, id: string): Promise<Exec
  * @returns its final status and reply.
  */
 export async function awaitExecution(deps: ExecutionDeps, id: string): Promise<{ status: string; result: string }> {
-  const handle = deps.temporal.client.workflow.getHandle<typeof agentExecution>(executionWorkflowId(id));
+  const handle = deps.temporal.client.workflow.getHandle<AgentExecutionWorkflow>(executionWorkflowId(id));
   // While Temporal is away the wait ends with 503 (the execution itself goes on: GET /executions/{id} reads it).
   const outcome = (await whileTemporalAnswers(deps.temporal, deps.config.dependencyTimeoutMs, () =>
     handle.result()

@@ -36,28 +36,10 @@ import {
 import type { ExecutionActivities, FinishOutcome } from '../activities/executions';
 import { clientFailure, deadlineMessage, FAILURES, isCancelledByRequest } from './failures';
 import { EXECUTION_SHAPE } from './ids';
-
-export interface AgentExecutionInput {
-  executionId: string;
-  /** Overall deadline of the reply in seconds (EXECUTION_DEADLINE_SECONDS when the api started it). */
-  deadlineSeconds?: number;
-  /**
-   * 3 (every start since it exists, {@link EXECUTION_SHAPE}): the model call a local activity with its own deadline,
-   * then the local finish. 2: the model call a regular activity under a deadline timer, then the local finish, with
-   * no patch checks (each `patched()` call writes a marker and a search-attribute upsert into the history). Absent: a
-   * history recorded before, replayed through its patches as recorded.
-   */
-  shape?: 2 | 3;
-}
+import type { AgentExecutionInput, AgentExecutionOutcome } from './definitions';
 
 /** Deadline of executions started without one (by an api older than the deadline). */
 const DEFAULT_DEADLINE_SECONDS = 600;
-
-export interface AgentExecutionOutcome {
-  status: 'completed' | 'failed' | 'cancelled';
-  /** The reply (completed executions), so the api answers a JSON execute without reading it back. */
-  text?: string;
-}
 
 /** The short database step, as a regular activity (histories recorded before it became a local one). */
 const { finishExecution: finishAsActivity } = proxyActivities<ExecutionActivities>({

@@ -60,3 +60,27 @@ export interface TestResult {
  * deliver. A key (event id, run) the destination already has or settled recently is a no-op.
  */
 export const webhookDeliverSignal = defineSignal<[DeliveryInput[]]>('deliver');
+
+/** What an execution's workflow (`agentExecution`, `execution-<executionId>`) is started with. */
+export interface AgentExecutionInput {
+  executionId: string;
+  /** Overall deadline of the reply in seconds (EXECUTION_DEADLINE_SECONDS when the api started it). */
+  deadlineSeconds?: number;
+  /**
+   * 3 (every start since it exists, {@link EXECUTION_SHAPE}): the model call a local activity with its own deadline,
+   * then the local finish. 2: the model call a regular activity under a deadline timer, then the local finish, with
+   * no patch checks (each `patched()` call writes a marker and a search-attribute upsert into the history). Absent: a
+   * history recorded before, replayed through its patches as recorded.
+   */
+  shape?: 2 | 3;
+}
+
+/** What an execution's workflow returns. */
+export interface AgentExecutionOutcome {
+  status: 'completed' | 'failed' | 'cancelled';
+  /** The reply (completed executions), so the api answers a JSON execute without reading it back. */
+  text?: string;
+}
+
+/** The execution workflow's signature, for typed starts and handles outside workflows/ (no import of its code). */
+export type AgentExecutionWorkflow = (input: AgentExecutionInput) => Promise<AgentExecutionOutcome>;

@@ -24,7 +24,7 @@ import {
 } from '@temporalio/workflow';
 import type { ExecutionActivities } from '../activities/executions';
 import type { JobActivities, MirrorInput } from '../activities/jobs';
-import type { AgentExecutionOutcome, agentExecution } from './agentExecution';
+import type { AgentExecutionOutcome, AgentExecutionWorkflow } from './definitions';
 import { JOB_STATE_CONFLICT, jobStatusQuery, jobUpdates, type JobActionInput, type JobView } from './definitions';
 import { EXECUTION_SHAPE, EXECUTION_TASK_TIMEOUT, executionWorkflowId } from './ids';
 import {
@@ -180,7 +180,7 @@ export async function job(input: JobInput): Promise<JobView> {
     iterationScope = new CancellationScope();
     try {
       return await iterationScope.run(() =>
-        executeChild<typeof agentExecution>('agentExecution', {
+        executeChild<AgentExecutionWorkflow>('agentExecution', {
           workflowId: executionWorkflowId(executionId),
           args: [{ executionId, deadlineSeconds: input.deadlineSeconds, shape: EXECUTION_SHAPE }],
           workflowTaskTimeout: EXECUTION_TASK_TIMEOUT,
