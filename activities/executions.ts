@@ -27,6 +27,7 @@ import {
   type ModelMessage,
 } from '../lib/providers';
 import { randomBytes } from 'node:crypto';
+import { executionEnded } from '../lib/executionAdmission';
 import { onAbortRequest, registerRunningCall } from '../lib/runningCalls';
 import {
   CANCELLED_BY_REQUEST,
@@ -922,6 +923,8 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
       executionDuration.observe({ status: finalStatus }, (Date.now() - new Date(exec.createdAt).getTime()) / 1000);
     }
     log.info({ executionId: exec._id, status: input.status, usage }, 'execution finished');
+    // Its admission slot, when this process admitted it (lib/executionAdmission.ts), is free for the next one.
+    executionEnded(exec._id);
     // The outcome as recorded: a finish that came after the execution was already terminal (the workflow task was
     // run again because a cancel arrived as it completed) answers what the first one recorded.
     return finalStatus === 'completed'

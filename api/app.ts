@@ -4,6 +4,7 @@
  * The route groups are declared once ({@link routeGroups}): the same list is mounted and documented
  * (api/openapi.ts), so the contract covers exactly the routes that answer.
  */
+import { createExecutionAdmission } from '../commands/executions';
 import { installWebhookDispatcher } from '../commands/webhooks';
 import Router from '@koa/router';
 import Koa from 'koa';
@@ -82,10 +83,20 @@ function rawBodyMatcher(groups: RouteGroup[]): (ctx: AppContext) => boolean {
 const CLIENT_GONE = new Set(['ERR_STREAM_PREMATURE_CLOSE', 'ECONNRESET', 'EPIPE']);
 
 /**
- * @param deps configuration, logger, Temporal client, event tailer and the shutdown signal.
+ * @param given configuration, logger, Temporal client, event tailer and the shutdown signal (and the admission of
+ *   executions; made from the configuration when absent, closed on the shutdown signal).
  * @returns the Koa app.
  */
-export function createApp(deps: AppDeps): Koa<AppState> {
+export function createApp(given: AppDeps): Koa<AppState> {
+  const deps: AppDeps = {
+    ...given,
+    admission:
+      given.admission ??
+      createExecutionAdmission(given.config, (err) => given.logger.warn({ err }, 'admission sweep failed')),
+  };
+  const admission = deps.admission!;
+  if (given.shutdown.aborted) admission.close();
+  else given.shutdown.addEventListener('abort', () => admission.close(), { once: true });
   installWebhookDispatcher(deps.temporal, deps.logger);
   configureCaches(deps.config.cacheTtlMs);
   configureRetention(deps.config.retention);

@@ -4,6 +4,7 @@
  */
 import type { Config } from '../lib/config';
 import type { EventTailer } from '../lib/eventLog';
+import type { ExecutionAdmission } from '../lib/executionAdmission';
 import type { Logger } from '../lib/logger';
 import type { TemporalDeps } from '../lib/temporal';
 
@@ -15,7 +16,9 @@ export interface AppDeps {
   shutdown: AbortSignal;
   /** This process's tailer of the durable event log (one per api process, shared by every stream). */
   events: EventTailer;
+  /** This process's admission of executions (lib/executionAdmission.ts); createApp makes one when none is given. */
+  admission?: ExecutionAdmission;
 }
 
 /** What the routes that start, await or stream executions use (both surfaces and the MCP endpoint). */
-export type ExecutionRouteDeps = Pick<AppDeps, 'config' | 'temporal' | 'events' | 'shutdown'>;
+export type ExecutionRouteDeps = Pick<AppDeps, 'config' | 'temporal' | 'events' | 'shutdown' | 'admission'>;

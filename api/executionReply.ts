@@ -11,6 +11,19 @@ import type { AppContext } from './context';
 import type { ExecutionRouteDeps } from './deps';
 import { streamEvents } from './sse';
 
+/**
+ * @param ctx the request's context.
+ * @returns aborted when the client goes away before its answer is complete (a request waiting for an execution's
+ *   admission then leaves the line: lib/executionAdmission.ts).
+ */
+export function clientGone(ctx: AppContext): AbortSignal {
+  const gone = new AbortController();
+  ctx.res.once('close', () => {
+    if (!ctx.res.writableFinished) gone.abort();
+  });
+  return gone.signal;
+}
+
 /** `result` and `error` end an execution stream. */
 export const isExecutionTerminal = (e: LoggedEvent): boolean => e.event === 'result' || e.event === 'error';
 

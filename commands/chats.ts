@@ -156,13 +156,15 @@ export async function chatMessages(
  * @param auth the caller.
  * @param id chat id.
  * @param message the user message.
+ * @param options `gone`: aborted when the client goes away (while it waits for the execution's admission).
  * @returns the pending execution.
  */
 export async function sendChatMessage(
   deps: ExecutionDeps,
   auth: AuthContext,
   id: string,
-  message: string
+  message: string,
+  options: { gone?: AbortSignal } = {}
 ): Promise<ExecutionDoc> {
   const chat = await findChat(auth, id);
   if (!chat.agentId) throw new ConflictError('This chat has no agent to answer it');
@@ -182,7 +184,7 @@ export async function sendChatMessage(
       });
     await Chat.updateOne({ _id: chat._id, organizationId: auth.organizationId }, { $set: { sessionId } });
   }
-  return startExecution(deps, auth, chat.agentId, { message, chatId: chat._id, source: 'chat' });
+  return startExecution(deps, auth, chat.agentId, { message, chatId: chat._id, source: 'chat' }, options);
 }
 
 /**

@@ -7,6 +7,7 @@ import type { Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import type { Config } from '../lib/config';
 import { appendEvents, type LoggedEvent } from '../lib/eventLog';
+import { ExecutionAdmission } from '../lib/executionAdmission';
 import { AppError, ConflictError, NotFoundError, ServiceUnavailableError, ValidationError } from '../lib/errors';
 import { newExecutionId, newId } from '../lib/ids';
 import { insertDocument } from '../lib/mongo';
@@ -55,6 +56,11 @@ export interface ExecuteInput {
 export interface ExecutionDeps {
   config: Readonly<Config>;
   temporal: TemporalDeps;
+  /**
+   * The process's admission of executions (lib/executionAdmission.ts): {@link startExecution} takes a slot before any
+   * work. Absent where nothing admits (a worker's own starts: job iterations and sub-agents are not admitted).
+   */
+  admission?: ExecutionAdmission;
 }
 
 /**
@@ -279,19 +285,76 @@ export async function startExecutionWorkflow(
 }
 
 /**
- * Starts an execution of an agent.
- * @param deps configuration and Temporal.
+ * Starts an execution of an agent, once the process's admission has a slot for it (the one place every surface
+ * starts an execution: v1 and client execute, chat messages, the MCP tools; docs/decisions.md "Overload").
+ * @param deps configuration, Temporal and the admission.
  * @param auth the caller.
  * @param agentId the agent (visible to the caller, not archived).
  * @param input message and conversation references.
+ * @param options `gone`: aborted when the client goes away (it then leaves the line for a slot).
  * @returns the pending execution.
  * @throws ConflictError when the session is already running an execution.
+ * @throws OverloadedError (503 + Retry-After) when no slot frees in time or the line is full.
  */
 export async function startExecution(
   deps: ExecutionDeps,
   auth: AuthContext,
   agentId: string,
-  input: ExecuteInput
+  input: ExecuteInput,
+  options: { gone?: AbortSignal } = {}
+): Promise<ExecutionDoc> {
+  const slot = await deps.admission?.acquire(options.gone);
+  try {
+    // The slot is named after the execution before its workflow starts: the finish may run before the start returns.
+    return await startAdmitted(deps, auth, agentId, input, (id) => slot?.bind(id));
+  } catch (err) {
+    slot?.release();
+    throw err;
+  }
+}
+
+/**
+ * Reads which executions ended (the admission's sweep, for executions that ran in another process): one read by id
+ * each (docs/query-shapes.md: no `$in`).
+ * @param ids execution ids.
+ * @returns those with a terminal status, or with no record.
+ */
+export async function endedExecutions(ids: string[]): Promise<string[]> {
+  const found = await Promise.all(
+    ids.map((id) => Execution.findById(id).select({ status: 1 }).lean<Pick<ExecutionDoc, '_id' | 'status'>>())
+  );
+  return ids.filter((_, i) => {
+    const exec = found[i];
+    return !exec || TERMINAL_EXECUTION_STATUSES.includes(exec.status as ExecutionStatus);
+  });
+}
+
+/** A slot is held at most this long past the execution deadline (an execution lost by the engine stays pending). */
+const HOLD_MARGIN_MS = 60_000;
+
+/**
+ * The admission of an api process, from the configuration.
+ * @param config EXECUTION_CONCURRENCY, EXECUTION_QUEUE, EXECUTION_QUEUE_WAIT_MS and the execution deadline.
+ * @param onError told when the sweep cannot read the database.
+ * @returns the admission.
+ */
+export function createExecutionAdmission(
+  config: Pick<Config, 'executionAdmission' | 'executionDeadlineSeconds'>,
+  onError: (err: unknown) => void
+): ExecutionAdmission {
+  return new ExecutionAdmission(
+    { ...config.executionAdmission, holdMs: config.executionDeadlineSeconds * 1000 + HOLD_MARGIN_MS },
+    endedExecutions,
+    onError
+  );
+}
+
+async function startAdmitted(
+  deps: ExecutionDeps,
+  auth: AuthContext,
+  agentId: string,
+  input: ExecuteInput,
+  named: (executionId: string) => void
 ): Promise<ExecutionDoc> {
   // A new conversation in the default space: the space is looked up together with the agent.
   const newInDefaultSpace = input.chatId === undefined && input.sessionId === undefined && input.spaceId === undefined;
@@ -301,6 +364,7 @@ export async function startExecution(
     checkMediaIds(auth, input.mediaIds ?? [], 'mediaIds'),
   ]);
   const executionId = newExecutionId();
+  named(executionId);
   const { chat, session, needsLock } = await resolveConversation(
     auth,
     agent._id,

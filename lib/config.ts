@@ -73,6 +73,13 @@ export interface Config {
   modelIdleTimeoutSeconds: number;
   /** Longest an execution may run, every attempt included; then it fails with a terminal error. @default 600 */
   executionDeadlineSeconds: number;
+  /**
+   * Admission of executions (lib/executionAdmission.ts; docs/decisions.md "Overload: admission of executions"): the
+   * executions one process runs at once (EXECUTION_CONCURRENCY), the requests that may wait in line for a slot
+   * (EXECUTION_QUEUE; 0: none wait) and the longest wait (EXECUTION_QUEUE_WAIT_MS); past either, 503 + Retry-After.
+   * @default 24, 200, 20000
+   */
+  executionAdmission: { concurrency: number; queue: number; waitMs: number };
   /** Largest accepted JSON body in bytes. @default 1 MiB */
   bodyLimitBytes: number;
   /** Where `npm run dev` keeps embedded server data and the admin CLI finds their addresses. @default .data */
@@ -380,6 +387,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     logPretty: bool('LOG_PRETTY', false),
     modelIdleTimeoutSeconds: int('MODEL_IDLE_TIMEOUT_SECONDS', 60, 1, 3600),
     executionDeadlineSeconds: int('EXECUTION_DEADLINE_SECONDS', 600, 1, 86_400),
+    executionAdmission: {
+      concurrency: int('EXECUTION_CONCURRENCY', 24, 1, 10_000),
+      queue: int('EXECUTION_QUEUE', 200, 0, 100_000),
+      waitMs: int('EXECUTION_QUEUE_WAIT_MS', 20_000, 0, 600_000),
+    },
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     dataDir,
     workspacesDir: path.resolve(nonEmpty(env, 'WORKSPACES_DIR') ?? path.join(dataDir, 'workspaces')),

@@ -151,6 +151,18 @@ export class ServiceUnavailableError extends AppError {
   }
 }
 
+/**
+ * 503: the process is at its capacity for executions and its waiting line is full, or the wait for a slot ran out
+ * (lib/executionAdmission.ts); `Retry-After` estimates when a slot frees.
+ */
+export class OverloadedError extends AppError {
+  constructor(retryAfterSeconds: number) {
+    super(503, 'service_unavailable', 'The service is at capacity. Please retry later.', {
+      'retry-after': String(retryAfterSeconds),
+    });
+  }
+}
+
 /** 409: a request with the same Idempotency-Key is still being processed. */
 export class IdempotencyInProgressError extends AppError {
   constructor(message = 'A request with this Idempotency-Key is still being processed; retry after it completes') {

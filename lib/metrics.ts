@@ -104,6 +104,33 @@ export const rateLimitRefusals = new client.Counter({
   registers: [registry],
 });
 
+/** Executions admitted and running in this process (lib/executionAdmission.ts). */
+export const executionsAdmitted = new client.Gauge({
+  name: 'aas_executions_admitted',
+  help: 'Executions holding an admission slot of this process (EXECUTION_CONCURRENCY bounds it)',
+  registers: [registry],
+});
+/** Requests waiting for an admission slot. */
+export const executionsWaiting = new client.Gauge({
+  name: 'aas_executions_waiting',
+  help: 'Execution requests waiting in line for an admission slot (EXECUTION_QUEUE bounds it)',
+  registers: [registry],
+});
+/** Execution requests refused by admission, by reason. */
+export const executionsRefused = new client.Counter({
+  name: 'aas_executions_refused_total',
+  help: 'Execution requests answered 503 by admission: queue_full (line full) or wait_timeout (EXECUTION_QUEUE_WAIT_MS)',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
+/** Time a request waited in line before its execution was admitted. */
+export const executionAdmissionWait = new client.Histogram({
+  name: 'aas_execution_admission_wait_seconds',
+  help: 'Time an execution request waited for an admission slot (0 when one was free)',
+  buckets: [0.001, ...seconds],
+  registers: [registry],
+});
+
 /** Methods kept as label values (anything else is `OTHER`). */
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
 

@@ -32,6 +32,14 @@ export function registerRunningCall(executionId: string, controller: AbortContro
 }
 
 /**
+ * @param executionId the execution.
+ * @returns whether its reply runs in this process now.
+ */
+export function runsHere(executionId: string): boolean {
+  return running.has(executionId);
+}
+
+/**
  * Aborts the execution's reply when it runs in this process.
  * @param executionId the execution.
  * @returns whether it ran here.

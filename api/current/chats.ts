@@ -20,6 +20,7 @@ import { input, type RouteSpec } from '../route';
 import { idParams } from '../schemas';
 import { streamQuery, streamRecentEvents } from '../sse';
 import type { ExecutionRouteDeps } from '../deps';
+import { clientGone } from '../executionReply';
 import {
   CHAT_REPLAY_EVENTS,
   chatCreateBody,
@@ -127,7 +128,9 @@ export function chatRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       errors: [409],
       handler: async (ctx) => {
         const { message } = input<{ message: string }>(ctx).body;
-        const exec = await sendChatMessage(deps, ctx.state.auth, input(ctx).params.id, message);
+        const exec = await sendChatMessage(deps, ctx.state.auth, input(ctx).params.id, message, {
+          gone: clientGone(ctx),
+        });
         ctx.status = 201;
         ctx.body = {
           message: presentChatMessage({

@@ -12,7 +12,7 @@ import { wantsEventStream } from '../sse';
 import { executeResponse, MAX_MESSAGE_CHARS } from '../v1/executions.schema';
 import { mediaIdList } from '../v1/media.schema';
 import type { ExecutionRouteDeps } from '../deps';
-import { replyToExecution } from '../executionReply';
+import { clientGone, replyToExecution } from '../executionReply';
 import { usageResponse } from './clientExecute.schema';
 
 /**
@@ -56,14 +56,20 @@ export function clientExecuteRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           stream: boolean;
           mediaIds?: string[];
         }>(ctx).body;
-        const exec = await startExecution(deps, ctx.state.auth, body.characterId, {
-          message: body.message,
-          spaceId: body.spaceId,
-          sessionId: body.sessionId,
-          chatId: body.chatId,
-          mediaIds: body.mediaIds,
-          source: 'client',
-        });
+        const exec = await startExecution(
+          deps,
+          ctx.state.auth,
+          body.characterId,
+          {
+            message: body.message,
+            spaceId: body.spaceId,
+            sessionId: body.sessionId,
+            chatId: body.chatId,
+            mediaIds: body.mediaIds,
+            source: 'client',
+          },
+          { gone: clientGone(ctx) }
+        );
         await replyToExecution(deps, ctx, exec, body.stream || wantsEventStream(ctx));
       },
     },

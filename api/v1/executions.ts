@@ -12,7 +12,7 @@ import {
 import { TERMINAL_EXECUTION_STATUSES, type ExecutionDoc, type ExecutionStatus } from '../../models';
 import { presentExecution } from '../../presenters/execution';
 import type { ExecutionRouteDeps } from '../deps';
-import { isExecutionTerminal, replyToExecution } from '../executionReply';
+import { clientGone, isExecutionTerminal, replyToExecution } from '../executionReply';
 import { input, type RouteSpec } from '../route';
 import { idParams } from '../schemas';
 import { lastEventId, streamEvents, streamQuery, wantsEventStream } from '../sse';
@@ -70,14 +70,20 @@ export function executionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       errors: [409],
       handler: async (ctx) => {
         const body = input<ExecuteBody>(ctx).body;
-        const exec = await startExecution(deps, ctx.state.auth, input(ctx).params.id, {
-          message: body.message,
-          spaceId: body.spaceId,
-          sessionId: body.sessionId,
-          chatId: body.chatId,
-          mediaIds: body.mediaIds,
-          source: 'v1',
-        });
+        const exec = await startExecution(
+          deps,
+          ctx.state.auth,
+          input(ctx).params.id,
+          {
+            message: body.message,
+            spaceId: body.spaceId,
+            sessionId: body.sessionId,
+            chatId: body.chatId,
+            mediaIds: body.mediaIds,
+            source: 'v1',
+          },
+          { gone: clientGone(ctx) }
+        );
         await replyToExecution(deps, ctx, exec, body.stream || wantsEventStream(ctx));
       },
     },

@@ -1,0 +1,289 @@
+/**
+ * Admission of executions (docs/decisions.md "Overload: admission of executions (issue 24 point 5)"): a bound on the
+ * executions a process has started and not yet seen end (EXECUTION_CONCURRENCY), with a first-come first-served
+ * line of requests waiting for a slot (EXECUTION_QUEUE long, each waiting at most EXECUTION_QUEUE_WAIT_MS). A request
+ * that finds the line full, or whose wait runs out, is answered 503 with `Retry-After`; under any load the process
+ * works on a bounded number of executions, each on the fast path (an eager start into a free workflow task slot of
+ * its own worker), and the rest wait at no cost.
+ *
+ * A slot is taken by the api before any of the execution's work (commands/executions.ts `startExecution`, the one
+ * place every surface starts an execution), named after the execution once its id exists, and given back:
+ *
+ * - when the execution's finish runs in this process ({@link executionEnded}, called by the finish activity);
+ * - when the start fails (the caller releases it);
+ * - for an execution that runs in another process (an eager start refused, a workflow task taken over): by a sweep
+ *   that reads the execution's status by id, first 2 s after admission and then at growing intervals, skipping the
+ *   executions whose reply runs here (lib/runningCalls.ts);
+ * - at the latest after `holdMs` (the execution deadline and a margin), whatever happened to it.
+ *
+ * A process that crashes loses its slots with it; a client that goes away while waiting leaves the line.
+ */
+import { AppError, OverloadedError, ServiceUnavailableError } from './errors';
+import { executionAdmissionWait, executionsAdmitted, executionsRefused, executionsWaiting } from './metrics';
+import { outsideRequestDeadline } from './requestDeadline';
+import { runsHere } from './runningCalls';
+
+export interface AdmissionLimits {
+  /** Executions admitted at once (EXECUTION_CONCURRENCY). */
+  concurrency: number;
+  /** Requests that may wait in line for a slot (EXECUTION_QUEUE); past it, 503 at once. */
+  queue: number;
+  /** Longest wait in line (EXECUTION_QUEUE_WAIT_MS); past it, 503. */
+  waitMs: number;
+  /** A slot is given back at the latest this long after it was taken. */
+  holdMs: number;
+}
+
+/**
+ * Reads which of the given executions have ended (a terminal status, or no record).
+ * @param executionIds executions admitted here that do not run here.
+ * @returns the ones that ended.
+ */
+export type EndedCheck = (executionIds: string[]) => Promise<string[]>;
+
+/** A slot taken for one execution. */
+export interface AdmissionSlot {
+  /** Names the execution: from now on its end releases the slot ({@link executionEnded}). */
+  bind(executionId: string): void;
+  /** Gives the slot back (idempotent). */
+  release(): void;
+}
+
+/** First status read of a slot whose execution does not run here, after its admission. */
+const FIRST_CHECK_MS = 2000;
+/** Longest interval between two status reads of one slot. */
+const MAX_CHECK_INTERVAL_MS = 10_000;
+/** How often the sweep looks at the slots. */
+const SWEEP_MS = 1000;
+/** Bounds of `Retry-After`, in seconds. */
+const RETRY_AFTER_MIN_S = 1;
+const RETRY_AFTER_MAX_S = 60;
+
+class Slot implements AdmissionSlot {
+  executionId: string | undefined;
+  released = false;
+  readonly since = Date.now();
+  checkAt = this.since + FIRST_CHECK_MS;
+  checkEveryMs = FIRST_CHECK_MS;
+
+  constructor(private readonly owner: ExecutionAdmission) {}
+
+  bind(executionId: string): void {
+    if (this.released) return;
+    this.executionId = executionId;
+    this.owner.named(this);
+  }
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.owner.freed(this);
+  }
+}
+
+interface Waiter {
+  admit(slot: Slot): void;
+  fail(err: Error): void;
+  queuedAt: number;
+}
+
+/** Every live admission of the process (tests run several apps in one process). */
+const live = new Set<ExecutionAdmission>();
+
+function publish(): void {
+  let admitted = 0;
+  let waiting = 0;
+  for (const a of live) {
+    admitted += a.admitted;
+    waiting += a.waiting;
+  }
+  executionsAdmitted.set(admitted);
+  executionsWaiting.set(waiting);
+}
+
+/**
+ * Tells this process's admissions that an execution ended (its finish ran here): its slot, if it holds one, is free.
+ * @param executionId the execution.
+ */
+export function executionEnded(executionId: string): void {
+  for (const a of live) a.releaseExecution(executionId);
+}
+
+/** The admission of one api process (created with the app: api/app.ts). */
+export class ExecutionAdmission {
+  private readonly slots = new Set<Slot>();
+  private readonly byExecution = new Map<string, Slot>();
+  private readonly line: Waiter[] = [];
+  /** Recent time a slot is held (moving average), for `Retry-After`. */
+  private holdAverageMs = 1000;
+  private timer: NodeJS.Timeout | undefined;
+  private sweeping = false;
+  private closed = false;
+
+  /**
+   * @param limits the bounds.
+   * @param ended reads which executions ended (the sweep, for executions that run elsewhere).
+   * @param onError told when the sweep cannot read.
+   */
+  constructor(
+    readonly limits: AdmissionLimits,
+    private readonly ended: EndedCheck,
+    private readonly onError: (err: unknown) => void = () => undefined
+  ) {
+    live.add(this);
+  }
+
+  /** Slots taken. */
+  get admitted(): number {
+    return this.slots.size;
+  }
+
+  /** Requests in line. */
+  get waiting(): number {
+    return this.line.length;
+  }
+
+  /**
+   * Takes a slot, waiting in line for one when none is free (the request's deadline is paused meanwhile: the wait
+   * has its own bound).
+   * @param gone aborted when the client goes away: it leaves the line.
+   * @returns the slot.
+   * @throws OverloadedError (503 + Retry-After) when the line is full or the wait ran out.
+   */
+  async acquire(gone?: AbortSignal): Promise<AdmissionSlot> {
+    if (this.closed) throw new ServiceUnavailableError();
+    if (this.slots.size < this.limits.concurrency && this.line.length === 0) {
+      executionAdmissionWait.observe(0);
+      return this.take();
+    }
+    if (this.line.length >= this.limits.queue) throw this.refuse('queue_full');
+    if (gone?.aborted) throw clientGone();
+    return outsideRequestDeadline(
+      () =>
+        new Promise<AdmissionSlot>((resolve, reject) => {
+          const leave = (): void => {
+            clearTimeout(timer);
+            gone?.removeEventListener('abort', onGone);
+            const i = this.line.indexOf(waiter);
+            if (i >= 0) this.line.splice(i, 1);
+            publish();
+          };
+          const onGone = (): void => {
+            leave();
+            reject(clientGone());
+          };
+          const timer = setTimeout(() => {
+            leave();
+            reject(this.refuse('wait_timeout'));
+          }, this.limits.waitMs);
+          const waiter: Waiter = {
+            queuedAt: Date.now(),
+            admit: (slot) => {
+              leave();
+              executionAdmissionWait.observe((Date.now() - waiter.queuedAt) / 1000);
+              resolve(slot);
+            },
+            fail: (err) => {
+              leave();
+              reject(err);
+            },
+          };
+          gone?.addEventListener('abort', onGone, { once: true });
+          this.line.push(waiter);
+          publish();
+        })
+    );
+  }
+
+  /**
+   * Frees the slot of an execution admitted here, if it holds one.
+   * @param executionId the execution.
+   */
+  releaseExecution(executionId: string): void {
+    this.byExecution.get(executionId)?.release();
+  }
+
+  /** Stops (process shutdown): the requests in line get 503, the sweep ends. */
+  close(): void {
+    this.closed = true;
+    live.delete(this);
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    for (const waiter of [...this.line]) waiter.fail(new ServiceUnavailableError());
+    publish();
+  }
+
+  /** @internal a slot was named after its execution. */
+  named(slot: Slot): void {
+    this.byExecution.set(slot.executionId!, slot);
+  }
+
+  /** @internal a slot was given back: the first in line takes it. */
+  freed(slot: Slot): void {
+    if (!this.slots.delete(slot)) return;
+    if (slot.executionId !== undefined && this.byExecution.get(slot.executionId) === slot)
+      this.byExecution.delete(slot.executionId);
+    this.holdAverageMs = 0.9 * this.holdAverageMs + 0.1 * (Date.now() - slot.since);
+    if (!this.closed) {
+      const next = this.line[0];
+      if (next) next.admit(this.take());
+    }
+    publish();
+  }
+
+  private take(): Slot {
+    const slot = new Slot(this);
+    this.slots.add(slot);
+    this.schedule();
+    publish();
+    return slot;
+  }
+
+  private refuse(reason: 'queue_full' | 'wait_timeout'): OverloadedError {
+    executionsRefused.inc({ reason });
+    // When a slot is likely free for a request that joins the back of the line now.
+    const seconds = ((this.line.length + 1) * this.holdAverageMs) / this.limits.concurrency / 1000;
+    return new OverloadedError(Math.min(RETRY_AFTER_MAX_S, Math.max(RETRY_AFTER_MIN_S, Math.ceil(seconds))));
+  }
+
+  private schedule(): void {
+    if (this.timer || this.closed || this.slots.size === 0) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.sweep();
+    }, SWEEP_MS);
+    this.timer.unref();
+  }
+
+  /** Frees the slots of executions that ended elsewhere, and of those held past `holdMs`. */
+  private async sweep(): Promise<void> {
+    if (this.sweeping) return;
+    this.sweeping = true;
+    try {
+      const now = Date.now();
+      const ask: Slot[] = [];
+      for (const slot of [...this.slots]) {
+        if (now - slot.since > this.limits.holdMs) slot.release();
+        else if (slot.executionId !== undefined && now >= slot.checkAt && !runsHere(slot.executionId)) {
+          slot.checkEveryMs = Math.min(MAX_CHECK_INTERVAL_MS, slot.checkEveryMs * 2);
+          slot.checkAt = now + slot.checkEveryMs;
+          ask.push(slot);
+        }
+      }
+      if (ask.length > 0) {
+        const ended = new Set(await this.ended(ask.map((s) => s.executionId!)));
+        for (const slot of ask) if (ended.has(slot.executionId!)) slot.release();
+      }
+    } catch (err) {
+      this.onError(err);
+    } finally {
+      this.sweeping = false;
+      this.schedule();
+    }
+  }
+}
+
+/** @returns the error of a request whose client went away while it waited (answered to nobody). */
+function clientGone(): AppError {
+  return new AppError(400, 'request_aborted', 'Request aborted');
+}
