@@ -33,6 +33,13 @@ export class InvalidJsonError extends AppError {
   }
 }
 
+/** 400: the client went away before its request was read or answered (nobody reads the answer). */
+export class RequestAbortedError extends AppError {
+  constructor() {
+    super(400, 'request_aborted', 'Request aborted');
+  }
+}
+
 /** 401: missing, invalid or expired credentials (messages fixed by the spec). */
 export class UnauthorizedError extends AppError {
   constructor(message: string) {

@@ -18,7 +18,7 @@
  *
  * A process that crashes loses its slots with it; a client that goes away while waiting leaves the line.
  */
-import { AppError, OverloadedError, ServiceUnavailableError } from './errors';
+import { OverloadedError, RequestAbortedError, ServiceUnavailableError } from './errors';
 import { executionAdmissionWait, executionsAdmitted, executionsRefused, executionsWaiting } from './metrics';
 import { outsideRequestDeadline } from './requestDeadline';
 import { runsHere } from './runningCalls';
@@ -157,7 +157,7 @@ export class ExecutionAdmission {
       return this.take();
     }
     if (this.line.length >= this.limits.queue) throw this.refuse('queue_full');
-    if (gone?.aborted) throw clientGone();
+    if (gone?.aborted) throw new RequestAbortedError();
     return outsideRequestDeadline(
       () =>
         new Promise<AdmissionSlot>((resolve, reject) => {
@@ -170,7 +170,7 @@ export class ExecutionAdmission {
           };
           const onGone = (): void => {
             leave();
-            reject(clientGone());
+            reject(new RequestAbortedError());
           };
           const timer = setTimeout(() => {
             leave();
@@ -281,9 +281,4 @@ export class ExecutionAdmission {
       this.schedule();
     }
   }
-}
-
-/** @returns the error of a request whose client went away while it waited (answered to nobody). */
-function clientGone(): AppError {
-  return new AppError(400, 'request_aborted', 'Request aborted');
 }

@@ -20,7 +20,9 @@ import {
   InvalidJsonError,
   NotFoundError,
   OAuthError,
+  OverloadedError,
   PayloadTooLargeError,
+  RequestAbortedError,
   ServiceUnavailableError,
   StateConflictError,
   UnsupportedMediaTypeError,
@@ -100,7 +102,7 @@ export function translateError(err: unknown, bodyLimitBytes: number): AppError |
   if (e.name === 'UnsupportedBodyTypeError' || e.status === 415) return new UnsupportedMediaTypeError();
   if (e.type === 'entity.parse.failed' || e.name === 'SyntaxError' || e.type === 'encoding.unsupported')
     return new InvalidJsonError();
-  if (e.type === 'request.aborted') return new AppError(400, 'request_aborted', 'Request aborted');
+  if (e.type === 'request.aborted') return new RequestAbortedError();
   if (isDependencyOutage(err)) return new ServiceUnavailableError();
   return undefined;
 }
@@ -179,7 +181,9 @@ export function errorHandler(options: { bodyLimitBytes: number }) {
         return;
       }
       const known = translateError(err, options.bodyLimitBytes);
-      if (known && known.status < 500) {
+      // A refusal by the admission of executions is counted (aas_executions_refused_total), not logged: under
+      // overload a line each would cost most when there is least to spare.
+      if (known && (known.status < 500 || known instanceof OverloadedError)) {
         renderError(ctx, known);
         return;
       }
