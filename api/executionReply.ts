@@ -40,18 +40,26 @@ export async function replyToExecution(
   exec: ExecutionDoc,
   stream: boolean
 ): Promise<void> {
+  // Seeing the execution end frees its admission slot at once when it ran in another process (where this one's
+  // finish hook does not fire; lib/executionAdmission.ts); a repeat release is harmless.
+  const ended = (): void => deps.admission?.releaseExecution(exec._id);
   if (stream) {
     await streamEvents(ctx, {
       streamId: exec._id,
       afterSeq: 0,
       tailer: deps.events,
       shutdown: deps.shutdown,
-      isTerminal: isExecutionTerminal,
+      isTerminal: (event) => {
+        const terminal = isExecutionTerminal(event);
+        if (terminal) ended();
+        return terminal;
+      },
       heartbeatMs: deps.config.sseHeartbeatMs,
     });
     return;
   }
   const done = await awaitExecution(deps, exec._id);
+  ended();
   if (done.status === 'completed') {
     ctx.body = {
       success: true,

@@ -10,6 +10,8 @@
  * place every surface starts an execution), named after the execution once its id exists, and given back:
  *
  * - when the execution's finish runs in this process ({@link executionEnded}, called by the finish activity);
+ * - when the request that started it sees it end (a JSON answer, a stream's terminal event: api/executionReply.ts),
+ *   wherever it ran;
  * - when the start fails (the caller releases it);
  * - for an execution that runs in another process (an eager start refused, a workflow task taken over): by a sweep
  *   that reads the execution's status by id, first 2 s after admission and then at growing intervals, skipping the
