@@ -14,7 +14,7 @@
  *   wherever it ran;
  * - when the start fails (the caller releases it);
  * - for an execution that runs in another process (an eager start refused, a workflow task taken over): by a sweep
- *   that reads the execution's status by id, first 2 s after admission and then at growing intervals, skipping the
+ *   that reads the execution's status by id, first 5 s after admission and then at growing intervals, skipping the
  *   executions whose reply runs here (lib/runningCalls.ts);
  * - at the latest after `holdMs` (the execution deadline and a margin), whatever happened to it.
  *
@@ -52,7 +52,7 @@ export interface AdmissionSlot {
 }
 
 /** First status read of a slot whose execution does not run here, after its admission. */
-const FIRST_CHECK_MS = 2000;
+const FIRST_CHECK_MS = 5000;
 /** Longest interval between two status reads of one slot. */
 const MAX_CHECK_INTERVAL_MS = 10_000;
 /** How often the sweep looks at the slots. */
