@@ -77,7 +77,7 @@ export interface Config {
    * Admission of executions (lib/executionAdmission.ts; docs/decisions.md "Overload: admission of executions"): the
    * executions one process runs at once (EXECUTION_CONCURRENCY), the requests that may wait in line for a slot
    * (EXECUTION_QUEUE; 0: none wait) and the longest wait (EXECUTION_QUEUE_WAIT_MS); past either, 503 + Retry-After.
-   * @default 24, 200, 20000
+   * @default 20, 200, 20000
    */
   executionAdmission: { concurrency: number; queue: number; waitMs: number };
   /** Largest accepted JSON body in bytes. @default 1 MiB */
@@ -388,7 +388,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     modelIdleTimeoutSeconds: int('MODEL_IDLE_TIMEOUT_SECONDS', 60, 1, 3600),
     executionDeadlineSeconds: int('EXECUTION_DEADLINE_SECONDS', 600, 1, 86_400),
     executionAdmission: {
-      concurrency: int('EXECUTION_CONCURRENCY', 24, 1, 10_000),
+      concurrency: int('EXECUTION_CONCURRENCY', 20, 1, 10_000),
       queue: int('EXECUTION_QUEUE', 200, 0, 100_000),
       waitMs: int('EXECUTION_QUEUE_WAIT_MS', 20_000, 0, 600_000),
     },
