@@ -15,7 +15,7 @@ import type { Config } from '../lib/config';
 import { sha256Hex } from '../lib/crypto';
 import type { LoggedEvent } from '../lib/eventLog';
 import type { Logger } from '../lib/logger';
-import { insertDocument } from '../lib/mongo';
+import { insertDocument, isDuplicateKey } from '../lib/mongo';
 import { resolveModel, type ModelTool } from '../lib/providers';
 import {
   Agent,
@@ -268,7 +268,7 @@ export class SubAgentTools {
     const p = this.parent;
     const ids = subAgentIds(p._id, toolUseId);
     const ignoreDuplicate = (err: unknown): void => {
-      if ((err as { code?: number }).code !== 11000) throw err;
+      if (!isDuplicateKey(err)) throw err;
     };
     await Promise.all([
       insertDocument(Chat, {

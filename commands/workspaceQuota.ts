@@ -17,6 +17,7 @@ import { expiryFields } from '../lib/expiry';
 import type { Config } from '../lib/config';
 import { LocalDiskStorage, type FileStorage, type WorkspaceRef } from '../lib/fileStorage';
 import { WorkspaceReservation, type WorkspaceReservationDoc } from '../models';
+import { isDuplicateKey } from '../lib/mongo';
 
 /** What a reservation needs: the storage (its usage), the cap and the lease. */
 export interface QuotaDeps {
@@ -105,7 +106,7 @@ async function insertNext(
       });
       return { id, seq };
     } catch (err) {
-      if ((err as { code?: number }).code !== 11000) throw err;
+      if (!isDuplicateKey(err)) throw err;
     }
   }
   return undefined;
