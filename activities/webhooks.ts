@@ -12,7 +12,7 @@ import type { Config } from '../lib/config';
 import { decryptSecret } from '../lib/crypto';
 import { retentionExpiry } from '../lib/expiry';
 import type { Logger } from '../lib/logger';
-import { insertDocument } from '../lib/mongo';
+import { insertDocument, isDuplicateKey } from '../lib/mongo';
 import { sendWebhook, type SendResult } from '../lib/webhookSender';
 import { signatureHeader } from '../lib/webhookSignature';
 import {
@@ -412,7 +412,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       data: JSON.stringify({ url: integration?.url ?? null, failingSince: since, reason, pending: input.pending }),
       ...retentionExpiry('deliveryLogMs'),
     }).catch((err: unknown) => {
-      if ((err as { code?: unknown }).code !== 11000) throw err; // a retried call recorded it
+      if (!isDuplicateKey(err)) throw err; // a retried call recorded it
     });
     await WebhookIntegration.updateOne(
       { _id: input.organizationId, enabled: true },

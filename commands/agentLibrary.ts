@@ -10,6 +10,7 @@ import type { AuthContext } from './tokens';
 import { ConflictError, ForbiddenError, NotFoundError } from '../lib/errors';
 import { Agent, type AgentDoc, type AgentInstallState } from '../models';
 import { agentsChanged, createAgent, findOrganizationAgent } from './agents';
+import { isDuplicateKey } from '../lib/mongo';
 
 /** A library agent as shipped. */
 export interface LibraryAgent {
@@ -176,7 +177,7 @@ async function createLibraryCopy(auth: AuthContext, agent: LibraryAgent): Promis
     );
     return true;
   } catch (err) {
-    if ((err as { code?: number }).code !== 11000) throw err;
+    if (!isDuplicateKey(err)) throw err;
     return false;
   }
 }

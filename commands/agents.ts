@@ -12,7 +12,7 @@ import type { AuthContext } from './tokens';
 import { invalidate, SharedCache } from '../lib/sharedCache';
 import { ForbiddenError, NotFoundError, ValidationError } from '../lib/errors';
 import { newId } from '../lib/ids';
-import { insertDocument } from '../lib/mongo';
+import { insertDocument, isDuplicateKey } from '../lib/mongo';
 import { paginate } from '../lib/pagination';
 import { Agent, Chat, Membership, SpaceAgent, spaceAgentId, type AgentDoc, type AgentVisibility } from '../models';
 import { defaultSpaceId } from './defaultSpace';
@@ -208,14 +208,20 @@ export async function createAgent(
     }),
     insertDocument(SpaceAgent, { _id: spaceAgentId(spaceId, agentId), organizationId, spaceId, agentId }),
   ]);
-  const failed = [chat, agent, entry].find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  // The space entry is the same for every request that creates this agent (its id names the space and the agent:
+  // concurrent installs of a library agent write the same one), so one refused as a duplicate is in place.
+  const entryInPlace = entry.status === 'fulfilled' || isDuplicateKey(entry.reason);
+  // An agent refused as a duplicate is another request's: it stays, and so does the entry it needs.
+  const othersAgent = agent.status === 'rejected' && isDuplicateKey(agent.reason);
+  const failed = [chat, agent, ...(entryInPlace ? [] : [entry])].find(
+    (r): r is PromiseRejectedResult => r.status === 'rejected'
+  );
   if (failed) {
-    // Undo what this call wrote (an agent or entry refused as a duplicate is another request's, and stays); a failed
-    // undo leaves the rest as a failure between the writes always did.
+    // Undo what this call wrote; a failed undo leaves the rest as a failure between the writes always did.
     await Promise.all([
       chat.status === 'fulfilled' ? Chat.deleteOne({ _id: chatId, organizationId }) : undefined,
       agent.status === 'fulfilled' ? Agent.deleteOne({ _id: agentId, organizationId }) : undefined,
-      entry.status === 'fulfilled'
+      entry.status === 'fulfilled' && !othersAgent
         ? SpaceAgent.deleteOne({ _id: spaceAgentId(spaceId, agentId), organizationId })
         : undefined,
     ]).catch(() => undefined);

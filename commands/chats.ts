@@ -24,6 +24,7 @@ import { findOrganizationAgent } from './agents';
 import { abortReply, cancelSubAgents, startExecution, type ExecutionDeps } from './executions';
 import { findVisibleSpace } from './spaces';
 import type { AuthContext } from './tokens';
+import { isDuplicateKey } from '../lib/mongo';
 
 const NOT_FOUND = 'Chat not found';
 
@@ -180,7 +181,7 @@ export async function sendChatMessage(
     })
       .then(() => undefined)
       .catch((err: unknown) => {
-        if ((err as { code?: number }).code !== 11000) throw err;
+        if (!isDuplicateKey(err)) throw err;
       });
     await Chat.updateOne({ _id: chat._id, organizationId: auth.organizationId }, { $set: { sessionId } });
   }

@@ -5,6 +5,7 @@
 import { SharedCache } from '../lib/sharedCache';
 import { Space, type SpaceDoc } from '../models';
 import type { AuthContext } from './tokens';
+import { isDuplicateKey } from '../lib/mongo';
 
 /**
  * The organization's default space, created on first use. The first one has a fixed id
@@ -34,7 +35,7 @@ export async function ensureDefaultSpace(auth: AuthContext): Promise<SpaceDoc> {
   try {
     return await create(fixedId);
   } catch (err) {
-    if ((err as { code?: number }).code !== 11000) throw err;
+    if (!isDuplicateKey(err)) throw err;
     const existing = await Space.findById(fixedId).lean<SpaceDoc>();
     if (existing && existing.isDefault && !existing.deletedAt) return existing; // made at the same moment
     return create();

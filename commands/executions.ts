@@ -10,7 +10,7 @@ import { appendEvents, type LoggedEvent } from '../lib/eventLog';
 import { ExecutionAdmission } from '../lib/executionAdmission';
 import { AppError, ConflictError, NotFoundError, ServiceUnavailableError, ValidationError } from '../lib/errors';
 import { newExecutionId, newId } from '../lib/ids';
-import { insertDocument } from '../lib/mongo';
+import { insertDocument, isDuplicateKey } from '../lib/mongo';
 import { paginate } from '../lib/pagination';
 import { executionsStarted, executionsStartedEagerly } from '../lib/metrics';
 import { resolveModel } from '../lib/providers';
@@ -159,7 +159,7 @@ async function claimTurn(organizationId: string, session: SessionDoc, executionI
       await SessionTurn.create({ _id: turnId, organizationId, executionId });
       return turnId;
     } catch (err) {
-      if ((err as { code?: number }).code !== 11000) throw err;
+      if (!isDuplicateKey(err)) throw err;
       const claim = await SessionTurn.findById(turnId).lean<SessionTurnDoc>();
       if (claim && Date.now() - claim.createdAt.getTime() < STALE_TURN_CLAIM_MS) return null;
       if (claim) await SessionTurn.deleteOne({ _id: turnId, executionId: claim.executionId });
@@ -198,7 +198,7 @@ export interface PendingExecution {
 }
 
 const ignoreDuplicate = (err: unknown): void => {
-  if ((err as { code?: number }).code !== 11000) throw err;
+  if (!isDuplicateKey(err)) throw err;
 };
 
 /**

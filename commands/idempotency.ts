@@ -9,6 +9,7 @@ import { decryptSecret, encryptSecret, sha256Hex } from '../lib/crypto';
 import { IdempotencyInProgressError, IdempotencyMismatchError } from '../lib/errors';
 import { expiryFields } from '../lib/expiry';
 import { IdempotencyRecord, type IdempotencyRecordDoc } from '../models';
+import { isDuplicateKey } from '../lib/mongo';
 
 /** How long a key and its answer are kept. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -24,8 +25,6 @@ export interface StoredResponse {
 
 /** The outcome of a claim: run the request, or replay an earlier answer. */
 export type Claim = { id: string; replay?: undefined } | { id: string; replay: StoredResponse };
-
-const isDuplicate = (err: unknown): boolean => (err as { code?: number }).code === 11000;
 
 /**
  * Claims an Idempotency-Key for a request.
@@ -58,7 +57,7 @@ export async function claimIdempotencyKey(
       await IdempotencyRecord.create({ _id: id, ...fresh });
       return { id };
     } catch (err) {
-      if (!isDuplicate(err)) throw err;
+      if (!isDuplicateKey(err)) throw err;
     }
     const found = await IdempotencyRecord.findById(id).lean<IdempotencyRecordDoc>();
     if (!found) continue; // removed meanwhile: claim again

@@ -18,6 +18,7 @@ import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchA
 import { createChat } from './chats';
 import { abortReply, type ExecutionDeps } from './executions';
 import type { AuthContext } from './tokens';
+import { isDuplicateKey } from '../lib/mongo';
 
 const NOT_FOUND = 'Job not found';
 /**
@@ -69,7 +70,7 @@ export async function createJobRecord(auth: AuthContext, input: JobCreateInput, 
     taskId: input.taskId ?? null,
     metadata: input.metadata ?? {},
   }).catch(async (err: unknown) => {
-    if ((err as { code?: number }).code !== 11000) throw err;
+    if (!isDuplicateKey(err)) throw err;
     return Job.findById(jobId); // created by a concurrent attempt
   });
   return job!.toObject() as JobDoc;

@@ -23,7 +23,7 @@ import {
   type McpFailure,
   type McpToolInfo,
 } from '../lib/mcpClient';
-import { insertDocument } from '../lib/mongo';
+import { insertDocument, isDuplicateKey } from '../lib/mongo';
 import { paginate } from '../lib/pagination';
 import { assertSafeUrl, UnsafeDestinationError } from '../lib/safeDestination';
 import { Agent, McpServer, type McpServerDoc } from '../models';
@@ -90,7 +90,6 @@ function sealHeaders(
   return { sealedHeaders: encryptSecret(config.encryptionKey, JSON.stringify(headers)), headerNames: names };
 }
 
-const isDuplicate = (err: unknown): boolean => (err as { code?: number }).code === 11000;
 const taken = (name: string): ConflictError =>
   new ConflictError(`An MCP server named ${name} already exists in the organization`);
 
@@ -119,7 +118,7 @@ export async function createMcpServer(
       createdBy: auth.userId,
     })) as McpServerDoc;
   } catch (err) {
-    if (isDuplicate(err)) throw taken(input.name);
+    if (isDuplicateKey(err)) throw taken(input.name);
     throw err;
   }
 }
@@ -186,7 +185,7 @@ export async function updateMcpServer(
     if (!updated) throw new NotFoundError(NOT_FOUND);
     return updated;
   } catch (err) {
-    if (isDuplicate(err)) throw taken(changes.name ?? doc.name);
+    if (isDuplicateKey(err)) throw taken(changes.name ?? doc.name);
     throw err;
   }
 }

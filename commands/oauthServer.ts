@@ -31,6 +31,7 @@ import {
 import { clientExpiry, revokeFamily, tokenLive, touchClient } from './oauthClients';
 import { MCP_SCOPE, mcpResourceUrl, oauthIssuer, type OAuthClientAuthMethod, type OAuthGrantType } from './oauth';
 import { memberContext, type AuthContext } from './tokens';
+import { isDuplicateKey } from '../lib/mongo';
 
 /** Lifetimes [docs/decisions.md "MCP and OAuth"]. */
 export const OAUTH_LIFETIMES = {
@@ -350,7 +351,7 @@ async function redeem(value: string, kind: 'code' | 'refresh', client: OAuthClie
   try {
     await OAuthGrantUse.create({ _id: id, ...expiryFields(grant.expiresAt) });
   } catch (err) {
-    if ((err as { code?: number }).code !== 11000) throw err;
+    if (!isDuplicateKey(err)) throw err;
     // Reuse means a copy leaked (RFC 9700 §4.14.2, OAuth 2.1 §4.3.1): everything the family issued is revoked.
     await revokeFamily(grant.familyId ?? grant._id);
     throw invalid(`The ${label} was already used: every token issued from it is revoked`);

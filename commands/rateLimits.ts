@@ -6,6 +6,7 @@ import { expiryFields } from '../lib/expiry';
 import { NotFoundError } from '../lib/errors';
 import { authChanged } from './tokens';
 import { Membership, RateWindow, type RateWindowDoc } from '../models';
+import { isDuplicateKey } from '../lib/mongo';
 
 /** One counted request. */
 export interface WindowCount {
@@ -41,7 +42,7 @@ async function incrementWindow(id: string, by: number, expiresAt: Date): Promise
     return (await upsert())?.count ?? by;
   } catch (err) {
     // Two first requests of a window raced to insert it: the loser's retry increments the winner's document.
-    if ((err as { code?: number }).code !== 11000) throw err;
+    if (!isDuplicateKey(err)) throw err;
     return (await upsert())?.count ?? by;
   }
 }

@@ -16,7 +16,7 @@
 import { sha256Hex } from '../lib/crypto';
 import { retentionExpiry } from '../lib/expiry';
 import { newId } from '../lib/ids';
-import { insertDocument, insertDocumentsOnce } from '../lib/mongo';
+import { insertDocument, insertDocumentsOnce, isDuplicateKey } from '../lib/mongo';
 import { invalidate, SharedCache } from '../lib/sharedCache';
 import {
   OUTBOX_QUEUE,
@@ -108,10 +108,6 @@ export function integrationWants(integration: WebhookIntegrationDoc | null, type
   if (!integration?.enabled) return false;
   const types = integration.eventTypes as string[] | null | undefined;
   return !types || types.length === 0 || types.includes(type);
-}
-
-function isDuplicateKey(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 11000;
 }
 
 /**

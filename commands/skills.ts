@@ -12,7 +12,7 @@ import type { AuthContext } from './tokens';
 import { agentsChanged, findAgentById } from './agents';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../lib/errors';
 import { newId } from '../lib/ids';
-import { insertDocument } from '../lib/mongo';
+import { insertDocument, isDuplicateKey } from '../lib/mongo';
 import { paginate } from '../lib/pagination';
 import { invalidate, SharedCache } from '../lib/sharedCache';
 import {
@@ -72,8 +72,6 @@ function skillsChanged(organizationId: string): Promise<void> {
   return invalidate(SKILLS, organizationId);
 }
 
-const isDuplicate = (err: unknown): boolean => (err as { code?: number }).code === 11000;
-
 function contentOf(skill: SkillContent): SkillContent {
   return Object.fromEntries(CONTENT_KEYS.map((k) => [k, skill[k]])) as unknown as SkillContent;
 }
@@ -129,7 +127,7 @@ async function reserveName(organizationId: string, name: string, skillId: string
       await SkillName.create({ _id, organizationId, skillId });
       return;
     } catch (err) {
-      if (!isDuplicate(err)) throw err;
+      if (!isDuplicateKey(err)) throw err;
     }
     const held = await SkillName.findById(_id).lean();
     if (!held) continue; // released meanwhile
@@ -283,7 +281,7 @@ export async function updateSkill(auth: AuthContext, id: string, changes: Partia
           createdBy: auth.userId,
         });
       } catch (err) {
-        if (!isDuplicate(err)) throw err;
+        if (!isDuplicateKey(err)) throw err;
         skill = await settle(id, organizationId); // another update made this version: apply the changes on top
         continue;
       }

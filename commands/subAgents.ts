@@ -15,7 +15,7 @@ import type { Config } from '../lib/config';
 import { sha256Hex } from '../lib/crypto';
 import type { LoggedEvent } from '../lib/eventLog';
 import type { Logger } from '../lib/logger';
-import { insertDocument } from '../lib/mongo';
+import { insertDocument, isDuplicateKey } from '../lib/mongo';
 import { resolveModel, type ModelTool } from '../lib/providers';
 import {
   Agent,
@@ -82,7 +82,7 @@ export function withChildUsage(own: Usage, childUsage: unknown): Usage {
 /** What a delegation needs of its parent execution. */
 type Parent = Pick<
   ExecutionDoc,
-  '_id' | 'organizationId' | 'userId' | 'spaceId' | 'rootExecutionId' | 'depth' | 'requestId'
+  '_id' | 'organizationId' | 'userId' | 'spaceId' | 'rootExecutionId' | 'depth' | 'requestId' | 'childUsage'
 >;
 
 /** A call of the tool, as recorded in the parent's stream. */
@@ -216,6 +216,9 @@ export class SubAgentTools {
     const usage = { inputTokens: done.usage?.inputTokens ?? 0, outputTokens: done.usage?.outputTokens ?? 0 };
     // The child's usage joins the parent's (its finish adds `childUsage` up: withChildUsage).
     await Execution.updateOne({ _id: this.parent._id }, { $set: { [`childUsage.${child._id}`]: usage } });
+    // And in the parent's record this reply read: a completed reply hands it to its finish, which adds it up
+    // without reading the record again (activities/executions.ts `handedOver`).
+    this.parent.childUsage = { ...(this.parent.childUsage as Record<string, unknown> | undefined), [child._id]: usage };
     await this.emitOnce(emit, SUBAGENT_FINISHED, call.id, {
       executionId: child._id,
       agentId,
@@ -268,7 +271,7 @@ export class SubAgentTools {
     const p = this.parent;
     const ids = subAgentIds(p._id, toolUseId);
     const ignoreDuplicate = (err: unknown): void => {
-      if ((err as { code?: number }).code !== 11000) throw err;
+      if (!isDuplicateKey(err)) throw err;
     };
     await Promise.all([
       insertDocument(Chat, {

@@ -27,6 +27,7 @@ import { integrationChanged, serviceEventBody, type ServiceEventType } from './s
 import { deliveryInput, signalDeliveries } from './webhookDispatch';
 import type { TestResult } from '../workflows/definitions';
 import type { webhookTest } from '../workflows/webhookTest';
+import { isDuplicateKey } from '../lib/mongo';
 
 export { installWebhookDispatcher, startWebhookOutboxSweep } from './webhookDispatch';
 
@@ -137,7 +138,7 @@ export async function putIntegration(
       await integrationChanged(auth.organizationId);
       return { integration: doc.toObject() as WebhookIntegrationDoc, signingSecret: secret, created: true };
     } catch (err) {
-      if ((err as { code?: unknown }).code !== 11000) throw err;
+      if (!isDuplicateKey(err)) throw err;
       // A concurrent first PUT created it: this one is an update.
     }
   }

@@ -17,6 +17,7 @@ import { expiryFields } from '../lib/expiry';
 import type { Config } from '../lib/config';
 import { LocalDiskStorage, type FileStorage, type WorkspaceRef } from '../lib/fileStorage';
 import { WorkspaceReservation, type WorkspaceReservationDoc } from '../models';
+import { isDuplicateKey } from '../lib/mongo';
 
 /** What a reservation needs: the storage (its usage), the cap and the lease. */
 export interface QuotaDeps {
@@ -82,9 +83,11 @@ const defaultRefusal = (left: number, cap: number): Error =>
 async function insertNext(
   ws: WorkspaceRef,
   bytes: number,
-  heldUntil: Date
-): Promise<{ id: string; seq: number } | undefined> {
+  lease: number
+): Promise<{ id: string; seq: number; heldUntil: Date } | undefined> {
   for (let attempt = 0; attempt < NUMBER_ATTEMPTS; attempt++) {
+    // The lease starts when the reservation is written: attempts lost to concurrent writers do not spend it.
+    const heldUntil = new Date(Date.now() + lease);
     const last = await WorkspaceReservation.find({ spaceId: ws.spaceId })
       .sort({ seq: -1 })
       .limit(1)
@@ -103,9 +106,9 @@ async function insertNext(
         heldUntil,
         ...expiryFields(new Date(heldUntil.getTime() + KEPT_MS)),
       });
-      return { id, seq };
+      return { id, seq, heldUntil };
     } catch (err) {
-      if ((err as { code?: number }).code !== 11000) throw err;
+      if (!isDuplicateKey(err)) throw err;
     }
   }
   return undefined;
@@ -128,10 +131,10 @@ export async function reserveWorkspaceBytes(
   const wanted = request.bytes ?? Math.min(request.atMost ?? cap, cap);
   const refuse = request.refusal ?? defaultRefusal;
   const lease = deps.reservationLeaseMs;
-  let heldUntil = new Date(Date.now() + lease);
-  const taken = await insertNext(ws, wanted, heldUntil);
+  const taken = await insertNext(ws, wanted, lease);
   if (!taken) throw new ServiceUnavailableError();
   const { id, seq } = taken;
+  let heldUntil = taken.heldUntil;
 
   // Writes to this reservation run one after the other (the embedded database writes whole documents).
   let writes: Promise<unknown> = Promise.resolve();

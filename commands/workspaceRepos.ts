@@ -19,6 +19,7 @@ import { initRepoId, WorkspaceRepo, type WorkspaceRepoDoc } from '../models';
 import { repoCloneWorkflowId } from '../workflows/ids';
 import type { repoClone } from '../workflows/repoClone';
 import { organizationIdKey, workKindKey } from '../workflows/searchAttributes';
+import { isDuplicateKey } from '../lib/mongo';
 
 /** A branch name git accepts that cannot be read as an option. */
 const BRANCH = /^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]{1,200}$/;
@@ -229,7 +230,7 @@ export async function initGitSpace(
       ...mount,
       createdBy: auth.userId,
     }).catch((err: unknown) => {
-      if ((err as { code?: number }).code !== 11000) throw err;
+      if (!isDuplicateKey(err)) throw err;
     });
     repo = await WorkspaceRepo.findById(repoId).lean<WorkspaceRepoDoc>();
     if (!repo) throw new ServiceUnavailableError();

@@ -22,6 +22,7 @@
 import mongoose, { type InferSchemaType } from 'mongoose';
 import { expiringSchema, expiryPaths, registerExpiring, retentionExpiry } from './expiry';
 import { wakeStream, WakeupReceiver, type Wakeup } from './wakeups';
+import { isDuplicateKey } from './mongo';
 
 const schema = new mongoose.Schema(
   {
@@ -93,7 +94,7 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
       { ordered: true, lean: true }
     );
   } catch (err) {
-    if ((err as { code?: number }).code !== 11000) throw err;
+    if (!isDuplicateKey(err)) throw err;
     // Some already existed (a retried append): write the rest one by one.
     for (const e of events) {
       await StreamEvent.updateOne(

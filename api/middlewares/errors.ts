@@ -13,6 +13,7 @@ import mongoose from 'mongoose';
 import { isGrpcServiceError, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { OAUTH_PATHS } from '../../commands/oauth';
 import { DeadlineExceededError } from '../../lib/deadline';
+import { isDuplicateKey } from '../../lib/mongo';
 import {
   AppError,
   ConflictError,
@@ -96,7 +97,7 @@ export function translateError(err: unknown, bodyLimitBytes: number): AppError |
     return new ValidationError(first ? `Invalid value for ${first.path}` : 'Invalid value');
   }
   const e = (err ?? {}) as ErrorLike;
-  if (e.code === 11000) return new ConflictError('A resource with the same unique value already exists');
+  if (isDuplicateKey(err)) return new ConflictError('A resource with the same unique value already exists');
   // raw-body / co-body (via @koa/bodyparser)
   if (e.type === 'entity.too.large' || e.status === 413) return new PayloadTooLargeError(bodyLimitBytes);
   if (e.name === 'UnsupportedBodyTypeError' || e.status === 415) return new UnsupportedMediaTypeError();

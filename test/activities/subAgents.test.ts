@@ -328,11 +328,13 @@ describe('with a worker in the test process', () => {
       (c) => c?.status === 'cancelled'
     );
     expect(after!.error).toEqual({ message: 'Execution cancelled', code: 'cancelled' });
-    // Its stream ends with the terminal event; its workflow has ended.
-    expect((await readEvents(child!._id)).at(-1)).toMatchObject({
-      event: 'error',
-      data: { message: 'Execution cancelled' },
-    });
+    // Its stream ends with the terminal event (the finish writes it beside the record's outcome, not before it);
+    // its workflow has ended.
+    const last = await until(
+      async () => (await readEvents(child!._id)).at(-1),
+      (e) => e?.event !== 'message'
+    );
+    expect(last).toMatchObject({ event: 'error', data: { message: 'Execution cancelled' } });
     const described = await t.temporal.client.workflow.getHandle(executionWorkflowId(child!._id)).describe();
     expect(described.status.name).toBe('COMPLETED');
     expect(await Execution.findById(parentId).lean<ExecutionDoc>()).toMatchObject({ status: 'cancelled' });

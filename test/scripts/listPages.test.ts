@@ -10,6 +10,7 @@
  * the driver. With a real mongod there is nothing to prove here: MongoDB serves these from its compound indexes.
  */
 import mongoose from 'mongoose';
+import pg from 'pg';
 import { Agent, ChatMessage, Execution, Job, Space } from '../../models';
 import { useTestDatabase } from '../helpers/mongo';
 
@@ -108,6 +109,24 @@ beforeAll(async () => {
         const batch = Array.from({ length: Math.min(2000, count - i) }, (_, j) => doc(tenant, i + j));
         await model.collection.insertMany(batch as never[], { ordered: false });
       }
+    }
+  }
+  // The statistics autovacuum would gather after a bulk load, gathered now: on a loaded machine autovacuum can lag
+  // for minutes, and plans made from empty-table estimates are not the ones a tenant's data gets.
+  const postgresUrl = process.env.AAS_TEST_POSTGRES_URL;
+  if (postgresUrl) {
+    const client = new pg.Client({ connectionString: postgresUrl });
+    await client.connect();
+    try {
+      const schema = mongoose.connection.db!.databaseName;
+      const { rows } = await client.query<{ tablename: string }>(
+        'SELECT tablename FROM pg_tables WHERE schemaname = $1',
+        [schema]
+      );
+      for (const { tablename } of rows)
+        await client.query(`ANALYZE ${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(tablename)}`);
+    } finally {
+      await client.end();
     }
   }
 });

@@ -1,5 +1,5 @@
 import { libraryAgentId, AGENT_LIBRARY } from '../../../commands/agentLibrary';
-import { Agent, Chat } from '../../../models';
+import { Agent, Chat, SpaceAgent } from '../../../models';
 import { useTestApp } from '../../helpers/app';
 import { currentAs, currentError } from '../../helpers/current';
 import { buildMember, buildOrg } from '../../helpers/factories';
@@ -189,6 +189,8 @@ describe('PATCH /api/agents/{id}/install-state', () => {
     const chats = await Chat.find({ organizationId: org.organizationId, agentId: id }).lean();
     expect(chats).toHaveLength(1);
     expect((await Agent.findById(id).lean())?.chatId).toBe(chats[0]._id);
+    // And its entry in the default space, which every install wrote alike and none took back.
+    expect(await SpaceAgent.countDocuments({ organizationId: org.organizationId, agentId: id })).toBe(1);
   });
 
   it('409 for an agent that is not a library agent; 400 for an unknown state; 403 for members', async () => {
