@@ -18,7 +18,7 @@ import { childTestEnv, TEST_ENCRYPTION_KEY } from '../helpers/env';
 import { buildOrg } from '../helpers/factories';
 import { startMcpTestServer, type McpTestServer } from '../helpers/mcpServer';
 import { useTestDatabase } from '../helpers/mongo';
-import { spawnScript, type Spawned } from '../helpers/processes';
+import { spawnWorker, type Spawned } from '../helpers/processes';
 import { parseSse, waitForEvent } from '../helpers/sse';
 import { v1As } from '../helpers/v1';
 import { startTestWorker, type TestWorker } from '../helpers/worker';
@@ -165,20 +165,16 @@ describe('a worker killed in the middle of the tool loop', () => {
   const workers: Spawned[] = [];
   afterAll(() => workers.forEach((w) => w.crash()));
 
-  const startWorker = async (): Promise<Spawned> => {
-    const w = spawnScript(
-      'worker/index.ts',
+  const startWorker = (): Promise<Spawned> =>
+    spawnWorker(
       childTestEnv({
         ...env,
         MONGODB_URI: db.uri,
         WORKSPACES_DIR: t.config.workspacesDir,
         ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
-      })
+      }),
+      workers
     );
-    workers.push(w);
-    await w.waitFor(/worker started/, 90_000);
-    return w;
-  };
 
   async function chatWithCalc() {
     const { org, serverId } = await agentWithCalc();

@@ -19,7 +19,7 @@ import { currentAs } from '../helpers/current';
 import { childTestEnv, TEST_ENCRYPTION_KEY } from '../helpers/env';
 import { bearer, buildMember, buildOrg } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
-import { spawnScript, type Spawned } from '../helpers/processes';
+import { spawnWorker, type Spawned } from '../helpers/processes';
 import { openSse, parseSse } from '../helpers/sse';
 import { until } from '../helpers/until';
 import { v1As, v1Error } from '../helpers/v1';
@@ -345,20 +345,16 @@ describe('a worker killed while the parent waits for its child', () => {
   const workers: Spawned[] = [];
   afterAll(() => workers.forEach((w) => w.crash()));
 
-  const startWorker = async (): Promise<Spawned> => {
-    const w = spawnScript(
-      'worker/index.ts',
+  const startWorker = (): Promise<Spawned> =>
+    spawnWorker(
       childTestEnv({
         ...env,
         MONGODB_URI: db.uri,
         WORKSPACES_DIR: t.config.workspacesDir,
         ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
-      })
+      }),
+      workers
     );
-    workers.push(w);
-    await w.waitFor(/worker started/, 90_000);
-    return w;
-  };
 
   it('the next worker waits for the same child: it is never started twice', async () => {
     const first = await startWorker();

@@ -166,3 +166,16 @@ export async function killHard(pid: number, timeoutMs = 10_000): Promise<void> {
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/**
+ * Starts a worker process (worker/index.ts) and waits until it says it started.
+ * @param env the process's environment (the caller's test environment, e.g. from childTestEnv).
+ * @param started the caller's list of processes to stop in afterAll: the worker joins it before it is waited for.
+ * @returns the worker.
+ */
+export async function spawnWorker(env: NodeJS.ProcessEnv, started: Spawned[]): Promise<Spawned> {
+  const worker = spawnScript('worker/index.ts', env);
+  started.push(worker);
+  await worker.waitFor(/worker started/, 90_000);
+  return worker;
+}
