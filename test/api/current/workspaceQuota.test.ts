@@ -43,6 +43,16 @@ async function workspace() {
   return { id, auth: bearer(org.serviceToken), dir: path.join(t.config.workspacesDir, org.organizationId, id) };
 }
 
+/** An upload through the app under test (one request, the whole body at once). */
+function putFile(w: { id: string; auth: string }, p: string, bytes: number) {
+  return t.request
+    .put(`/api/workspaces/${w.id}/files/content`)
+    .query({ path: p })
+    .set('Authorization', w.auth)
+    .set('Content-Type', 'application/octet-stream')
+    .send(Buffer.alloc(bytes, 1));
+}
+
 /** An upload whose body the test sends in two halves, so that it can hold uploads open at once. */
 interface OpenUpload {
   sendRest(): void;
@@ -130,13 +140,7 @@ describe('workspace cap under concurrency (WORKSPACE_MAX_BYTES=1 MiB, 100 KiB pe
 
   it('an upload of unknown length holds what it may still take: a concurrent upload gets only the rest', async () => {
     const w = await workspace();
-    const put = (p: string, bytes: number) =>
-      t.request
-        .put(`/api/workspaces/${w.id}/files/content`)
-        .query({ path: p })
-        .set('Authorization', w.auth)
-        .set('Content-Type', 'application/octet-stream')
-        .send(Buffer.alloc(bytes, 1));
+    const put = (p: string, bytes: number) => putFile(w, p, bytes);
     for (let i = 0; i < 9; i++) expect((await put(`f${i}.bin`, FILE)).status).toBe(201);
     // 9 × 100 KiB stored, 124 KiB left; a chunked upload (no Content-Length) holds 100 KiB of it while it runs.
     const chunked = http.request(`${base}/api/workspaces/${w.id}/files/content?path=chunked.bin`, {
@@ -198,13 +202,7 @@ describe('a killed upload (SIGKILL of its api process)', () => {
       async () => temporaries(w.dir).length,
       (n) => n === 1
     );
-    const put = (p: string, bytes: number) =>
-      t.request
-        .put(`/api/workspaces/${w.id}/files/content`)
-        .query({ path: p })
-        .set('Authorization', w.auth)
-        .set('Content-Type', 'application/octet-stream')
-        .send(Buffer.alloc(bytes, 3));
+    const put = (p: string, bytes: number) => putFile(w, p, bytes);
     for (let i = 0; i < 4; i++) expect((await put(`f${i}.bin`, FILE)).status).toBe(201);
     // 600 KiB held by the live upload + 400 KiB stored: 24 KiB left.
     expect((await put('f4.bin', FILE)).body).toEqual(
