@@ -14,7 +14,9 @@ import { insertDocument, isDuplicateKey } from '../lib/mongo';
 import { paginate } from '../lib/pagination';
 import { executionsStarted, executionsStartedEagerly } from '../lib/metrics';
 import { resolveModel } from '../lib/providers';
+import { withDeadline } from '../lib/deadline';
 import { currentRequestId } from '../lib/requestContext';
+import { callTimeLeft } from '../lib/requestDeadline';
 import { whileTemporalAnswers, type TemporalDeps } from '../lib/temporal';
 import {
   Chat,
@@ -40,6 +42,9 @@ import { defaultSpaceId } from './defaultSpace';
 import type { AuthContext } from './tokens';
 
 const NOT_FOUND = 'Execution not found';
+
+/** Time kept back from a request's deadline, when the start of its execution fails, to mark the execution failed. */
+const START_FAILURE_RESERVE_MS = 500;
 
 export interface ExecuteInput {
   message: string;
@@ -457,7 +462,15 @@ async function startAdmitted(
             sessionId: session._id,
           },
         });
-      const handle = await (eager ? eager.withDeadline(Date.now() + deps.config.dependencyTimeoutMs, start) : start());
+      // The native client retries a server that is down past its call deadline (its own retry policy, ~10 s): the
+      // start is abandoned in time to mark the execution failed before the request's deadline, and a start that
+      // lands later finds it failed (start_failed) and ends at once, so a request answered 503 never runs.
+      const bound = callTimeLeft(deps.config.dependencyTimeoutMs, START_FAILURE_RESERVE_MS);
+      const handle = await withDeadline(
+        eager ? eager.withDeadline(Date.now() + bound, start) : start(),
+        bound,
+        'Temporal (start of the execution)'
+      );
       if (handle.eagerlyStarted) executionsStartedEagerly.inc();
     } catch (err) {
       await Execution.updateOne(

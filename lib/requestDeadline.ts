@@ -48,6 +48,11 @@ class RequestClock {
     this.stopped = true;
     clearTimeout(this.timer);
   }
+
+  remaining(): number {
+    if (this.stopped) return 0;
+    return this.pauses > 0 ? this.left : this.left - (Date.now() - this.since);
+  }
 }
 
 const clocks = new AsyncLocalStorage<RequestClock>();
@@ -77,6 +82,18 @@ export async function withRequestDeadline<T>(
   } finally {
     clock.stop();
   }
+}
+
+/**
+ * @param ms the bound of the call (all of it outside a request).
+ * @param reserveMs time kept back from the request's deadline for the caller's clean-up after the call failed.
+ * @returns the time a call may take: `ms`, or less when the running request's deadline (less `reserveMs`) comes
+ *   first, so that a call whose driver retries past its own deadline is abandoned, and cleaned up after, before the
+ *   request is answered 503.
+ */
+export function callTimeLeft(ms: number, reserveMs = 0): number {
+  const clock = clocks.getStore();
+  return clock ? Math.max(0, Math.min(ms, clock.remaining() - reserveMs)) : ms;
 }
 
 /**

@@ -268,6 +268,16 @@ it('Temporal killed: execute, cancel and readyz answer 503 in seconds; then the 
   expect(ready.status).toBe(503);
   expect(ready.body.checks).toEqual({ mongo: 'ok', temporal: 'unavailable' });
   expect(ready.ms).toBeLessThan(READY_ANSWER_MS);
+  // Refused means never run: the two executions asked for during the outage were marked failed before the answer
+  // (the engine's client keeps retrying a start on its own past the request's deadline), so none waits to start
+  // when the engine is back.
+  const pending = await call('GET', '/api/v1/executions?status=pending', { token: apiToken });
+  expect(pending.body.executions).toEqual([]);
+  const failed = await call('GET', '/api/v1/executions?status=failed', { token: apiToken });
+  expect((failed.body.executions as { error: unknown }[]).map((e) => e.error)).toEqual([
+    { message: 'Could not start the execution', code: 'start_failed' },
+    { message: 'Could not start the execution', code: 'start_failed' },
+  ]);
   await dev.waitFor(restartLine('temporal'));
 
   // Back without restarting the api or the worker: the stream finishes, and new work runs.
