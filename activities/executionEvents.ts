@@ -5,7 +5,7 @@
  */
 import type { ToolOutcome } from '../commands/agentFileTools';
 import type { McpToolRef } from '../commands/agentMcpTools';
-import type { LoggedEvent } from '../lib/eventLog';
+import type { LoggedEvent } from '../commands/eventLog';
 import type { ModelContentBlock, ModelMessage } from '../lib/providers';
 import { toolEventKind } from './chatStream';
 

@@ -9,7 +9,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { withChildUsage } from '../commands/subAgents';
 import { recordEvents } from '../commands/serviceEvents';
 import { cancelSubAgents } from '../commands/executions';
-import { appendEvents, readEvents, type LoggedEvent } from '../lib/eventLog';
+import { appendEvents, readEvents, type LoggedEvent } from '../commands/eventLog';
 import { executionEnded } from '../lib/executionAdmission';
 import type { Logger } from '../lib/logger';
 import { executionDuration, executionsFinished } from '../lib/metrics';

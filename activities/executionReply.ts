@@ -14,7 +14,7 @@ import { recordEvent } from '../commands/serviceEvents';
 import { agentWithSkills } from '../commands/skills';
 import { composeSystemPrompt } from '../commands/systemPrompt';
 import type { Config } from '../lib/config';
-import { CoalescingWriter, readEvents } from '../lib/eventLog';
+import { CoalescingWriter, readEvents } from '../commands/eventLog';
 import type { Logger } from '../lib/logger';
 import { firstDelta, repliesAbortedDirectly } from '../lib/metrics';
 import {

@@ -10,7 +10,7 @@ import { AgentMcpTools, type McpToolRef } from '../commands/agentMcpTools';
 import { enabledTools } from '../commands/builtInTools';
 import { SubAgentTools } from '../commands/subAgents';
 import type { Config } from '../lib/config';
-import type { CoalescingWriter, LoggedEvent } from '../lib/eventLog';
+import type { CoalescingWriter, LoggedEvent } from '../commands/eventLog';
 import type { Logger } from '../lib/logger';
 import type { ModelTool } from '../lib/providers';
 import { traceToolCall } from '../lib/tracing';

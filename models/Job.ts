@@ -122,6 +122,6 @@ export const Job = mongoose.model('Job', schema, 'jobs');
 
 /**
  * @param jobId the job.
- * @returns the id of its durable event stream (lib/eventLog.ts), written by the job workflow's activities.
+ * @returns the id of its durable event stream (commands/eventLog.ts), written by the job workflow's activities.
  */
 export const jobStreamId = (jobId: string): string => `job:${jobId}`;
