@@ -262,14 +262,8 @@ export function createGenerateReply(deps: { config: Readonly<Config> }, log: Log
     if (ctx.info.attempt > 1 || existing.length > 1)
       log.info({ executionId, attempt, resumedChars: earlier.length, rounds: replay.rounds }, 'resuming reply');
 
+    // What running a round's calls needs of this reply (activities/executionTools.ts).
     const run: ToolRun = { ctx, executionId, signal, writer, log };
-    /** Runs a round's calls (activities/executionTools.ts). */
-    const runCalls = (
-      calls: ToolCall[],
-      results: Map<string, ToolOutcome>,
-      round: number,
-      interrupted = false
-    ): Promise<void> => tools.runCalls(run, calls, results, round, interrupted);
 
     try {
       const conversation: ModelMessage[] = [...messages, ...replay.turns];
@@ -280,7 +274,7 @@ export function createGenerateReply(deps: { config: Readonly<Config> }, log: Log
       if (replay.open) {
         // A worker died between recording a round's calls and recording all their results: only the missing
         // ones run (a repeated write writes the same content again).
-        await runCalls(replay.open.calls, replay.open.results, rounds, true);
+        await tools.runCalls(run, replay.open.calls, replay.open.results, rounds, true);
         conversation.push(...toolTurns(replay.open.text, replay.open.calls, replay.open.results));
       }
       for (;;) {
@@ -328,7 +322,7 @@ export function createGenerateReply(deps: { config: Readonly<Config> }, log: Log
         await writer.append(calls.map((c) => toolUseEvent(c, tools.describe(c.name))));
         toolEvents = true;
         const results = new Map<string, ToolOutcome>();
-        await runCalls(calls, results, rounds);
+        await tools.runCalls(run, calls, results, rounds);
         conversation.push(...toolTurns(prefill + writer.written.slice(writtenBefore), calls, results));
         prefill = '';
         if (rounds > tools.maxRounds + 1) break;
