@@ -1,5 +1,5 @@
 /**
- * The chat event stream (`chat:<chatId>`, lib/eventLog.ts) mirrors the executions of the chat [docs/decisions.md
+ * The chat event stream (`chat:<chatId>`, commands/eventLog.ts) mirrors the executions of the chat [docs/decisions.md
  * "Chat event stream"]. Only the execution workflow's activities write it, one execution at a time, at seqs fixed
  * in advance:
  *
@@ -19,7 +19,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { SUBAGENT_FINISHED, SUBAGENT_STARTED } from '../commands/subAgents';
-import { appendEvents, lastSeq, type LoggedEvent } from '../lib/eventLog';
+import { appendEvents, lastSeq, type LoggedEvent } from '../commands/eventLog';
 import { chatStatusOf, chatStreamId, type ChatStatus, type ExecutionDoc, type ExecutionStatus } from '../models';
 import { parseReplyRequest } from '../workflows/jobStates';
 

@@ -8,7 +8,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { recordPendingExecution } from '../commands/executions';
 import { recordEvent, type ServiceEventType } from '../commands/serviceEvents';
 import type { Config } from '../lib/config';
-import { appendEvents, type LoggedEvent } from '../lib/eventLog';
+import { appendEvents, type LoggedEvent } from '../commands/eventLog';
 import type { Logger } from '../lib/logger';
 import { resolveModel } from '../lib/providers';
 import {

@@ -21,7 +21,7 @@ import { filesDeps, recountFiles } from '../commands/workspaceFiles';
 import { withWorkspaceReservation } from '../commands/workspaceQuota';
 import type { Config } from '../lib/config';
 import { decryptSecret } from '../lib/crypto';
-import { appendEvents, lastSeq, readEvents } from '../lib/eventLog';
+import { appendEvents, lastSeq, readEvents } from '../commands/eventLog';
 import type { Logger } from '../lib/logger';
 import { assertSafeUrl, resolveSafe, UnsafeDestinationError } from '../lib/safeDestination';
 import { resolveInside, spaceDir } from '../lib/workspace';

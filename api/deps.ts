@@ -3,7 +3,7 @@
  * app.ts, so the arrows inside api/ point one way. Imports nothing of api/.
  */
 import type { Config } from '../lib/config';
-import type { EventTailer } from '../lib/eventLog';
+import type { EventTailer } from '../commands/eventLog';
 import type { ExecutionAdmission } from '../lib/executionAdmission';
 import type { Logger } from '../lib/logger';
 import type { TemporalDeps } from '../lib/temporal';

@@ -5,7 +5,7 @@
  */
 import { awaitExecution } from '../commands/executions';
 import { ConflictError, ExecutionFailedError } from '../lib/errors';
-import type { LoggedEvent } from '../lib/eventLog';
+import type { LoggedEvent } from '../commands/eventLog';
 import type { ExecutionDoc } from '../models';
 import type { AppContext } from './context';
 import type { ExecutionRouteDeps } from './deps';

@@ -10,8 +10,8 @@
 import type { Client } from '@temporalio/client';
 import http from 'node:http';
 import { loadConfigOrExit } from '../lib/config';
-import { EventTailer } from '../lib/eventLog';
-import { startExpirySweeps } from '../lib/expiry';
+import { EventTailer } from '../commands/eventLog';
+import { startExpirySweeps } from '../commands/expirySweeps';
 import { createLogger, type Logger } from '../lib/logger';
 import type { Config } from '../lib/config';
 import { connectMongo, disconnectMongo } from '../lib/mongo';

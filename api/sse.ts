@@ -17,7 +17,7 @@ import { sseConnections } from '../lib/metrics';
 import { PassThrough } from 'node:stream';
 import { check, type Schema } from '../lib/ajv';
 import { ValidationError } from '../lib/errors';
-import { EXPIRED_EVENT, lastSeq, readEvents, type EventTailer, type LoggedEvent } from '../lib/eventLog';
+import { EXPIRED_EVENT, lastSeq, readEvents, type EventTailer, type LoggedEvent } from '../commands/eventLog';
 import type { AppContext } from './context';
 import { input } from './route';
 

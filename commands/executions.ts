@@ -6,7 +6,7 @@
 import type { Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import type { Config } from '../lib/config';
-import { appendEvents, type LoggedEvent } from '../lib/eventLog';
+import { appendEvents, type LoggedEvent } from './eventLog';
 import { ExecutionAdmission } from '../lib/executionAdmission';
 import { AppError, ConflictError, NotFoundError, ServiceUnavailableError, ValidationError } from '../lib/errors';
 import { newExecutionId, newId } from '../lib/ids';

@@ -7,7 +7,7 @@ import { TypedSearchAttributes } from '@temporalio/common';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, WorkflowUpdateStage } from '@temporalio/client';
 import { AppError, NotFoundError, ServiceUnavailableError, StateConflictError, ValidationError } from '../lib/errors';
 import { newId } from '../lib/ids';
-import { readEvents, type LoggedEvent } from '../lib/eventLog';
+import { readEvents, type LoggedEvent } from './eventLog';
 import { paginate } from '../lib/pagination';
 import { Job, TERMINAL_JOB_STATUSES, type JobDoc, type JobStatus } from '../models';
 import { jobWorkflowId } from '../workflows/ids';

@@ -13,7 +13,7 @@ import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { Config } from '../lib/config';
 import { sha256Hex } from '../lib/crypto';
-import type { LoggedEvent } from '../lib/eventLog';
+import type { LoggedEvent } from './eventLog';
 import type { Logger } from '../lib/logger';
 import { insertDocument, isDuplicateKey } from '../lib/mongo';
 import { resolveModel, type ModelTool } from '../lib/providers';

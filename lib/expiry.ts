@@ -9,16 +9,15 @@
  * delete on both servers), at most once per SWEEP_INTERVAL_MS per process, remembering the last bucket swept in
  * `expiry_sweeps` (one document per collection) so a restart neither misses nor repeats buckets. Readers never
  * trust a record past its `expiresAt`; the sweep only reclaims space.
+ *
+ * Here: the fields and index of an expiring record, the registry of expiring models, the retention, and the TTL
+ * indexes. The sweep, which reads and writes the `expiry_sweeps` model, is commands/expirySweeps.ts.
  */
-import mongoose, { type Model, type Schema } from 'mongoose';
+import type { Model, Schema } from 'mongoose';
 import type { Retention } from './config';
 
 /** Width of an expiry bucket. */
 export const EXPIRY_BUCKET_MS = 60 * 60 * 1000;
-/** A process sweeps at most this often. */
-export const SWEEP_INTERVAL_MS = 5 * 60 * 1000;
-/** The first sweep of a collection looks back this many buckets. */
-const FIRST_SWEEP_BUCKETS = 48;
 
 /** Schema paths every expiring record has. */
 export const expiryPaths = {
@@ -60,11 +59,10 @@ export function retentionExpiry(
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyModel = Model<any>;
+export type AnyModel = Model<any>;
 
 const expiring: AnyModel[] = [];
 let ttlSupported: boolean | undefined;
-let lastSweepAt = 0;
 
 /**
  * Declares a schema's records as expiring: adds the bucket index (the TTL index is made by ensureExpiryIndexes,
@@ -84,13 +82,6 @@ export function registerExpiring<M extends AnyModel>(model: M): M {
   expiring.push(model);
   return model;
 }
-
-const sweepSchema = new mongoose.Schema(
-  { _id: { type: String, required: true }, lastBucket: { type: Number, required: true } },
-  { versionKey: false }
-);
-/** One document per expiring collection: the last bucket swept. */
-export const ExpirySweep = mongoose.model('ExpirySweep', sweepSchema, 'expiry_sweeps');
 
 /**
  * Creates the TTL index of every expiring collection where the server supports it (MongoDB); on a server that
@@ -112,49 +103,15 @@ export async function ensureExpiryIndexes(): Promise<boolean> {
   return supported;
 }
 
-/**
- * Deletes every record whose expiry bucket has fully passed, bucket by bucket (index-served on every server).
- * @param now the current time.
- * @returns the number of records deleted.
- */
-export async function sweepExpired(now = new Date()): Promise<number> {
-  const lastComplete = Math.floor(now.getTime() / EXPIRY_BUCKET_MS) - 1;
-  let deleted = 0;
-  for (const model of expiring) {
-    const name = model.collection.collectionName;
-    const state = await ExpirySweep.findById(name).lean<{ lastBucket: number }>();
-    const from = state ? state.lastBucket + 1 : lastComplete - FIRST_SWEEP_BUCKETS;
-    for (let bucket = from; bucket <= lastComplete; bucket++) {
-      deleted += (await model.deleteMany({ expiryBucket: bucket })).deletedCount;
-    }
-    if (from <= lastComplete)
-      await ExpirySweep.updateOne({ _id: name }, { $max: { lastBucket: lastComplete } }, { upsert: true });
-  }
-  return deleted;
+/** @returns the models registered as expiring (each through {@link registerExpiring}). */
+export function expiringModels(): readonly AnyModel[] {
+  return expiring;
 }
 
 /**
- * Sweeps in the background now and every SWEEP_INTERVAL_MS while the process runs (the api process calls it once it
- * is connected), where the server has no TTL indexes. Never throws.
- * @param onError called with a failure (logging).
- * @returns stop.
+ * @returns whether the server honours TTL indexes, as {@link ensureExpiryIndexes} found out (undefined before it
+ *   ran): where it does not, the api sweeps (commands/expirySweeps.ts).
  */
-export function startExpirySweeps(onError: (err: unknown) => void): () => void {
-  maybeSweepExpired(onError);
-  const timer = setInterval(() => maybeSweepExpired(onError), SWEEP_INTERVAL_MS);
-  timer.unref();
-  return () => clearInterval(timer);
-}
-
-/**
- * Starts a sweep in the background when the server has no TTL indexes and this process has not swept for
- * SWEEP_INTERVAL_MS. Never throws; a failed sweep is retried at the next interval.
- * @param onError called with a failure (logging).
- */
-export function maybeSweepExpired(onError: (err: unknown) => void): void {
-  if (ttlSupported !== false) return;
-  const now = Date.now();
-  if (now - lastSweepAt < SWEEP_INTERVAL_MS) return;
-  lastSweepAt = now;
-  sweepExpired(new Date(now)).catch(onError);
+export function ttlIndexesSupported(): boolean | undefined {
+  return ttlSupported;
 }

@@ -5,7 +5,7 @@
  * - Every api process runs a {@link WakeupReceiver}: a UDP socket on its HOST and an ephemeral port, registered in
  *   the `event_wakeup_targets` collection (`_id` = the target, refreshed every 10 s, expiring after 30 s).
  * - Every process that appends events (worker activities, the api itself) wakes every registered target after the
- *   stream's head has moved ({@link wakeStream}, called by lib/eventLog.ts `appendEvents`). Wake-ups of one event
+ *   stream's head has moved ({@link wakeStream}, called by commands/eventLog.ts `appendEvents`). Wake-ups of one event
  *   loop turn go out together, one datagram per target.
  * - A wake-up carries stream ids and the highest seq written to each, never events: readers always read the log
  *   (by id, gap-free), so a lost, late, duplicated or forged datagram costs at most a read. A lost one is covered by
@@ -21,21 +21,29 @@ import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import mongoose from 'mongoose';
+import mongoose, { type Collection } from 'mongoose';
 
-const targetSchema = new mongoose.Schema(
-  {
-    _id: { type: String, required: true },
-    host: { type: String, required: true },
-    port: { type: Number, required: true },
-    expiresAt: { type: Date, required: true },
-    /** Whether the process reads streams (api) or only receives cache invalidations (worker). */
-    streams: { type: Boolean, default: true },
-  },
-  { versionKey: false }
-);
-/** One document per live api process: tiny by construction, read whole by writers (docs/query-shapes.md). */
-export const WakeupTarget = mongoose.model('WakeupTarget', targetSchema, 'event_wakeup_targets');
+/** A receiver's registration (`_id` = `<advertised host>:<port>:<random>`). */
+interface TargetDoc {
+  _id: string;
+  host: string;
+  port: number;
+  expiresAt: Date;
+  /** Whether the process reads streams (api) or only receives cache invalidations (worker); absent: it reads them. */
+  streams?: boolean;
+}
+
+/**
+ * The registry of receivers, `event_wakeup_targets`: one document per live process, tiny by construction, read whole
+ * by writers (docs/query-shapes.md). It is the channel's own bookkeeping, not a record of the service, so it has no
+ * mongoose model (models/ holds those, and lib/ imports no other project folder): it is read and written through the
+ * shared connection's driver collection, as lib/mongo.ts reads its readiness probe [docs/decisions.md "Layout (issue
+ * 29, second part)"].
+ * @returns the collection.
+ */
+function targetRegistry(): Collection<TargetDoc> {
+  return mongoose.connection.collection<TargetDoc>('event_wakeup_targets');
+}
 
 /** How often a receiver renews its registration, and how long a registration lives without renewal. */
 const RENEW_MS = 10_000;
@@ -151,9 +159,13 @@ class WakeupSender {
   private async refresh(): Promise<void> {
     if (mongoose.connection.readyState !== 1) throw new Error('not connected');
     const now = new Date();
-    const docs = await WakeupTarget.find({}).lean();
+    const docs = await targetRegistry().find({}).toArray();
     const live = docs.filter((d) => d.expiresAt > now);
-    for (const d of docs) if (d.expiresAt <= now) void WakeupTarget.deleteOne({ _id: d._id }).catch(() => undefined);
+    for (const d of docs)
+      if (d.expiresAt <= now)
+        void targetRegistry()
+          .deleteOne({ _id: d._id })
+          .catch(() => undefined);
     // Host names (WAKEUP_HOST in a container) are resolved once per refresh, not once per datagram.
     const resolved = await Promise.all(
       live.map(async (d) => {
@@ -241,7 +253,7 @@ export class WakeupReceiver {
     const port = socket.address().port;
     this.id = `${advertisedHost}:${port}:${randomBytes(4).toString('hex')}`;
     const register = (): Promise<unknown> =>
-      WakeupTarget.updateOne(
+      targetRegistry().updateOne(
         { _id: this.id },
         {
           $set: {
@@ -280,7 +292,10 @@ export class WakeupReceiver {
     this.renewTimer = undefined;
     this.socket?.close();
     this.socket = undefined;
-    if (this.id) await WakeupTarget.deleteOne({ _id: this.id }).catch(() => undefined);
+    if (this.id)
+      await targetRegistry()
+        .deleteOne({ _id: this.id })
+        .catch(() => undefined);
   }
 
   private receive(msg: Buffer): void {

@@ -61,6 +61,6 @@ export const Chat = mongoose.model('Chat', schema, 'chats');
 
 /**
  * @param chatId the chat.
- * @returns the id of its durable event stream (lib/eventLog.ts), written by activities/chatStream.ts.
+ * @returns the id of its durable event stream (commands/eventLog.ts), written by activities/chatStream.ts.
  */
 export const chatStreamId = (chatId: string): string => `chat:${chatId}`;

@@ -6,6 +6,8 @@
  */
 import mongoose, { type InferSchemaType } from 'mongoose';
 import { newId } from '../lib/ids';
+// The statuses are the job workflow's: it needs them as values and may take values only from workflows/, so the model
+// takes them from there, a pure module that imports nothing [docs/decisions.md "Layout (issue 29, second part)"].
 import { JOB_STATUSES } from '../workflows/jobStates';
 
 export { JOB_STATUSES, TERMINAL_JOB_STATUSES, type JobStatus } from '../workflows/jobStates';
@@ -122,6 +124,6 @@ export const Job = mongoose.model('Job', schema, 'jobs');
 
 /**
  * @param jobId the job.
- * @returns the id of its durable event stream (lib/eventLog.ts), written by the job workflow's activities.
+ * @returns the id of its durable event stream (commands/eventLog.ts), written by the job workflow's activities.
  */
 export const jobStreamId = (jobId: string): string => `job:${jobId}`;

@@ -31,3 +31,6 @@ export * from './SkillName';
 export * from './McpServer';
 export * from './Media';
 export * from './WorkspaceReservation';
+export * from './StreamEvent';
+export * from './StreamHead';
+export * from './ExpirySweep';

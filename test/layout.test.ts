@@ -1,6 +1,7 @@
 /**
  * The import graph of the service folders [docs/decisions.md "Layout"]: no circle (type imports count: they tie
- * the files as much for a reader), and lib/ imports no other project folder, presenters/ only models/ and lib/.
+ * the files as much for a reader), and lib/ imports no other project folder, presenters/ only models/ and lib/,
+ * models/ only lib/ and the pure modules of workflows/.
  * Read from the code's own import and export statements (TypeScript's preProcessFile), so a new circle fails here.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -101,4 +102,16 @@ it('lib/ imports no other project folder; presenters/ only models/ and lib/', ()
       );
   expect(outside('lib', ['lib'])).toEqual([]);
   expect(outside('presenters', ['presenters', 'models', 'lib'])).toEqual([]);
+});
+
+it("models/ import only lib/ and the pure modules of workflows/ (a job's statuses)", () => {
+  const imported = files.filter((f) => f.startsWith('models/')).flatMap((f) => graph.get(f)!.map((t) => [f, t]));
+  expect(
+    imported
+      .filter(([, t]) => !['models/', 'lib/', 'workflows/'].some((a) => t.startsWith(a)))
+      .map((e) => e.join(' -> '))
+  ).toEqual([]);
+  // What a model takes from workflows/ is data the workflows own, in a file that imports no project file itself.
+  const fromWorkflows = imported.filter(([, t]) => t.startsWith('workflows/')).map(([, t]) => t);
+  expect(fromWorkflows.filter((t) => graph.get(t)!.length > 0)).toEqual([]);
 });

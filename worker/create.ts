@@ -6,7 +6,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { Client } from '@temporalio/client';
 import type { Duration } from '@temporalio/common';
 import { createActivities } from '../activities';
-import { HEARTBEAT_THROTTLE } from '../activities/executions';
+import { HEARTBEAT_THROTTLE } from '../activities/executionReply';
 import type { Config } from '../lib/config';
 import { temporalExtensions } from '../lib/dataConverter';
 import type { Logger } from '../lib/logger';

@@ -33,7 +33,8 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 // Only import the activity types
-import type { ExecutionActivities, FinishOutcome } from '../activities/executions';
+import type { ExecutionActivities } from '../activities/executions';
+import type { FinishOutcome } from '../activities/executionFinish';
 import { clientFailure, deadlineMessage, FAILURES, isCancelledByRequest } from './failures';
 import { EXECUTION_SHAPE } from './ids';
 import type { AgentExecutionInput, AgentExecutionOutcome } from './definitions';

@@ -7,7 +7,7 @@
 import { verifyJobEventsToken } from '../../commands/appStreams';
 import type { Schema } from '../../lib/ajv';
 import { NotFoundError, UnauthorizedError } from '../../lib/errors';
-import type { LoggedEvent } from '../../lib/eventLog';
+import type { LoggedEvent } from '../../commands/eventLog';
 import { Job, jobStreamId, TERMINAL_JOB_STATUSES, type JobStatus } from '../../models';
 import type { AppContext } from '../context';
 import { input, type RouteSpec } from '../route';

@@ -8,7 +8,7 @@
  */
 import type { EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { appendEvents, EXPIRED_EVENT, readEvents, type LoggedEvent } from '../../lib/eventLog';
+import { appendEvents, EXPIRED_EVENT, readEvents, type LoggedEvent } from '../../commands/eventLog';
 import { mcpStreamId } from '../../models';
 
 /** The SSE event name of every MCP message. */

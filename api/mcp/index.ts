@@ -30,7 +30,7 @@ import { MCP_PATH } from '../../commands/oauth';
 import type { Schema } from '../../lib/ajv';
 import { NotFoundError } from '../../lib/errors';
 import { buildInfo } from '../../lib/version';
-import { EXPIRED_EVENT } from '../../lib/eventLog';
+import { EXPIRED_EVENT } from '../../commands/eventLog';
 import { McpSession, mcpStreamId, type McpSessionDoc } from '../../models';
 import type { AppContext } from '../context';
 import type { RouteSpec } from '../route';

@@ -13,7 +13,7 @@ import { awaitExecution, startExecution } from '../../commands/executions';
 import { listTasks } from '../../commands/tasks';
 import { check, type Schema } from '../../lib/ajv';
 import { StateConflictError, type AppError } from '../../lib/errors';
-import { followEvents } from '../../lib/eventLog';
+import { followEvents } from '../../commands/eventLog';
 import { pageQueryProperties } from '../../lib/pagination';
 import { CHAT_STATUSES, TASK_PRIORITIES, TASK_STATUSES, type ExecutionDoc } from '../../models';
 import { presentCurrentAgent } from '../../presenters/agent';

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { toolEventKind } from '../../activities/chatStream';
-import { readEvents } from '../../lib/eventLog';
+import { readEvents } from '../../commands/eventLog';
 import { Execution } from '../../models';
 import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
 import { createTestApp, type TestApp } from '../helpers/app';

@@ -9,7 +9,7 @@
  */
 import { randomBytes, randomInt } from 'node:crypto';
 import { toolEventKind } from '../../activities/chatStream';
-import { readEvents } from '../../lib/eventLog';
+import { readEvents } from '../../commands/eventLog';
 import { Execution } from '../../models';
 import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
 import { createTestApp, type TestApp } from '../helpers/app';

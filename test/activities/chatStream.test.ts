@@ -5,7 +5,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { chatEventOf, mirrorEvent, mirrorToChat, type MirroredExecution } from '../../activities/chatStream';
-import { appendEvents, readEvents, type LoggedEvent } from '../../lib/eventLog';
+import { appendEvents, readEvents, type LoggedEvent } from '../../commands/eventLog';
 import { chatStreamId } from '../../models';
 import { useTestDatabase } from '../helpers/mongo';
 

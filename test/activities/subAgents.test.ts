@@ -10,7 +10,7 @@ import { toolEventKind } from '../../activities/chatStream';
 import { subAgentIds } from '../../commands/subAgents';
 import type { AuthContext } from '../../commands/tokens';
 import { organizationUsage } from '../../commands/usage';
-import { readEvents, type LoggedEvent } from '../../lib/eventLog';
+import { readEvents, type LoggedEvent } from '../../commands/eventLog';
 import { Execution, type ExecutionDoc } from '../../models';
 import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
 import { executionWorkflowId } from '../../workflows/ids';

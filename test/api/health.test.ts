@@ -6,7 +6,7 @@ import { createApp } from '../../api/app';
 import { loadToolConfig } from '../../lib/config';
 import { connectMongo, disconnectMongo } from '../../lib/mongo';
 import { createTemporal } from '../../lib/temporal';
-import { EventTailer } from '../../lib/eventLog';
+import { EventTailer } from '../../commands/eventLog';
 import { ensureMongoServer } from '../../scripts/servers/binaries';
 import { startMongoStack, type MongoStack } from '../../scripts/servers';
 import { freePort } from '../../scripts/servers/launch';

@@ -9,7 +9,7 @@ import { createApp } from '../../api/app';
 import { createTemporal, type TemporalDeps } from '../../lib/temporal';
 import type { Config } from '../../lib/config';
 import type { Logger } from '../../lib/logger';
-import { EventTailer } from '../../lib/eventLog';
+import { EventTailer } from '../../commands/eventLog';
 import { testConfig, testLogger } from './env';
 
 export interface TestApp {

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
-import { HEARTBEAT_THROTTLE } from '../../activities/executions';
+import { HEARTBEAT_THROTTLE } from '../../activities/executionReply';
 import type { Config } from '../../lib/config';
 import type { Logger } from '../../lib/logger';
 import { temporalExtensions } from '../../lib/dataConverter';

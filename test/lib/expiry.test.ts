@@ -1,5 +1,6 @@
-import { ensureExpiryIndexes, EXPIRY_BUCKET_MS, expiryFields, ExpirySweep, sweepExpired } from '../../lib/expiry';
-import { IdempotencyRecord, RateWindow } from '../../models';
+import { ensureExpiryIndexes, EXPIRY_BUCKET_MS, expiryFields } from '../../lib/expiry';
+import { sweepExpired } from '../../commands/expirySweeps';
+import { ExpirySweep, IdempotencyRecord, RateWindow } from '../../models';
 import { useTestDatabase } from '../helpers/mongo';
 
 useTestDatabase();

@@ -4,10 +4,11 @@
  * them (its clock moved past their hour instead of a long sleep), a resume past expired events is answered with an
  * `expired` event, and records and usage stay. Real api, worker, Temporal and database.
  */
-import { ExpirySweep, EXPIRY_BUCKET_MS, retentionExpiry, sweepExpired } from '../../lib/expiry';
-import { readEvents, StreamEvent, StreamHead, appendEvents } from '../../lib/eventLog';
+import { EXPIRY_BUCKET_MS, retentionExpiry } from '../../lib/expiry';
+import { sweepExpired } from '../../commands/expirySweeps';
+import { readEvents, appendEvents } from '../../commands/eventLog';
 import { recordEvent } from '../../commands/serviceEvents';
-import { Execution, ServiceEvent, WebhookDelivery } from '../../models';
+import { Execution, ExpirySweep, ServiceEvent, StreamEvent, StreamHead, WebhookDelivery } from '../../models';
 import { bearer, buildOrg } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
 import { openSse, type SseEvent } from '../helpers/sse';

@@ -33,8 +33,9 @@ import { deleteOAuthClient, listOAuthClients, revokeOAuthOfToken } from '../../c
 import { reserveWorkspaceBytes } from '../../commands/workspaceQuota';
 import { LocalDiskStorage } from '../../lib/fileStorage';
 import type { AuthContext } from '../../commands/tokens';
-import { appendEvents, lastSeq, readEvents, StreamEvent, StreamHead } from '../../lib/eventLog';
-import { EXPIRY_BUCKET_MS, expiryFields, sweepExpired } from '../../lib/expiry';
+import { appendEvents, lastSeq, readEvents } from '../../commands/eventLog';
+import { EXPIRY_BUCKET_MS, expiryFields } from '../../lib/expiry';
+import { sweepExpired } from '../../commands/expirySweeps';
 import {
   Agent,
   Chat,
@@ -50,6 +51,8 @@ import {
   SkillVersion,
   ServiceEvent,
   SpaceAgent,
+  StreamEvent,
+  StreamHead,
   WebhookDelivery,
   WorkspaceReservation,
 } from '../../models';

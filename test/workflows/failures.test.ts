@@ -3,7 +3,7 @@
  * engine and driver internals never pass through. Pure mapping logic over real Temporal failure classes.
  */
 import { ActivityFailure, ApplicationFailure, RetryState, TimeoutFailure, TimeoutType } from '@temporalio/common';
-import { providerFailure } from '../../activities/executions';
+import { providerFailure } from '../../activities/executionReply';
 import { ProviderError, ProviderIdleError, ProviderNotConfiguredError } from '../../lib/providers';
 import { clientFailure, FAILURES } from '../../workflows/failures';
 

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { Execution, Job, ServiceEvent } from '../../models';
 import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
-import { readEvents } from '../../lib/eventLog';
+import { readEvents } from '../../commands/eventLog';
 import { jobStreamId } from '../../models';
 import { createTestApp, type TestApp } from '../helpers/app';
 import { currentAs } from '../helpers/current';

@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { chatStreamId, Execution, Session } from '../../../models';
-import { appendEvents, readEvents } from '../../../lib/eventLog';
+import { appendEvents, readEvents } from '../../../commands/eventLog';
 import { CHAT_REPLAY_EVENTS } from '../../../api/current/chats.schema';
 import { startFakeAnthropic, type FakeAnthropic } from '../../../scripts/fakes/anthropic';
 import { createTestApp, type TestApp } from '../../helpers/app';

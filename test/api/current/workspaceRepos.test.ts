@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { WEBHOOK_EVENT_DATA } from '../../../api/current/webhookEvents.schema';
 import { checkResponse } from '../../../lib/ajv';
-import { readEvents } from '../../../lib/eventLog';
+import { readEvents } from '../../../commands/eventLog';
 import { repoStreamId, ServiceEvent, WorkspaceRepo } from '../../../models';
 import { createTestApp, type TestApp } from '../../helpers/app';
 import { currentAs, currentError } from '../../helpers/current';

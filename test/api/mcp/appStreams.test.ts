@@ -6,7 +6,7 @@ import { signJobEventsUrl } from '../../../commands/appStreams';
 import { createJobRecord } from '../../../commands/jobs';
 import { memberContext } from '../../../commands/tokens';
 import { jobStreamId } from '../../../models';
-import { appendEvents } from '../../../lib/eventLog';
+import { appendEvents } from '../../../commands/eventLog';
 import { serveTestApp, type TestApp } from '../../helpers/app';
 import { currentAs, currentError } from '../../helpers/current';
 import { buildOrg } from '../../helpers/factories';

@@ -5,9 +5,9 @@ import {
   EventTailer,
   lastSeq,
   readEvents,
-  StreamEvent,
   type LoggedEvent,
-} from '../../lib/eventLog';
+} from '../../commands/eventLog';
+import { StreamEvent } from '../../models';
 import { useTestDatabase } from '../helpers/mongo';
 
 useTestDatabase();

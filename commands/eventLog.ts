@@ -18,41 +18,17 @@
  * wake-up says its head moved (lib/wakeups.ts: pushed by whoever appended), and checks the heads of every stream
  * with live subscribers once per fallback tick in case a wake-up was lost. It fans events out in memory, so the
  * cost grows with the number of active streams, not with the number of connected clients.
+ *
+ * The events and heads are models (models/StreamEvent.ts, models/StreamHead.ts); the log that reads and writes them
+ * is here, below api/ and activities/, which both use it (docs/decisions.md "Layout (issue 29, second part)").
  */
-import mongoose, { type InferSchemaType } from 'mongoose';
-import { expiringSchema, expiryPaths, registerExpiring, retentionExpiry } from './expiry';
-import { wakeStream, WakeupReceiver, type Wakeup } from './wakeups';
-import { isDuplicateKey } from './mongo';
-
-const schema = new mongoose.Schema(
-  {
-    _id: { type: String, required: true },
-    streamId: { type: String, required: true },
-    seq: { type: Number, required: true },
-    /** SSE event name (`meta`, `message`, `result`, `error`, ...). */
-    event: { type: String, required: true },
-    data: { type: mongoose.Schema.Types.Mixed, required: true },
-    ...expiryPaths,
-  },
-  { timestamps: { createdAt: true, updatedAt: false }, versionKey: false, minimize: false }
-);
-expiringSchema(schema);
-
-export type StreamEventDoc = InferSchemaType<typeof schema> & { _id: string; createdAt: Date };
-export const StreamEvent = registerExpiring(mongoose.model('StreamEvent', schema, 'stream_events'));
+import { retentionExpiry } from '../lib/expiry';
+import { isDuplicateKey } from '../lib/mongo';
+import { wakeStream, WakeupReceiver, type Wakeup } from '../lib/wakeups';
+import { StreamEvent, StreamHead, type StreamEventDoc } from '../models';
 
 /** The event a read puts in place of events that expired: `{from, to, message}`, with seq `to`. */
 export const EXPIRED_EVENT = 'expired';
-
-const headSchema = new mongoose.Schema(
-  {
-    _id: { type: String, required: true },
-    /** Highest seq whose event (and every earlier one) is written. */
-    lastSeq: { type: Number, required: true },
-  },
-  { timestamps: { createdAt: false, updatedAt: true }, versionKey: false }
-);
-export const StreamHead = mongoose.model('StreamHead', headSchema, 'stream_heads');
 
 /**
  * Events fetched by one query when reading a range: the query names each event's `_id` (an `$or` of `_id`

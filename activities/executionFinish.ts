@@ -1,0 +1,304 @@
+/**
+ * The last activity of an execution, finishExecution: records its outcome once (final status, result, usage, the
+ * final stream events, the chat's messages and status, the webhook events) and releases its session. Idempotent: a
+ * retried finish writes the same things at the same keys, and one that comes after the execution was terminal
+ * answers what the first recorded.
+ */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { withChildUsage } from '../commands/subAgents';
+import { recordEvents } from '../commands/serviceEvents';
+import { cancelSubAgents } from '../commands/executions';
+import { appendEvents, readEvents, type LoggedEvent } from '../commands/eventLog';
+import { executionEnded } from '../lib/executionAdmission';
+import type { Logger } from '../lib/logger';
+import { executionDuration, executionsFinished } from '../lib/metrics';
+import { FAILURES, type FailureCode } from '../workflows/failures';
+import { chatRangeEnd, chatStatusAfter, mirrorsToChat, mirrorToChat } from './chatStream';
+import { deliveredText } from './executionEvents';
+import { totalUsage, type AttemptUsage } from './executionUsage';
+import {
+  Chat,
+  ChatMessage,
+  Execution,
+  Session,
+  TERMINAL_EXECUTION_STATUSES,
+  type ExecutionDoc,
+  type ExecutionStatus,
+} from '../models';
+
+/** What the workflow hands finishExecution: the outcome to record. */
+export interface FinishInput {
+  executionId: string;
+  status: 'completed' | 'failed' | 'cancelled';
+  /** Full reply (completed). */
+  text?: string;
+  /**
+   * Seq of the last event the reply wrote (completed, from generateReply): the stream is then known without
+   * reading it, since nothing but this finish writes after the reply; absent, the stream is read.
+   */
+  lastSeq?: number;
+  /** The completing attempt's token counts (from generateReply), written with the outcome. */
+  attemptUsage?: AttemptUsage & { attempt: number | string };
+  /** Failure message (failed), in the service's words (workflows/failures.ts). */
+  error?: string;
+  /** Failure code (failed). */
+  errorCode?: FailureCode;
+}
+
+/** What finishExecution recorded (histories recorded before it returned this hold nothing). */
+export interface FinishOutcome {
+  status: 'completed' | 'failed' | 'cancelled';
+  /** The reply (completed). */
+  text?: string;
+}
+
+/** Most execution records kept for their finish ({@link HandedOver}). */
+const MAX_HANDED_OVER = 1000;
+
+/**
+ * Execution records a completed local reply (shape 3) hands to the finish that follows it in the same workflow
+ * task, in this process: the finish then writes without reading the record again. Only what the finish reads is
+ * used (ids, turn, createdAt, the usage of earlier attempts, which the claim read after they were saved); a
+ * running execution's status is `running`. Bounded: entries whose finish runs elsewhere are dropped oldest first.
+ */
+export class HandedOver {
+  private readonly records = new Map<string, ExecutionDoc>();
+
+  /** @param exec the record of a reply that completed in this process. */
+  put(exec: ExecutionDoc): void {
+    this.records.delete(exec._id);
+    this.records.set(exec._id, exec);
+    if (this.records.size > MAX_HANDED_OVER) this.records.delete(this.records.keys().next().value!);
+  }
+
+  /**
+   * @param executionId the execution.
+   * @returns the record handed over for it, if any (once: it is dropped).
+   */
+  take(executionId: string): ExecutionDoc | undefined {
+    const exec = this.records.get(executionId);
+    this.records.delete(executionId);
+    return exec;
+  }
+}
+
+/**
+ * Waits for every write of a step, even when one fails first (a retry must not race this attempt's writes).
+ * @param work the step's writes, started together.
+ * @returns their results, in order.
+ * @throws the first failure, once all have settled.
+ */
+async function allDone<T extends readonly unknown[]>(work: T): Promise<{ -readonly [K in keyof T]: Awaited<T[K]> }> {
+  const settled = await Promise.allSettled(work);
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((r) => (r as PromiseFulfilledResult<unknown>).value) as {
+    -readonly [K in keyof T]: Awaited<T[K]>;
+  };
+}
+
+/**
+ * @param log the execution activities' logger.
+ * @param handedOver the records completed replies of this process handed over.
+ * @returns finishExecution.
+ */
+export function createFinishExecution(log: Logger, handedOver: HandedOver) {
+  /**
+   * Records the outcome once: final status, result (partial text on failure/cancel), usage, the final stream
+   * events, the chat messages, and releases the session.
+   */
+  return async function finishExecution(input: FinishInput): Promise<FinishOutcome> {
+    // A completed local reply of this process handed its record over (read when it claimed the execution); a
+    // retried finish, or one in another process, reads it.
+    const handed = handedOver.take(input.executionId);
+    const exec = handed ?? (await Execution.findById(input.executionId).lean<ExecutionDoc>());
+    if (!exec) throw ApplicationFailure.nonRetryable(`Execution ${input.executionId} not found`, 'ExecutionMissing');
+    // A completed reply says where its stream ends; only this finish writes after that (the same events at the
+    // same seqs when it is retried), so the stream is not read back.
+    const known = input.status === 'completed' && input.lastSeq !== undefined && input.text !== undefined;
+    const events = known ? [] : await readEvents(exec._id);
+    const text = input.status === 'completed' ? (input.text ?? deliveredText(events)) : deliveredText(events);
+    const { attempt: usageAttempt, ...attemptCounts } = input.attemptUsage ?? { attempt: undefined };
+    const byAttempt = {
+      ...(exec.usageByAttempt as Record<string, { inputTokens?: number; outputTokens?: number }>),
+      ...(usageAttempt !== undefined ? { [usageAttempt]: attemptCounts } : {}),
+    };
+    const usage = withChildUsage(totalUsage(byAttempt), exec.childUsage);
+    const now = new Date();
+
+    // Final events, each written once (a retried finish sees what an earlier attempt already wrote).
+    let seq = (known ? input.lastSeq! : (events.at(-1)?.seq ?? 0)) + 1;
+    const has = (pred: (e: LoggedEvent) => boolean): boolean => events.some(pred);
+    const final: LoggedEvent[] = [];
+    if (input.status === 'completed') {
+      if (!has((e) => e.event === 'message' && (e.data as { messageType?: string }).messageType === 'assistant')) {
+        final.push({
+          seq: seq++,
+          event: 'message',
+          data: { messageType: 'assistant', content: [{ type: 'text', text }] },
+        });
+      }
+      if (!has((e) => e.event === 'result' || e.event === 'error')) {
+        final.push({
+          seq: seq++,
+          event: 'result',
+          data: {
+            sessionId: exec.sessionId,
+            usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+          },
+        });
+      }
+    } else if (!has((e) => e.event === 'result' || e.event === 'error')) {
+      final.push({
+        seq: seq++,
+        event: 'error',
+        data: {
+          message: input.status === 'cancelled' ? 'Execution cancelled' : (input.error ?? FAILURES.internal.message),
+        },
+      });
+    }
+    const ownsChatRange = mirrorsToChat(exec);
+    const chatAfter = chatStatusAfter(exec, input.status, text);
+
+    // Order matters: the reply joins the history and the session is free BEFORE anyone can observe the
+    // terminal status or event, so a client may send its next message as soon as it sees the result. The same
+    // write tells the next execution where its chat events start (activities/chatStream.ts).
+    // The chat's status changes while the execution still holds the session, so the next execution's `working`
+    // always comes after it (a retried finish that already freed the session leaves the chat alone). A completed
+    // reply joins the history in the same round trip that reads who holds the session, while its message is
+    // written (nothing reads the history before the session is free).
+    const [, session] = await allDone([
+      input.status === 'completed'
+        ? ChatMessage.updateOne(
+            { _id: `${exec._id}:assistant` },
+            {
+              $setOnInsert: {
+                organizationId: exec.organizationId,
+                chatId: exec.chatId,
+                sessionId: exec.sessionId,
+                executionId: exec._id,
+                role: 'assistant',
+                content: text || ' ',
+                position: exec.turn * 2 + 1,
+              },
+            },
+            { upsert: true }
+          )
+        : undefined,
+      input.status === 'completed'
+        ? // (no projection: the embedded database's findAndModify does not take one)
+          Session.findOneAndUpdate({ _id: exec.sessionId }, { $addToSet: { history: exec._id } }).lean()
+        : Session.findById(exec.sessionId).select({ activeExecutionId: 1 }).lean(),
+    ] as const);
+    if (session?.activeExecutionId === exec._id)
+      await Chat.updateOne(
+        { _id: exec.chatId },
+        {
+          $set: {
+            status: chatAfter.status,
+            ...(text ? { lastMessage: text.slice(0, 500) } : {}),
+          },
+        }
+      );
+    await Session.updateOne(
+      { _id: exec.sessionId, activeExecutionId: exec._id },
+      {
+        $set: {
+          activeExecutionId: null,
+          ...(ownsChatRange ? { chatStreamSeq: chatRangeEnd(exec, seq - 1) } : {}),
+        },
+      }
+    );
+
+    // A retried finish carries the same input, so rewriting the outcome is harmless; a terminal execution is
+    // left as it is.
+    const terminal = TERMINAL_EXECUTION_STATUSES.includes(exec.status as ExecutionStatus);
+    if (!terminal)
+      await Execution.updateOne(
+        { _id: exec._id },
+        {
+          $set: {
+            status: input.status,
+            result: text,
+            error:
+              input.status === 'failed'
+                ? {
+                    message: input.error ?? FAILURES.internal.message,
+                    code: input.errorCode ?? FAILURES.internal.code,
+                  }
+                : input.status === 'cancelled'
+                  ? { message: 'Execution cancelled', code: 'cancelled' }
+                  : null,
+            usage,
+            ...(usageAttempt !== undefined ? { [`usageByAttempt.${usageAttempt}`]: attemptCounts } : {}),
+            completedAt: now,
+          },
+        }
+      );
+
+    // The final stream events and the service events (webhooks, keyed so a retried finish records nothing new; a
+    // cancelled execution has none) both follow the terminal status, and are written together.
+    const finalStatus = terminal ? (exec.status as ExecutionStatus) : input.status;
+    const streamed = async (): Promise<void> => {
+      await appendEvents(exec._id, final);
+      if (ownsChatRange) await mirrorToChat(exec, [...events, ...final], input.status, text);
+    };
+    await allDone([
+      streamed(),
+      recordEvents(exec.organizationId, [
+        ...(input.status !== 'cancelled' && (finalStatus === 'completed' || finalStatus === 'failed')
+          ? [
+              {
+                type: finalStatus === 'completed' ? ('execution.completed' as const) : ('execution.failed' as const),
+                data: {
+                  executionId: exec._id,
+                  agentId: exec.agentId,
+                  chatId: exec.chatId,
+                  status: finalStatus,
+                  ...(finalStatus === 'failed'
+                    ? {
+                        error: {
+                          message: input.error ?? FAILURES.internal.message,
+                          code: input.errorCode ?? FAILURES.internal.code,
+                        },
+                      }
+                    : {}),
+                  usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+                },
+                key: `${exec._id}:finished`,
+              },
+            ]
+          : []),
+        {
+          type: 'chat.status_changed',
+          data: {
+            chatId: exec.chatId,
+            status: chatAfter.status,
+            executionId: exec._id,
+            ...(chatAfter.review ? { review: chatAfter.review } : {}),
+          },
+          key: `${exec._id}:chat-status:final`,
+        },
+      ]),
+    ]);
+
+    // Sub-agents still running stop with their parent (commands/subAgents.ts).
+    if (input.status !== 'completed')
+      await Promise.resolve()
+        .then(() => cancelSubAgents(Context.current().client, exec))
+        .catch((err: unknown) => log.warn({ err, executionId: exec._id }, 'could not cancel sub-agents'));
+    if (!terminal) {
+      executionsFinished.inc({ status: finalStatus });
+      executionDuration.observe({ status: finalStatus }, (Date.now() - new Date(exec.createdAt).getTime()) / 1000);
+    }
+    log.info({ executionId: exec._id, status: input.status, usage }, 'execution finished');
+    // Its admission slot, when this process admitted it (lib/executionAdmission.ts), is free for the next one.
+    executionEnded(exec._id);
+    // The outcome as recorded: a finish that came after the execution was already terminal (the workflow task was
+    // run again because a cancel arrived as it completed) answers what the first one recorded.
+    return finalStatus === 'completed'
+      ? { status: finalStatus, text: terminal ? (exec.result ?? '') : text }
+      : { status: finalStatus as 'failed' | 'cancelled' };
+  };
+}
