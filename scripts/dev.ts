@@ -92,7 +92,7 @@ async function main(): Promise<void> {
     ...(config.encryptionKey ? {} : { ENCRYPTION_KEY: devEncryptionKey(config.dataDir) }),
   });
   // The service processes run plain node on the sources transpiled into dist/ (only what changed since the last
-  // start; no type checking, as with tsx): a TypeScript loader in each would hold about 70 MiB more
+  // start; no type checking, as with tsx): a TypeScript loader in each would hold about 45 MiB more
   // (docs/benchmarks.md "Memory of the service process"). One node process per child, so stop signals reach our
   // handlers directly.
   const built = transpileForDev(projectRoot());

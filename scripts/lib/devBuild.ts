@@ -3,10 +3,10 @@
  * TypeScript source that `npm run build` compiles (tsconfig.build.json) is transpiled into dist/ with the same
  * layout and TypeScript's own emit, file by file and without type checking (what tsx did when each module loaded;
  * `npm run typecheck` checks types). Only sources changed since their last transpile are transpiled again. The service
- * processes then run plain node: no TypeScript loader in them, which held about 70 MiB of each one's resident memory
- * (docs/benchmarks.md "Memory of the service process").
+ * processes then run plain node: no TypeScript loader in them (it held about 45 MiB of each one's resident memory:
+ * docs/benchmarks.md "Memory of the service process").
  */
-import { mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 
@@ -40,8 +40,11 @@ export function transpileForDev(root: string): { outDir: string; written: number
     if (outTime !== undefined && Math.abs(outTime - mtime.getTime()) < 1) continue;
     const { outputText } = ts.transpileModule(readFileSync(file, 'utf8'), { compilerOptions, fileName: file });
     mkdirSync(path.dirname(out), { recursive: true });
-    writeFileSync(out, outputText);
-    utimesSync(out, mtime, mtime);
+    // Written beside it and renamed: a process starting meanwhile (another launcher, a test) never loads half a file.
+    const tmp = `${out}.${process.pid}.tmp`;
+    writeFileSync(tmp, outputText);
+    utimesSync(tmp, mtime, mtime);
+    renameSync(tmp, out);
     written++;
   }
   return { outDir, written, total: sources.length };
