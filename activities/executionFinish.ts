@@ -165,51 +165,55 @@ export function createFinishExecution(log: Logger, handedOver: HandedOver) {
     // terminal status or event, so a client may send its next message as soon as it sees the result. The same
     // write tells the next execution where its chat events start (activities/chatStream.ts).
     // The chat's status changes while the execution still holds the session, so the next execution's `working`
-    // always comes after it (a retried finish that already freed the session leaves the chat alone). A completed
-    // reply joins the history in the same round trip that reads who holds the session, while its message is
-    // written (nothing reads the history before the session is free).
-    const [, session] = await allDone([
-      input.status === 'completed'
-        ? ChatMessage.updateOne(
-            { _id: `${exec._id}:assistant` },
-            {
-              $setOnInsert: {
-                organizationId: exec.organizationId,
-                chatId: exec.chatId,
-                sessionId: exec.sessionId,
-                executionId: exec._id,
-                role: 'assistant',
-                content: text || ' ',
-                position: exec.turn * 2 + 1,
-              },
-            },
-            { upsert: true }
-          )
-        : undefined,
-      input.status === 'completed'
-        ? // (no projection: the embedded database's findAndModify does not take one)
-          Session.findOneAndUpdate({ _id: exec.sessionId }, { $addToSet: { history: exec._id } }).lean()
-        : Session.findById(exec.sessionId).select({ activeExecutionId: 1 }).lean(),
-    ] as const);
-    if (session?.activeExecutionId === exec._id)
-      await Chat.updateOne(
-        { _id: exec.chatId },
+    // always comes after it (a retried finish that already freed the session leaves the chat alone). Otherwise (a
+    // finish that reads the record) a completed reply joins the history in the same round trip that reads who holds
+    // the session, while its message is written (nothing reads the history before the session is free).
+    const completed = input.status === 'completed';
+    const assistantMessage = (): Promise<unknown> =>
+      ChatMessage.updateOne(
+        { _id: `${exec._id}:assistant` },
         {
-          $set: {
-            status: chatAfter.status,
-            ...(text ? { lastMessage: text.slice(0, 500) } : {}),
+          $setOnInsert: {
+            organizationId: exec.organizationId,
+            chatId: exec.chatId,
+            sessionId: exec.sessionId,
+            executionId: exec._id,
+            role: 'assistant',
+            content: text || ' ',
+            position: exec.turn * 2 + 1,
           },
-        }
-      );
-    await Session.updateOne(
-      { _id: exec.sessionId, activeExecutionId: exec._id },
-      {
-        $set: {
-          activeExecutionId: null,
-          ...(ownsChatRange ? { chatStreamSeq: chatRangeEnd(exec, seq - 1) } : {}),
         },
-      }
-    );
+        { upsert: true }
+      );
+    const chatStatus = (): Promise<unknown> =>
+      Chat.updateOne(
+        { _id: exec.chatId },
+        { $set: { status: chatAfter.status, ...(text ? { lastMessage: text.slice(0, 500) } : {}) } }
+      );
+    const release = {
+      $set: { activeExecutionId: null, ...(ownsChatRange ? { chatStreamSeq: chatRangeEnd(exec, seq - 1) } : {}) },
+    };
+    if (handed) {
+      // The finish right after this process's own reply: no finish of this execution ran before it (a retried or
+      // repeated one reads the record), and only a finish frees a session, so the session is still held by this
+      // execution without reading it. The chat's status goes with the message; then the reply joins the history in
+      // the same write that frees the session (the message is already there when the next turn reads the history).
+      await allDone([completed ? assistantMessage() : undefined, chatStatus()] as const);
+      await Session.updateOne(
+        { _id: exec.sessionId, activeExecutionId: exec._id },
+        completed ? { ...release, $addToSet: { history: exec._id } } : release
+      );
+    } else {
+      const [, session] = await allDone([
+        completed ? assistantMessage() : undefined,
+        completed
+          ? // (no projection: the embedded database's findAndModify does not take one)
+            Session.findOneAndUpdate({ _id: exec.sessionId }, { $addToSet: { history: exec._id } }).lean()
+          : Session.findById(exec.sessionId).select({ activeExecutionId: 1 }).lean(),
+      ] as const);
+      if (session?.activeExecutionId === exec._id) await chatStatus();
+      await Session.updateOne({ _id: exec.sessionId, activeExecutionId: exec._id }, release);
+    }
 
     // A retried finish carries the same input, so rewriting the outcome is harmless; a terminal execution is
     // left as it is.

@@ -152,7 +152,8 @@ export interface ReplyLimits {
  * stored on their execution, which the api wrote for one organization.
  */
 async function announceRunning(exec: ExecutionDoc): Promise<void> {
-  await Chat.updateOne({ _id: exec.chatId }, { $set: { status: chatStatusOf('running') } });
+  // A chat the api created with this execution already shows `working` (commands/executions.ts).
+  if (!exec.chatShowsWorking) await Chat.updateOne({ _id: exec.chatId }, { $set: { status: chatStatusOf('running') } });
   await recordEvent({
     type: 'chat.status_changed',
     organizationId: exec.organizationId,

@@ -126,7 +126,7 @@ export function record(properties: Record<string, Schema>, optional: string[] = 
 }
 
 /**
- * The `expired` event every stream may carry (lib/eventLog.ts `readEvents`; docs/decisions.md "Retention"), listed
+ * The `expired` event every stream may carry (commands/eventLog.ts `readEvents`; docs/decisions.md "Retention"), listed
  * with each stream's own events.
  */
 export const expiredEvent: Schema = {

@@ -164,7 +164,8 @@ export async function streamEvents(ctx: AppContext, opts: SseOptions): Promise<v
   head = await lastSeq(opts.streamId);
   const from = Math.min(opts.afterSeq, Math.max(head - 1, 0));
   let read = from;
-  for (const e of await readEvents(opts.streamId, from)) {
+  // The head just read bounds the replay (events after it come through the tailer, which reads the head again).
+  for (const e of await readEvents(opts.streamId, from, undefined, head)) {
     read = e.seq;
     send(e);
   }

@@ -228,7 +228,9 @@ export async function createAgent(
     await agentsChanged(organizationId);
     throw failed.reason;
   }
-  await agentsChanged(organizationId);
+  // A new agent is in no process's agent cache (a miss is not kept): only the organization's list pages go, and the
+  // cached agents every execution reads stay.
+  await invalidate(AGENT_LISTS, organizationId);
   return (agent as PromiseFulfilledResult<Record<string, unknown>>).value as AgentDoc;
 }
 

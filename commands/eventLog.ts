@@ -4,10 +4,10 @@
  * retried by an activity can never create a second copy. Each stream has one writer at a time.
  *
  * Every access is a point read or write by `_id`: a stream's head (`stream_heads`, `{_id: streamId, lastSeq}`)
- * says how far it goes, and events are fetched by their deterministic ids, so every read touches exactly the events
- * it returns on MongoDB and on the embedded database, which pushes down only top-level equality (a `seq` range
- * would touch the whole stream: docs/query-shapes.md). Writers insert events first and raise the head after, so a
- * reader never sees a gap.
+ * says how far it goes (a stream's first event alone is written without a head: no head means at most event 1), and
+ * events are fetched by their deterministic ids, so every read touches exactly the events it returns on MongoDB and
+ * on the embedded database, which pushes down only top-level equality (a `seq` range would touch the whole stream:
+ * docs/query-shapes.md). Writers insert events first and raise the head after, so a reader never sees a gap.
  *
  * Events expire STREAM_EVENT_RETENTION after they were written (lib/expiry.ts; docs/decisions.md "Retention"),
  * oldest first; heads stay. A read that meets a missing event below the head (it expired) says so with one
@@ -80,8 +80,11 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
       );
     }
   }
-  await StreamHead.updateOne({ _id: streamId }, { $max: { lastSeq: events[events.length - 1].seq } }, { upsert: true });
-  wakeStream(streamId, events[events.length - 1].seq);
+  const last = events[events.length - 1].seq;
+  // An append that ends at seq 1 is the stream's first event alone (an execution's `meta`, an MCP stream's first
+  // message): it raises no head, since a stream without one holds its first event at most ({@link lastSeq}).
+  if (last > 1) await StreamHead.updateOne({ _id: streamId }, { $max: { lastSeq: last } }, { upsert: true });
+  wakeStream(streamId, last);
 }
 
 /**
@@ -140,10 +143,16 @@ function expiredEvent(from: number, to: number): LoggedEvent {
  * @param streamId the stream.
  * @param afterSeq return events with seq greater than this.
  * @param limit most seqs to cover.
+ * @param head the stream's head when the caller just read it ({@link lastSeq}): not read again.
  * @returns events in seq order.
  */
-export async function readEvents(streamId: string, afterSeq = 0, limit = 10_000): Promise<LoggedEvent[]> {
-  const last = await lastSeq(streamId);
+export async function readEvents(
+  streamId: string,
+  afterSeq = 0,
+  limit = 10_000,
+  head?: number
+): Promise<LoggedEvent[]> {
+  const last = head ?? (await lastSeq(streamId));
   if (last <= afterSeq) return [];
   const to = Math.min(last, afterSeq + limit);
   const out: LoggedEvent[] = [];
@@ -166,7 +175,9 @@ export async function readEvents(streamId: string, afterSeq = 0, limit = 10_000)
  */
 export async function lastSeq(streamId: string): Promise<number> {
   const head = await StreamHead.findById(streamId).lean<{ lastSeq: number }>();
-  return head?.lastSeq ?? 0;
+  if (head) return head.lastSeq;
+  // No head yet: the stream is empty or holds only its first event, written without one (appendEvents).
+  return (await StreamEvent.exists({ _id: eventId(streamId, 1) })) ? 1 : 0;
 }
 
 /**

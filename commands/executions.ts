@@ -21,6 +21,7 @@ import { whileTemporalAnswers, type TemporalDeps } from '../lib/temporal';
 import {
   Chat,
   ChatMessage,
+  chatStatusOf,
   Execution,
   Session,
   SessionTurn,
@@ -72,7 +73,8 @@ export interface ExecutionDeps {
  * Finds the conversation an execution continues, or opens a new one. A session created here is created already
  * held by the execution (`activeExecutionId`, turn 1), so a new conversation needs no lock round trip.
  * @param defaultSpace the default space id when the caller already looked it up (a new conversation names none).
- * @returns the chat and the session, and whether the session still has to be locked.
+ * @returns the chat and the session, whether the session still has to be locked, and whether the chat was created
+ *   here (then already showing its execution's status: `working`).
  */
 async function resolveConversation(
   auth: AuthContext,
@@ -81,7 +83,7 @@ async function resolveConversation(
   executionId: string,
   input: ExecuteInput,
   defaultSpace?: string
-): Promise<{ chat: ChatDoc; session: SessionDoc; needsLock: boolean }> {
+): Promise<{ chat: ChatDoc; session: SessionDoc; needsLock: boolean; createdChat?: boolean }> {
   const org = auth.organizationId;
   const newSession = (chatId: string, sessionId = newId('ses')): Promise<SessionDoc> =>
     insertDocument(Session, {
@@ -127,7 +129,8 @@ async function resolveConversation(
   } else {
     spaceId = defaultSpace ?? (await defaultSpaceId(auth));
   }
-  // Both ids are made here, so the chat and its session are written together.
+  // Both ids are made here, so the chat and its session are written together. The chat is created showing its
+  // execution's status (pending: `working`), so the reply does not write it again when it starts.
   const chatId = newId('chat');
   const sessionId = newId('ses');
   const [chat, session] = await Promise.all([
@@ -139,10 +142,11 @@ async function resolveConversation(
       ownerId: auth.userId,
       title: agentName,
       sessionId,
+      status: chatStatusOf('pending'),
     }) as Promise<ChatDoc>,
     newSession(chatId, sessionId),
   ]);
-  return { chat, session, needsLock: false };
+  return { chat, session, needsLock: false, createdChat: true };
 }
 
 /** A turn claim older than this whose session never became busy belongs to a request that died in between. */
@@ -200,6 +204,8 @@ export interface PendingExecution {
   jobId?: string | null;
   chatSeqBase: number;
   mediaIds?: string[];
+  /** The api created the chat with this execution, already showing `working`: the reply does not write it. */
+  chatShowsWorking?: boolean;
 }
 
 const ignoreDuplicate = (err: unknown): void => {
@@ -370,7 +376,7 @@ async function startAdmitted(
   ]);
   const executionId = newExecutionId();
   named(executionId);
-  const { chat, session, needsLock } = await resolveConversation(
+  const { chat, session, needsLock, createdChat } = await resolveConversation(
     auth,
     agent._id,
     agent.name,
@@ -402,7 +408,11 @@ async function startAdmitted(
     }
   }
   const release = (): Promise<unknown> =>
-    Session.updateOne({ _id: session._id, activeExecutionId: executionId }, { $set: { activeExecutionId: null } });
+    Promise.all([
+      Session.updateOne({ _id: session._id, activeExecutionId: executionId }, { $set: { activeExecutionId: null } }),
+      // A chat created for this execution goes back to the status it had before (the default) when it never runs.
+      createdChat ? Chat.updateOne({ _id: chat._id }, { $set: { status: 'standby' } }) : undefined,
+    ]);
   try {
     // The chat's model option wins over the agent's (PATCH /api/chats/{id}/options).
     const resolved = resolveModel(chat.model ?? agent.model, deps.config);
@@ -435,6 +445,7 @@ async function startAdmitted(
       source: input.source,
       chatSeqBase: locked.chatStreamSeq ?? 0,
       mediaIds: input.mediaIds,
+      ...(createdChat ? { chatShowsWorking: true } : {}),
     });
     try {
       // Eager start when this process runs a worker (ARCHITECTURE.md §1): the first workflow task, which runs the

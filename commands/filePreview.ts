@@ -3,7 +3,6 @@
  * thumbnail (sharp, at most 256×256, inside a pixel budget); text, Markdown and source code → the first `max_bytes`
  * bytes as UTF-8 with the detected type; anything else → metadata only.
  */
-import sharp from 'sharp';
 import type { AuthContext } from './tokens';
 import { findWorkspace, type FilesDeps } from './workspaceFiles';
 import { NotFoundError } from '../lib/errors';
@@ -31,6 +30,8 @@ function asText(head: Buffer, truncated: boolean): string | null {
 }
 
 async function imagePreview(bytes: Buffer): Promise<Pick<Preview, 'image' | 'thumbnail' | 'contentType'> | undefined> {
+  // Loaded on first use: a process that never previews an image does not hold the library (about 19 MiB).
+  const { default: sharp } = await import('sharp');
   try {
     const input = sharp(bytes, { limitInputPixels: IMAGE_MAX_PIXELS });
     const meta = await input.metadata();

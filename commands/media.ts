@@ -6,7 +6,6 @@
  */
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import sharp from 'sharp';
 import type { AuthContext } from './tokens';
 import type { Config } from '../lib/config';
 import {
@@ -100,6 +99,8 @@ export function tooLarge(deps: MediaDeps): StorageLimitError {
 
 /** @returns an image's pixel size, read from its header. @throws 415 when the header does not decode. */
 async function imageSize(content: Buffer, type: MediaType): Promise<{ width: number; height: number }> {
+  // Loaded on first use: a process that never receives an image does not hold the library (about 19 MiB).
+  const { default: sharp } = await import('sharp');
   try {
     const meta = await sharp(content).metadata();
     if (meta.width && meta.height) return { width: meta.width, height: meta.height };

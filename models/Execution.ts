@@ -64,6 +64,11 @@ const schema = new mongoose.Schema(
      * `chatStreamSeq` when it took the session (activities/chatStream.ts).
      */
     chatSeqBase: { type: Number, default: 0 },
+    /**
+     * The api created the chat with this execution, already showing `working` (commands/executions.ts): the reply
+     * does not write the chat's status when it starts. Unset otherwise.
+     */
+    chatShowsWorking: { type: Boolean },
     /** The `x-request-id` of the request that started it (a job's iteration: the job's) [docs/decisions.md "Observability: request ids"]. */
     requestId: { type: String, default: null },
     startedAt: { type: Date, default: null },

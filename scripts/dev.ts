@@ -2,8 +2,10 @@
  * `npm run dev`: the whole service on one machine. Starts the embedded servers that the configuration does not
  * name (MongoDB on 127.0.0.1:27017, FerretDB over an embedded PostgreSQL on a free port, and the Temporal dev server
  * on 127.0.0.1:7233 with its Web UI on :8233, data in .data/; DEV_*_PORT change the ports), then the service process
- * (HTTP and workflows, worker/service.ts) and WORKER_PROCESSES worker-only processes (pretty logs), all under the supervisor (scripts/lib/supervisor.ts: a part that dies is restarted with
- * backoff on the same port and data), prints the addresses and the admin command, and stops everything on Ctrl-C.
+ * (HTTP and workflows, worker/service.ts) and WORKER_PROCESSES worker-only processes (pretty logs), run as JavaScript
+ * transpiled into dist/ at start (scripts/lib/devBuild.ts), all under the supervisor (scripts/lib/supervisor.ts: a
+ * part that dies is restarted with backoff on the same port and data), prints the addresses and the admin command,
+ * and stops everything on Ctrl-C.
  * The servers' addresses are written to .data/servers.json for the admin CLI.
  */
 import { randomBytes } from 'node:crypto';
@@ -13,6 +15,7 @@ import { childEnv, loadConfigOrExit, loadToolConfig } from '../lib/config';
 import { lockDataDir, ProvisionError, serverUnits, type ServerUnits } from './servers';
 import { projectRoot } from './servers/paths';
 import { bundleWorkflowsTo } from './lib/workflowBundle';
+import { transpileForDev } from './lib/devBuild';
 import { spawnUnit, supervise, workerNames, type Started } from './lib/supervisor';
 
 const say = (line: string): void => void process.stderr.write(`[dev] ${line}\n`);
@@ -88,20 +91,23 @@ async function main(): Promise<void> {
     LOG_PRETTY: 'true',
     ...(config.encryptionKey ? {} : { ENCRYPTION_KEY: devEncryptionKey(config.dataDir) }),
   });
-  // `node --import tsx` runs the TypeScript sources in one process per child, so stop signals reach our handlers
-  // directly (the tsx CLI adds a relaying parent process).
-  const root = projectRoot();
+  // The service processes run plain node on the sources transpiled into dist/ (only what changed since the last
+  // start; no type checking, as with tsx): a TypeScript loader in each would hold about 45 MiB more
+  // (docs/benchmarks.md "Memory of the service process"). One node process per child, so stop signals reach our
+  // handlers directly.
+  const built = transpileForDev(projectRoot());
+  if (built.written > 0) say(`transpiled ${built.written} of ${built.total} sources into ${built.outDir}`);
   const service = (entry: string): (() => Promise<Started>) =>
-    spawnUnit({ command: process.execPath, args: ['--import', 'tsx', path.join(root, entry)], env, graceMs: 10_000 });
+    spawnUnit({ command: process.execPath, args: [path.join(built.outDir, entry)], env, graceMs: 10_000 });
   const serverNames = servers.units.map((u) => u.name);
   const sup = supervise(
     [
       ...servers.units,
       // The service process serves HTTP and runs workflows (eager starts); worker-only processes add capacity.
-      { name: 'service', start: service('worker/service.ts'), after: serverNames },
+      { name: 'service', start: service('worker/service.js'), after: serverNames },
       ...workerNames(config.workerProcesses).map((name) => ({
         name,
-        start: service('worker/index.ts'),
+        start: service('worker/index.js'),
         after: serverNames,
       })),
     ],

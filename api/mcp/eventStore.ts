@@ -1,5 +1,5 @@
 /**
- * The MCP transport's EventStore over the durable event log (lib/eventLog.ts): every message the server sends on
+ * The MCP transport's EventStore over the durable event log (commands/eventLog.ts): every message the server sends on
  * a POST's event stream is appended to `mcp:<sessionId>:<streamId>` with a gap-free seq before it is written to the
  * client, under the SSE id `<streamId>.<seq>`. A client whose stream broke resumes with `GET /mcp` and
  * `Last-Event-ID` on any api instance (api/mcp/transport.ts replays the log, then follows it live until the

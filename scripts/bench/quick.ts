@@ -3,7 +3,8 @@
  * given concurrency and the CPU each costs in every process of the stack (api, worker, Temporal, FerretDB,
  * PostgreSQL, and this process: the client and the fake model). CPU per execution is read from /proc for the
  * stack's own processes, so it holds even when other work shares the machine, unlike the rate.
- * QUICK_TOTAL (300), QUICK_CONCURRENCY (20), QUICK_MESSAGE ('[chunks:200] hi': a 200-delta reply); BENCH_CPU_PROF=<dir>
+ * QUICK_TOTAL (300), QUICK_CONCURRENCY (20), QUICK_MESSAGE ('[chunks:200] hi': a 200-delta reply), QUICK_SCENARIO
+ * (`create`: agents created instead of executions, the yardstick's create phase); BENCH_CPU_PROF=<dir>
  * for CPU profiles of the api and the worker (scripts/bench/stack.ts). Ends with the api's and the worker's resident
  * memory (VmRSS, and its peak).
  */
@@ -12,7 +13,7 @@ import { bootstrapOrganization } from '../../commands/bootstrap';
 import { connectMongo, disconnectMongo } from '../../lib/mongo';
 import { memoryOf } from '../lib/proc';
 import { ApiClient } from './client';
-import { executeJson, throughput } from './scenarios';
+import { createAgentOnce, executeJson, inLanes, throughput } from './scenarios';
 import { BENCH_DB, cpuSecondsByProcess, startStack } from './stack';
 import { fmtMs, percentile } from './stats';
 
@@ -20,6 +21,8 @@ const say = (line: string): void => void process.stderr.write(`[quick] ${line}\n
 const TOTAL = Number(process.env.QUICK_TOTAL ?? 300);
 const CONCURRENCY = Number(process.env.QUICK_CONCURRENCY ?? 20);
 const MESSAGE = process.env.QUICK_MESSAGE ?? '[chunks:200] hi';
+/** QUICK_SCENARIO=create: agents created (`POST /api/v1/agents`, as the yardstick's create phase) instead. */
+const CREATE = process.env.QUICK_SCENARIO === 'create';
 
 async function main(): Promise<void> {
   const stack = await startStack(say);
@@ -32,13 +35,18 @@ async function main(): Promise<void> {
     const client = new ApiClient(stack.apiUrl, boot.apiToken);
     const agent = await client.json<{ id: string }>('POST', '/api/v1/agents', { name: 'Q', systemPrompt: 'x' });
     await executeJson(client, agent.body.id, 'warm-up', 90_000);
-    await throughput(client, agent.body.id, 40, CONCURRENCY, MESSAGE);
+    const run = (total: number): ReturnType<typeof throughput> =>
+      CREATE
+        ? inLanes(total, CONCURRENCY, () => createAgentOnce(client))
+        : throughput(client, agent.body.id, total, CONCURRENCY, MESSAGE);
+    await run(40);
     const before = cpuSecondsByProcess(stack, 'bench');
-    const tp = await throughput(client, agent.body.id, TOTAL, CONCURRENCY, MESSAGE);
+    const tp = await run(TOTAL);
     const after = cpuSecondsByProcess(stack, 'bench');
     const done = tp.total - tp.failures.length;
+    const what = CREATE ? 'agents created' : 'executions';
     say(
-      `${done} executions at concurrency ${CONCURRENCY}: ${((done / tp.wallMs) * 1000).toFixed(1)} exec/s, ${tp.failures.length} failed`
+      `${done} ${what} at concurrency ${CONCURRENCY}: ${((done / tp.wallMs) * 1000).toFixed(1)}/s, ${tp.failures.length} failed`
     );
     say(`latency p50 ${fmtMs(percentile(tp.latencies, 50))}, p99 ${fmtMs(percentile(tp.latencies, 99))}`);
     let total = 0;
@@ -48,7 +56,7 @@ async function main(): Promise<void> {
       total += ms;
       rows.push(`${name} ${ms.toFixed(1)}`);
     }
-    say(`CPU ms per execution: ${rows.join(', ')}; total ${total.toFixed(1)}`);
+    say(`CPU ms per ${CREATE ? 'agent created' : 'execution'}: ${rows.join(', ')}; total ${total.toFixed(1)}`);
     const load = os
       .loadavg()
       .map((l) => l.toFixed(2))

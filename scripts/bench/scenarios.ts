@@ -174,6 +174,21 @@ export async function throughput(
   concurrency: number,
   message: string
 ): Promise<ThroughputResult> {
+  return inLanes(total, concurrency, () => executeJson(client, agentId, message, 60_000));
+}
+
+/**
+ * Runs an operation `total` times, `concurrency` at a time.
+ * @param total how many times.
+ * @param concurrency how many at once.
+ * @param op one operation; resolves with its latency in ms.
+ * @returns wall time, latencies of the successful operations, and the failures.
+ */
+export async function inLanes(
+  total: number,
+  concurrency: number,
+  op: () => Promise<number>
+): Promise<ThroughputResult> {
   const latencies: number[] = [];
   const failures: Failure[] = [];
   let next = 0;
@@ -182,7 +197,7 @@ export async function throughput(
     while (next < total) {
       const index = next++;
       try {
-        latencies.push(await executeJson(client, agentId, message, 60_000));
+        latencies.push(await op());
       } catch (err) {
         failures.push({ index, reason: err instanceof Error ? err.message : String(err) });
       }
@@ -190,4 +205,21 @@ export async function throughput(
   };
   await Promise.all(Array.from({ length: concurrency }, lane));
   return { total, concurrency, wallMs: performance.now() - started, latencies, failures };
+}
+
+/**
+ * Creates an agent (`POST /api/v1/agents`, the yardstick's body).
+ * @param client the api client.
+ * @returns the latency in ms.
+ * @throws when the answer is not 200.
+ */
+export async function createAgentOnce(client: ApiClient): Promise<number> {
+  const started = performance.now();
+  const res = await client.json('POST', '/api/v1/agents', {
+    name: 'bench-agent',
+    systemPrompt: 'You are a benchmark agent.',
+    role: 'Assistant',
+  });
+  if (res.status !== 200) throw new Error(`create agent answered ${res.status}`);
+  return performance.now() - started;
 }

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { childEnv, loadToolConfig } from '../../lib/config';
 import { bundleWorkflowsTo } from '../lib/workflowBundle';
+import { transpileForDev } from '../lib/devBuild';
 import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic';
 import { freePort, provisionServers, type Provisioned } from '../servers';
 import { projectRoot } from '../servers/paths';
@@ -56,8 +57,8 @@ export interface Stack {
 }
 
 /**
- * A service process (`node --import tsx <entry>` like scripts/dev.ts, so the pid is the service's own node process
- * and /proc/<pid> describes it, not a tsx wrapper) under the supervisor, without restarts: a crash fails the run.
+ * A service process (`node dist/<entry>.js` like scripts/dev.ts, so the pid is the service's own node process and
+ * /proc/<pid> describes it) under the supervisor, without restarts: a crash fails the run.
  */
 function serviceUnit(
   name: 'api' | 'worker',
@@ -82,11 +83,13 @@ function serviceUnit(
   const spawnIt = spawnUnit({
     command: process.execPath,
     // BENCH_CPU_PROF=<dir>: V8 CPU profiles of the api and the worker, written there when they stop.
+    // The sources transpiled into dist/ as `npm run dev` runs them (scripts/lib/devBuild.ts); BENCH_TSX=1: through
+    // tsx instead (what `npm run dev` ran before).
     args: [
       ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
-      '--import',
-      'tsx',
-      path.join(projectRoot(), script),
+      ...(process.env.BENCH_TSX === '1'
+        ? ['--import', 'tsx', path.join(projectRoot(), script)]
+        : [path.join(transpileForDev(projectRoot()).outDir, script.replace(/\.ts$/, '.js'))]),
     ],
     cwd: projectRoot(),
     env,
