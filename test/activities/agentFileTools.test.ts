@@ -5,60 +5,34 @@
  * killed right after a tool call ran: the new worker continues from the recorded result and never runs the call
  * again.
  */
-import { randomBytes } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { toolEventKind } from '../../activities/chatStream';
 import { readEvents } from '../../commands/eventLog';
 import { Execution } from '../../models';
-import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
-import { createTestApp, type TestApp } from '../helpers/app';
 import { chatFinished, currentAs, startChat } from '../helpers/current';
 import { childTestEnv } from '../helpers/env';
-import { bearer, buildOrg } from '../helpers/factories';
+import { bearer, buildAgent, buildOrg, buildWorkspace } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
 import { spawnScript, type Spawned } from '../helpers/processes';
 import { waitForEvent } from '../helpers/sse';
-import { startTestWorker, type TestWorker } from '../helpers/worker';
+import { useExecutionStack, useTestWorker } from '../helpers/worker';
 
 const db = useTestDatabase();
-let fake: FakeAnthropic;
-let t: TestApp;
-let base: string;
-let env: Record<string, string>;
-
-beforeAll(async () => {
-  fake = await startFakeAnthropic();
-  env = {
-    ANTHROPIC_API_KEY: 'test-key',
-    ANTHROPIC_BASE_URL: fake.url,
-    DEFAULT_MODEL: 'claude-test',
-    TEMPORAL_TASK_QUEUE: `tools-${randomBytes(4).toString('hex')}`,
-  };
-  t = createTestApp(env);
-  base = await t.listen();
-});
-afterAll(async () => {
-  await t?.close();
-  await fake?.close();
-});
+// No worker in the test process at the file's level: the crash test starts worker processes on the same queue.
+const stack = useExecutionStack('tools', { DEFAULT_MODEL: 'claude-test' }, { worker: false });
 
 async function chatInWorkspace() {
   const org = await buildOrg();
-  const api = currentAs(t, org.serviceToken);
-  const agent = await api.post('/agents', { name: 'Writer', system_prompt: 'Write reports.' });
-  const ws = await api.post('/workspaces', { name: 'Jobs' });
-  const workspaceId: string = ws.body.workspace.id;
-  const chat = await startChat(t, base, org.serviceToken, agent.body.agent.id, workspaceId);
-  return { org, api, workspaceId, ...chat, dir: path.join(t.config.workspacesDir, org.organizationId, workspaceId) };
+  const api = currentAs(stack.t, org.serviceToken);
+  const agentId = await buildAgent(stack.t, org, { name: 'Writer', system_prompt: 'Write reports.' });
+  const { id: workspaceId, dir } = await buildWorkspace(stack.t, { org, name: 'Jobs' });
+  const chat = await startChat(stack.t, stack.base, org.serviceToken, agentId, workspaceId);
+  return { org, api, workspaceId, ...chat, dir };
 }
 
 describe('with a worker in the test process', () => {
-  let worker: TestWorker;
-  beforeAll(async () => {
-    worker = await startTestWorker(t.config);
-  });
-  afterAll(async () => worker?.stop());
+  useTestWorker(() => stack.t, { describe: true });
 
   it('writes, lists and reads workspace files through tool calls; each call and result is a stream event', async () => {
     const c = await chatInWorkspace();
@@ -69,14 +43,14 @@ describe('with a worker in the test process', () => {
 
     // The artifact is a workspace file, readable through the file routes.
     expect(readFileSync(path.join(c.dir, 'out/report.md'), 'utf8')).toBe('# Report\nAll good.');
-    const read = await t.request
+    const read = await stack.t.request
       .get(`/api/workspaces/${c.workspaceId}/files/content`)
       .query({ path: 'out/report.md' })
       .set('Authorization', bearer(c.org.serviceToken));
     expect(read.text).toBe('# Report\nAll good.');
 
     // The model was offered the tools, and got the results back in a tool_result turn.
-    const first = fake.requests.find((r) => JSON.stringify(r.messages).includes('out/report.md'))!;
+    const first = stack.fake.requests.find((r) => JSON.stringify(r.messages).includes('out/report.md'))!;
     expect((first.tools as { name: string }[]).map((x) => x.name)).toEqual(['list_files', 'read_file', 'write_file']);
 
     // The execution's stream: text, the three calls, their results in order, then the final reply.
@@ -147,7 +121,7 @@ describe('a worker killed after a tool call ran', () => {
     const startWorker = async (): Promise<Spawned> => {
       const w = spawnScript(
         'worker/index.ts',
-        childTestEnv({ ...env, MONGODB_URI: db.uri, WORKSPACES_DIR: t.config.workspacesDir })
+        childTestEnv({ ...stack.env, MONGODB_URI: db.uri, WORKSPACES_DIR: stack.t.config.workspacesDir })
       );
       workers.push(w);
       await w.waitFor(/worker started/, 90_000);
@@ -175,7 +149,7 @@ describe('a worker killed after a tool call ran', () => {
     expect([after.ino, after.mtimeMs]).toEqual([written.ino, written.mtimeMs]);
     expect(readFileSync(file, 'utf8')).toBe('once');
     // The model was asked for the first round once; the retry sent the recorded call and result back.
-    const mine = fake.requests.filter((r) => JSON.stringify(r.messages).includes('artifact.txt'));
+    const mine = stack.fake.requests.filter((r) => JSON.stringify(r.messages).includes('artifact.txt'));
     // (a retry whose prefill is text of the answer ends with an assistant turn: that is not the first round)
     const firstRound = mine.filter(
       (r) => r.messages!.at(-1)!.role === 'user' && typeof r.messages!.at(-1)!.content === 'string'

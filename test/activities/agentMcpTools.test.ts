@@ -7,12 +7,10 @@
  * executions. A worker killed after a call's result was recorded never repeats the call; one killed while the call
  * ran does not send it again either (at most once).
  */
-import { randomBytes, randomInt } from 'node:crypto';
+import { randomInt } from 'node:crypto';
 import { toolEventKind } from '../../activities/chatStream';
 import { readEvents } from '../../commands/eventLog';
 import { Execution } from '../../models';
-import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
-import { createTestApp, type TestApp } from '../helpers/app';
 import { chatFinished, currentAs, startChat } from '../helpers/current';
 import { childTestEnv, TEST_ENCRYPTION_KEY } from '../helpers/env';
 import { buildOrg } from '../helpers/factories';
@@ -20,42 +18,34 @@ import { startMcpTestServer, type McpTestServer } from '../helpers/mcpServer';
 import { useTestDatabase } from '../helpers/mongo';
 import { spawnWorker, type Spawned } from '../helpers/processes';
 import { parseSse, waitForEvent } from '../helpers/sse';
+import { until } from '../helpers/until';
 import { v1As } from '../helpers/v1';
-import { startTestWorker, type TestWorker } from '../helpers/worker';
+import { useExecutionStack, useTestWorker } from '../helpers/worker';
 
 const db = useTestDatabase();
 let mcp: McpTestServer;
-let fake: FakeAnthropic;
-let t: TestApp;
-let base: string;
-let env: Record<string, string>;
 const SECRET = 'Bearer mcp-secret-1234';
 
 beforeAll(async () => {
   mcp = await startMcpTestServer();
-  fake = await startFakeAnthropic();
-  env = {
-    ANTHROPIC_API_KEY: 'test-key',
-    ANTHROPIC_BASE_URL: fake.url,
+});
+// No worker in the test process at the file's level: the crash tests start worker processes on the same queue.
+const stack = useExecutionStack(
+  'mcp-tools',
+  () => ({
     DEFAULT_MODEL: 'claude-test',
-    TEMPORAL_TASK_QUEUE: `mcp-tools-${randomBytes(4).toString('hex')}`,
     WEBHOOK_ALLOW_PRIVATE: 'true',
     MCP_CA_FILE: mcp.certFile,
     MCP_TOOL_TIMEOUT_MS: '10000',
-  };
-  t = createTestApp(env);
-  base = await t.listen();
-});
-afterAll(async () => {
-  await t?.close();
-  await fake?.close();
-  await mcp?.close();
-});
+  }),
+  { worker: false }
+);
+afterAll(async () => mcp?.close());
 
 /** An organization with the test server registered as `calc` and an agent using it. */
 async function agentWithCalc(allowedTools?: string[]) {
   const org = await buildOrg();
-  const api = v1As(t, org.apiToken);
+  const api = v1As(stack.t, org.apiToken);
   const server = await api.post('/mcp-servers', {
     name: 'calc',
     url: mcp.url,
@@ -80,11 +70,7 @@ const toolMessages = (events: Array<{ event?: string; data: string }>): Data[] =
     .filter((d) => d.messageType === 'tool_use' || d.messageType === 'tool_result');
 
 describe('with a worker in the test process', () => {
-  let worker: TestWorker;
-  beforeAll(async () => {
-    worker = await startTestWorker(t.config);
-  });
-  afterAll(async () => worker?.stop());
+  useTestWorker(() => stack.t, { describe: true });
 
   it('offers the allowed tools, calls the server, gives its result to the model and streams every step', async () => {
     const { api, serverId, agentId } = await agentWithCalc(['add']);
@@ -118,7 +104,7 @@ describe('with a worker in the test process', () => {
     expect(mcp.calls.some((c) => c.tool === 'shout')).toBe(false);
 
     // The model was offered the allowed tool beside the file tools, and got the result back as a tool_result.
-    const mine = fake.requests.filter((r) => JSON.stringify(r.messages).includes(String(a)));
+    const mine = stack.fake.requests.filter((r) => JSON.stringify(r.messages).includes(String(a)));
     expect(mine).toHaveLength(2);
     const offered = mine[0].tools as Array<{ name: string; description: string; input_schema: Data }>;
     expect(offered.map((x) => x.name)).toEqual(['list_files', 'read_file', 'write_file', 'calc__add']);
@@ -143,7 +129,7 @@ describe('with a worker in the test process', () => {
 
   it('a server that is down gives the model an error result; the execution completes', async () => {
     const org = await buildOrg();
-    const api = v1As(t, org.apiToken);
+    const api = v1As(stack.t, org.apiToken);
     const down = await api.post('/mcp-servers', { name: 'gone', url: mcp.url.replace(/:\d+\//, ':9/') });
     const agent = await api.post('/agents', {
       name: 'A',
@@ -168,9 +154,9 @@ describe('a worker killed in the middle of the tool loop', () => {
   const startWorker = (): Promise<Spawned> =>
     spawnWorker(
       childTestEnv({
-        ...env,
+        ...stack.env,
         MONGODB_URI: db.uri,
-        WORKSPACES_DIR: t.config.workspacesDir,
+        WORKSPACES_DIR: stack.t.config.workspacesDir,
         ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
       }),
       workers
@@ -178,10 +164,10 @@ describe('a worker killed in the middle of the tool loop', () => {
 
   async function chatWithCalc() {
     const { org, serverId } = await agentWithCalc();
-    const api = currentAs(t, org.serviceToken);
+    const api = currentAs(stack.t, org.serviceToken);
     const agent = await api.post('/agents', { name: 'Calc', system_prompt: 'Add.', mcp_server_ids: [serverId] });
     const ws = await api.post('/workspaces', { name: 'Sums' });
-    const chat = await startChat(t, base, org.serviceToken, agent.body.agent.id, ws.body.workspace.id);
+    const chat = await startChat(stack.t, stack.base, org.serviceToken, agent.body.agent.id, ws.body.workspace.id);
     return { serverId, ...chat };
   }
 
@@ -220,11 +206,8 @@ describe('a worker killed in the middle of the tool loop', () => {
     const c = await chatWithCalc();
     const a = randomInt(1_000_000);
     const execId = await c.send(`[tool:calc__add {"a":${a},"b":1,"delayMs":4000}]`);
-    const deadline = Date.now() + 60_000;
-    while (!mcp.calls.some((x) => x.args.a === a)) {
-      if (Date.now() > deadline) throw new Error('the call never reached the server');
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    // The call reached the server.
+    await until(async () => mcp.calls.some((x) => x.args.a === a), Boolean, 60_000, 50);
     // Killed while the server works on the call.
     running.crash();
     await running.exited();

@@ -5,48 +5,36 @@
  * limits are error results for the model; cancelling the parent cancels the child; a worker killed while the
  * parent waits for its child never starts the child twice.
  */
-import { randomBytes, randomInt } from 'node:crypto';
+import { randomInt } from 'node:crypto';
 import { toolEventKind } from '../../activities/chatStream';
 import { subAgentIds } from '../../commands/subAgents';
 import type { AuthContext } from '../../commands/tokens';
 import { organizationUsage } from '../../commands/usage';
 import { readEvents, type LoggedEvent } from '../../commands/eventLog';
 import { Execution, type ExecutionDoc } from '../../models';
-import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
 import { executionWorkflowId } from '../../workflows/ids';
-import { createTestApp, type TestApp } from '../helpers/app';
-import { currentAs } from '../helpers/current';
+import { chatFinished, currentAs } from '../helpers/current';
 import { childTestEnv, TEST_ENCRYPTION_KEY } from '../helpers/env';
 import { bearer, buildMember, buildOrg } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
 import { spawnWorker, type Spawned } from '../helpers/processes';
-import { openSse, parseSse } from '../helpers/sse';
+import { openSse, parseSse, waitForEvent } from '../helpers/sse';
 import { until } from '../helpers/until';
 import { v1As, v1Error } from '../helpers/v1';
-import { startTestWorker, type TestWorker } from '../helpers/worker';
+import { useExecutionStack, useTestWorker } from '../helpers/worker';
 
 const db = useTestDatabase();
-let fake: FakeAnthropic;
-let t: TestApp;
-let env: Record<string, string>;
-
-beforeAll(async () => {
-  fake = await startFakeAnthropic();
-  env = {
-    ANTHROPIC_API_KEY: 'test-key',
-    ANTHROPIC_BASE_URL: fake.url,
+// No worker in the test process at the file's level: the crash test starts worker processes on the same queue.
+const stack = useExecutionStack(
+  'subagents',
+  {
     DEFAULT_MODEL: 'claude-test',
-    TEMPORAL_TASK_QUEUE: `subagents-${randomBytes(4).toString('hex')}`,
     // Small limits, so that a test reaches them: a sub-agent cannot delegate; two sub-agents per execution.
     SUBAGENT_MAX_DEPTH: '1',
     SUBAGENT_MAX_PER_EXECUTION: '2',
-  };
-  t = createTestApp(env);
-});
-afterAll(async () => {
-  await t?.close();
-  await fake?.close();
-});
+  },
+  { worker: false }
+);
 
 type Data = Record<string, unknown>;
 type Api = ReturnType<typeof v1As>;
@@ -68,22 +56,28 @@ const ofType = (events: LoggedEvent[], type: string): LoggedEvent[] =>
 
 /** Indexes of the fake's requests whose first user message is `text`. */
 const requestsOf = (text: string): number[] =>
-  fake.requests.flatMap((r, i) => (r.messages?.[0]?.role === 'user' && r.messages[0].content === text ? [i] : []));
+  stack.fake.requests.flatMap((r, i) =>
+    r.messages?.[0]?.role === 'user' && r.messages[0].content === text ? [i] : []
+  );
 const billed = (indexes: number[]) => ({
-  input_tokens: indexes.reduce((n, i) => n + fake.usage[i].inputTokens, 0),
-  output_tokens: indexes.reduce((n, i) => n + fake.usage[i].outputTokens, 0),
+  input_tokens: indexes.reduce((n, i) => n + stack.fake.usage[i].inputTokens, 0),
+  output_tokens: indexes.reduce((n, i) => n + stack.fake.usage[i].outputTokens, 0),
 });
 
 describe('agents name their sub-agents', () => {
   it('subAgentIds: an unknown, foreign or invisible agent is 400 on both surfaces; a valid list is stored', async () => {
     const org = await buildOrg();
     const other = await buildOrg();
-    const api = v1As(t, org.apiToken);
+    const api = v1As(stack.t, org.apiToken);
     const mine = await agent(api, 'Helper');
-    const foreign = await agent(v1As(t, other.apiToken), 'Foreign');
+    const foreign = await agent(v1As(stack.t, other.apiToken), 'Foreign');
     const member = await buildMember(org.organizationId);
     const hidden = (
-      await v1As(t, member.apiToken).post('/agents', { name: 'Private', systemPrompt: 'p', visibility: 'private' })
+      await v1As(stack.t, member.apiToken).post('/agents', {
+        name: 'Private',
+        systemPrompt: 'p',
+        visibility: 'private',
+      })
     ).body.id as string;
     for (const bad of ['agt_nope', foreign, hidden]) {
       const res = await api.post('/agents', { name: 'Boss', systemPrompt: 'p', subAgentIds: [bad] });
@@ -96,7 +90,7 @@ describe('agents name their sub-agents', () => {
     expect((await api.patch(`/agents/${boss}`, { subAgentIds: [] })).status).toBe(200);
     expect((await api.get(`/agents/${boss}`)).body.agent.subAgentIds).toEqual([]);
 
-    const current = currentAs(t, org.serviceToken);
+    const current = currentAs(stack.t, org.serviceToken);
     const bad = await current.post('/agents', { name: 'C', system_prompt: 'p', sub_agent_ids: [foreign] });
     expect(bad.status).toBe(400);
     expect(bad.body.error.message).toBe(`Invalid sub_agent_ids: agent ${foreign} not found`);
@@ -107,15 +101,11 @@ describe('agents name their sub-agents', () => {
 });
 
 describe('with a worker in the test process', () => {
-  let worker: TestWorker;
-  beforeAll(async () => {
-    worker = await startTestWorker(t.config);
-  });
-  afterAll(async () => worker?.stop());
+  useTestWorker(() => stack.t, { describe: true });
 
   it('runs the task as a child execution: its reply reaches the model, its usage adds up, the tree shows it', async () => {
     const org = await buildOrg();
-    const api = v1As(t, org.apiToken);
+    const api = v1As(stack.t, org.apiToken);
     const writer = await agent(api, 'Writer');
     const boss = await agent(api, 'Boss', [writer]);
     const task = `write a haiku ${randomInt(1_000_000)}`;
@@ -145,7 +135,7 @@ describe('with a worker in the test process', () => {
     // The model was offered the tool naming the agent, and got the child's reply as the call's result.
     const parentRequests = requestsOf(message);
     expect(parentRequests).toHaveLength(2);
-    const offered = fake.requests[parentRequests[0]].tools as Array<{
+    const offered = stack.fake.requests[parentRequests[0]].tools as Array<{
       name: string;
       description: string;
       input_schema: Data;
@@ -153,7 +143,7 @@ describe('with a worker in the test process', () => {
     expect(offered.map((x) => x.name)).toEqual(['list_files', 'read_file', 'write_file', 'delegate_to_agent']);
     expect(offered[3].description).toContain(`- ${writer}: Writer (Writer role)`);
     expect(offered[3].input_schema).toMatchObject({ properties: { agentId: { enum: [writer] } } });
-    expect(fake.requests[parentRequests[1]].messages!.at(-1)!.content).toEqual([
+    expect(stack.fake.requests[parentRequests[1]].messages!.at(-1)!.content).toEqual([
       expect.objectContaining({ type: 'tool_result', content: `Echo: ${task}` }),
     ]);
 
@@ -170,7 +160,7 @@ describe('with a worker in the test process', () => {
       depth: 1,
       source: 'subagent',
     });
-    const described = await t.temporal.client.workflow.getHandle(executionWorkflowId(childId)).describe();
+    const described = await stack.t.temporal.client.workflow.getHandle(executionWorkflowId(childId)).describe();
     expect(described.status.name).toBe('COMPLETED');
 
     // Usage: the child's is what its model billed; the parent's adds its own and the child's, in the record and in
@@ -200,7 +190,7 @@ describe('with a worker in the test process', () => {
     expect(tree.body.tree.children.map((c: { execution: { id: string } }) => c.execution.id)).toEqual([childId]);
     expect(tree.body.tree.children[0].children).toEqual([]);
     expect((await api.get(`/executions/${childId}/tree`)).body.tree.execution.id).toBe(childId);
-    const other = v1As(t, (await buildOrg()).apiToken);
+    const other = v1As(stack.t, (await buildOrg()).apiToken);
     for (const id of [parentId, childId])
       expect((await other.get(`/executions/${id}/tree`)).body).toEqual(
         v1Error(404, 'Not Found', 'Execution not found')
@@ -209,7 +199,7 @@ describe('with a worker in the test process', () => {
 
   it('in a chat (current surface), the chat stream shows the sub-agent under the call', async () => {
     const org = await buildOrg();
-    const api = currentAs(t, org.serviceToken);
+    const api = currentAs(stack.t, org.serviceToken);
     const helper = (await api.post('/agents', { name: 'Helper', system_prompt: 'Help.' })).body.agent.id as string;
     const boss = await api.post('/agents', { name: 'Boss', system_prompt: 'Delegate.', sub_agent_ids: [helper] });
     expect(boss.status).toBe(201);
@@ -217,20 +207,14 @@ describe('with a worker in the test process', () => {
     const chat = await api.post('/chats', { agent_id: boss.body.agent.id, workspace_id: ws.body.workspace.id });
     expect(chat.status).toBe(201);
     const chatId = chat.body.chat.id as string;
-    const stream = await openSse(`${await t.listen()}/api/chats/${chatId}/events`, {
+    const stream = await openSse(`${stack.base}/api/chats/${chatId}/events`, {
       headers: { authorization: bearer(org.serviceToken) },
     });
     const task = `help ${randomInt(1_000_000)}`;
     const sent = await api.post(`/chats/${chatId}/messages`, { message: delegate(helper, task) });
     expect(sent.status).toBe(201);
     const parentId = sent.body.execution.id as string;
-    const deadline = Date.now() + 60_000;
-    const done = (e: { event?: string; data: string }): boolean =>
-      e.event === 'chat.status' && ['done', 'error'].includes((JSON.parse(e.data) as { status: string }).status);
-    while (!stream.events.some(done)) {
-      if (Date.now() > deadline) throw new Error(`not done; got:\n${stream.raw}`);
-      await stream.waitFor(stream.events.length + 1, 60_000);
-    }
+    await waitForEvent(stream, chatFinished);
     stream.close();
     const steps = stream.events.filter((e) => /^(tool|subagent)\./.test(e.event ?? ''));
     expect(steps.map((e) => e.event)).toEqual(['tool.call', 'subagent.started', 'subagent.finished', 'tool.result']);
@@ -252,7 +236,7 @@ describe('with a worker in the test process', () => {
 
   it('a parent that ends otherwise than completed cancels its running child in its own finish', async () => {
     const org = await buildOrg();
-    const api = v1As(t, org.apiToken);
+    const api = v1As(stack.t, org.apiToken);
     const slow = await agent(api, 'Slow');
     const boss = await agent(api, 'Boss', [slow]);
     const reply = api
@@ -263,7 +247,7 @@ describe('with a worker in the test process', () => {
       (c) => c?.status === 'running'
     );
     // Only the parent's workflow is cancelled (as a deadline or a failure ends it): no api cascade.
-    await t.temporal.client.workflow.getHandle(executionWorkflowId(child!.parentExecutionId!)).cancel();
+    await stack.t.temporal.client.workflow.getHandle(executionWorkflowId(child!.parentExecutionId!)).cancel();
     expect((await reply).status).toBe(409);
     const after = await until(
       () => Execution.findById(child!._id).lean<ExecutionDoc>(),
@@ -274,7 +258,7 @@ describe('with a worker in the test process', () => {
 
   it('past the depth or fan-out limit, the call is an error result for the model; the execution completes', async () => {
     const org = await buildOrg();
-    const api = v1As(t, org.apiToken);
+    const api = v1As(stack.t, org.apiToken);
     const leaf = await agent(api, 'Leaf');
     const middle = await agent(api, 'Middle', [leaf]);
     const top = await agent(api, 'Top', [middle, leaf]);
@@ -306,7 +290,7 @@ describe('with a worker in the test process', () => {
 
   it('cancelling the parent cancels the running child', async () => {
     const org = await buildOrg();
-    const api = v1As(t, org.apiToken);
+    const api = v1As(stack.t, org.apiToken);
     const slow = await agent(api, 'Slow');
     const boss = await agent(api, 'Boss', [slow]);
     // The child's reply takes 40 s: the JSON execute of the parent answers once it is cancelled.
@@ -335,7 +319,7 @@ describe('with a worker in the test process', () => {
       (e) => e?.event !== 'message'
     );
     expect(last).toMatchObject({ event: 'error', data: { message: 'Execution cancelled' } });
-    const described = await t.temporal.client.workflow.getHandle(executionWorkflowId(child!._id)).describe();
+    const described = await stack.t.temporal.client.workflow.getHandle(executionWorkflowId(child!._id)).describe();
     expect(described.status.name).toBe('COMPLETED');
     expect(await Execution.findById(parentId).lean<ExecutionDoc>()).toMatchObject({ status: 'cancelled' });
   }, 90_000);
@@ -348,9 +332,9 @@ describe('a worker killed while the parent waits for its child', () => {
   const startWorker = (): Promise<Spawned> =>
     spawnWorker(
       childTestEnv({
-        ...env,
+        ...stack.env,
         MONGODB_URI: db.uri,
-        WORKSPACES_DIR: t.config.workspacesDir,
+        WORKSPACES_DIR: stack.t.config.workspacesDir,
         ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
       }),
       workers
@@ -359,7 +343,7 @@ describe('a worker killed while the parent waits for its child', () => {
   it('the next worker waits for the same child: it is never started twice', async () => {
     const first = await startWorker();
     const org = await buildOrg();
-    const api = v1As(t, org.apiToken);
+    const api = v1As(stack.t, org.apiToken);
     const slow = await agent(api, 'Slow');
     const boss = await agent(api, 'Boss', [slow]);
     // The child's reply takes about 4 s.
@@ -390,7 +374,7 @@ describe('a worker killed while the parent waits for its child', () => {
     expect(child.status).toBe('completed');
     expect(res.body.result).toBe(`Using tools.Tool results: ${child.result}`);
     const runs: string[] = [];
-    for await (const w of t.temporal.client.workflow.list({
+    for await (const w of stack.t.temporal.client.workflow.list({
       query: `WorkflowId = '${executionWorkflowId(child._id)}'`,
     }))
       runs.push(w.runId);

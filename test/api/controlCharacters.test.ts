@@ -4,7 +4,7 @@
  * validation layer, lib/ajv.ts `check`); and a `once` schedule outside the engine's years 2000–2100 is 400.
  */
 import { Agent, Mission, Space, Task } from '../../models';
-import { serveTestApp, type TestApp } from '../helpers/app';
+import { useServedTestApp } from '../helpers/app';
 import { currentAs } from '../helpers/current';
 import { buildOrg } from '../helpers/factories';
 import { connectWithToken, registerClient } from '../helpers/mcp';
@@ -12,12 +12,7 @@ import { useTestDatabase } from '../helpers/mongo';
 import { v1As } from '../helpers/v1';
 
 useTestDatabase();
-let t: TestApp;
-let base: string;
-beforeAll(async () => {
-  ({ t, base } = await serveTestApp());
-});
-afterAll(async () => t?.close());
+const app = useServedTestApp({}, { appUrl: true });
 
 const refused = (field: string) => `Field ${field} must not contain control characters`;
 
@@ -28,8 +23,8 @@ const counts = async () =>
 describe('control characters', () => {
   it('are refused with 400 naming the field on the current and v1 surfaces, nothing stored', async () => {
     const org = await buildOrg();
-    const api = currentAs(t, org.serviceToken);
-    const v1 = v1As(t, org.apiToken);
+    const api = currentAs(app.t, org.serviceToken);
+    const v1 = v1As(app.t, org.apiToken);
     const agent = (await api.post('/agents', { name: 'Ok', system_prompt: 'x' })).body.agent.id as string;
     const workspace = (await api.post('/workspaces', { name: 'W' })).body.workspace.id as string;
     const chat = (await api.post('/chats', { agent_id: agent, workspace_id: workspace })).body.chat?.id as string;
@@ -64,7 +59,7 @@ describe('control characters', () => {
 
   it('are refused in MCP tool arguments and registrations alike', async () => {
     const org = await buildOrg();
-    const client = await connectWithToken(base, org.serviceToken);
+    const client = await connectWithToken(app.base, org.serviceToken);
     const before = await counts();
     const result = await client
       .callTool({
@@ -79,7 +74,7 @@ describe('control characters', () => {
     expect(result).toContain(refused('params.arguments.title'));
     expect(await counts()).toEqual(before);
     await client.close();
-    const reg = await registerClient(base, { client_name: 'a\u0000', redirect_uris: ['http://127.0.0.1:9/cb'] });
+    const reg = await registerClient(app.base, { client_name: 'a\u0000', redirect_uris: ['http://127.0.0.1:9/cb'] });
     expect(reg.status).toBe(400);
     expect(((await reg.json()) as { error_description: string }).error_description).toBe(refused('client_name'));
   });
@@ -88,7 +83,7 @@ describe('control characters', () => {
 describe('schedule times', () => {
   it('a once schedule outside the years 2000–2100 is 400 on both surfaces, nothing stored', async () => {
     const org = await buildOrg();
-    const api = currentAs(t, org.serviceToken);
+    const api = currentAs(app.t, org.serviceToken);
     const agent = (await api.post('/agents', { name: 'Ok', system_prompt: 'x' })).body.agent.id as string;
     const before = await Mission.countDocuments();
     for (const value of ['1970-01-01T00:00:00Z', '2101-01-01T00:00:00Z', '1999-12-31T23:59:59Z']) {

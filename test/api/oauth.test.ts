@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { derivedKey } from '../../commands/oauthServer';
 import { OAuthClient } from '../../models';
-import { serveTestApp, type TestApp } from '../helpers/app';
+import { useServedTestApp } from '../helpers/app';
 import { bearer, buildOrg, buildServiceToken } from '../helpers/factories';
 import {
   consentedClient,
@@ -23,20 +23,14 @@ import {
 import { useTestDatabase } from '../helpers/mongo';
 
 useTestDatabase();
-let t: TestApp;
-let base: string;
-
-beforeAll(async () => {
-  ({ t, base } = await serveTestApp());
-});
-afterAll(async () => t?.close());
+const app = useServedTestApp({}, { appUrl: true });
 
 const REDIRECT = TEST_REDIRECT;
 
 const form = (path: string, fields: Record<string, string>, headers: Record<string, string> = {}): Promise<Response> =>
-  postForm(base, path, fields, headers);
+  postForm(app.base, path, fields, headers);
 const register = (body: object, headers: Record<string, string> = {}): Promise<Response> =>
-  registerClient(base, body, headers);
+  registerClient(app.base, body, headers);
 
 /** A public client of people, a person's consent, and the code it brought back. */
 async function authorize(): Promise<{ clientId: string; code: string; verifier: string; personToken: string }> {
@@ -47,7 +41,7 @@ async function authorize(): Promise<{ clientId: string; code: string; verifier: 
     clientId,
     verifier,
     answer: res,
-  } = await consentedClient(base, personToken, {
+  } = await consentedClient(app.base, personToken, {
     clientName: 'p',
     state: 'xyz',
   });
@@ -55,14 +49,14 @@ async function authorize(): Promise<{ clientId: string; code: string; verifier: 
   expect(res.status).toBe(303);
   const location = new URL(res.headers.get('location')!);
   expect(location.searchParams.get('state')).toBe('xyz');
-  expect(location.searchParams.get('iss')).toBe(base);
+  expect(location.searchParams.get('iss')).toBe(app.base);
   return { clientId, code: location.searchParams.get('code')!, verifier, personToken };
 }
 
 const exchange = (clientId: string, code: string, verifier: string): Promise<Response> =>
-  exchangeCode(base, clientId, code, verifier);
+  exchangeCode(app.base, clientId, code, verifier);
 
-const mcpStatus = (token: string): Promise<number> => mcpStatusOf(base, token);
+const mcpStatus = (token: string): Promise<number> => mcpStatusOf(app.base, token);
 
 describe('registration', () => {
   it('makes public and confidential clients of people, and machine clients only with a service token carrying mcp', async () => {
@@ -80,7 +74,7 @@ describe('registration', () => {
       { authorization: bearer(await buildServiceToken(org, ['agents:read'])) }
     );
     expect(weak.status).toBe(403);
-    const machine = await registerMachineClient(base, org.serviceToken);
+    const machine = await registerMachineClient(app.base, org.serviceToken);
     expect(machine.client_secret).toMatch(/^oacs_/);
     const badRedirect = await register({ redirect_uris: ['http://example.com/cb'] });
     expect(badRedirect.status).toBe(400);
@@ -98,25 +92,25 @@ describe('authorization code', () => {
     const { challenge } = pkce();
     const q = (p: Record<string, string>): string => new URLSearchParams(p).toString();
     const other = await fetch(
-      `${base}/oauth/authorize?${q({ response_type: 'code', client_id, redirect_uri: 'http://127.0.0.1:9/other', code_challenge: challenge, code_challenge_method: 'S256' })}`,
+      `${app.base}/oauth/authorize?${q({ response_type: 'code', client_id, redirect_uri: 'http://127.0.0.1:9/other', code_challenge: challenge, code_challenge_method: 'S256' })}`,
       { redirect: 'manual' }
     );
     expect(other.status).toBe(400);
     expect(other.headers.get('location')).toBeNull();
     const noPkce = await fetch(
-      `${base}/oauth/authorize?${q({ response_type: 'code', client_id, redirect_uri: REDIRECT, state: 's' })}`,
+      `${app.base}/oauth/authorize?${q({ response_type: 'code', client_id, redirect_uri: REDIRECT, state: 's' })}`,
       { redirect: 'manual' }
     );
     expect(noPkce.status).toBe(302);
     const back = new URL(noPkce.headers.get('location')!);
     expect([back.searchParams.get('error'), back.searchParams.get('state')]).toEqual(['invalid_request', 's']);
     const plain = await fetch(
-      `${base}/oauth/authorize?${q({ response_type: 'code', client_id, redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'plain' })}`,
+      `${app.base}/oauth/authorize?${q({ response_type: 'code', client_id, redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'plain' })}`,
       { redirect: 'manual' }
     );
     expect(new URL(plain.headers.get('location')!).searchParams.get('error')).toBe('invalid_request');
     const page = await fetch(
-      `${base}/oauth/authorize?${q({ response_type: 'code', client_id, redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256' })}`
+      `${app.base}/oauth/authorize?${q({ response_type: 'code', client_id, redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256' })}`
     );
     expect(page.status).toBe(200);
     expect(page.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
@@ -163,7 +157,7 @@ describe('authorization code', () => {
 describe('client credentials and token checks', () => {
   it('authenticates the client, grants only mcp for the MCP endpoint, and refuses unknown grants', async () => {
     const org = await buildOrg();
-    const machine = await registerMachineClient(base, org.serviceToken);
+    const machine = await registerMachineClient(app.base, org.serviceToken);
     const basic = `Basic ${Buffer.from(`${machine.client_id}:${machine.client_secret}`).toString('base64')}`;
     const ok = await form('/oauth/token', { grant_type: 'client_credentials' }, { authorization: basic });
     expect(ok.status).toBe(200);
@@ -174,7 +168,7 @@ describe('client credentials and token checks', () => {
       grant_type: 'client_credentials',
       client_id: machine.client_id,
       client_secret: machine.client_secret,
-      resource: `${base}/mcp`,
+      resource: `${app.base}/mcp`,
     });
     expect(post.status).toBe(200);
 
@@ -203,7 +197,7 @@ describe('client credentials and token checks', () => {
         error,
       });
     }
-    const json = await fetch(`${base}/oauth/token`, {
+    const json = await fetch(`${app.base}/oauth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: '{}',
@@ -213,13 +207,13 @@ describe('client credentials and token checks', () => {
   });
 
   it('the MCP endpoint refuses expired tokens, tokens for another audience and tokens of a removed client', async () => {
-    const key = derivedKey(t.config, 'oauth-access-token');
+    const key = derivedKey(app.t.config, 'oauth-access-token');
     const org = await buildOrg();
-    const machine = await registerMachineClient(base, org.serviceToken);
+    const machine = await registerMachineClient(app.base, org.serviceToken);
     const sign = (aud: string, exp: number): Promise<string> =>
       new SignJWT({ scope: 'mcp', client_id: machine.client_id, org: org.organizationId })
         .setProtectedHeader({ alg: 'HS256', typ: 'at+jwt' })
-        .setIssuer(base)
+        .setIssuer(app.base)
         .setAudience(aud)
         .setSubject(org.userId)
         .setJti(randomBytes(8).toString('hex'))
@@ -227,10 +221,10 @@ describe('client credentials and token checks', () => {
         .setExpirationTime(exp)
         .sign(key);
     const now = Math.floor(Date.now() / 1000);
-    expect(await mcpStatus(await sign(`${base}/mcp`, now + 60))).toBe(404);
-    expect(await mcpStatus(await sign(`${base}/mcp`, now - 60))).toBe(401);
+    expect(await mcpStatus(await sign(`${app.base}/mcp`, now + 60))).toBe(404);
+    expect(await mcpStatus(await sign(`${app.base}/mcp`, now - 60))).toBe(401);
     expect(await mcpStatus(await sign('https://elsewhere.example/mcp', now + 60))).toBe(401);
-    const valid = await sign(`${base}/mcp`, now + 60);
+    const valid = await sign(`${app.base}/mcp`, now + 60);
     await OAuthClient.deleteOne({ _id: machine.client_id });
     expect(await mcpStatus(valid)).toBe(401);
   });

@@ -7,7 +7,7 @@
 import { revokeToken } from '../../commands/tokens';
 import { sha256Hex } from '../../lib/crypto';
 import { ApiToken, OAuthClient, RateWindow } from '../../models';
-import { serveTestApp, type TestApp } from '../helpers/app';
+import { useServedTestApp } from '../helpers/app';
 import { bearer, buildOrg, buildServiceToken } from '../helpers/factories';
 import {
   consentedClient,
@@ -22,36 +22,25 @@ import { useTestDatabase } from '../helpers/mongo';
 import type { BootstrapResult } from '../../commands/bootstrap';
 
 useTestDatabase();
-let t: TestApp;
-let base: string;
-let limited: TestApp;
-let limitedBase: string;
-
-beforeAll(async () => {
-  ({ t, base } = await serveTestApp());
-  ({ t: limited, base: limitedBase } = await serveTestApp({ OAUTH_REGISTRATIONS_PER_HOUR: '3' }));
-});
-afterAll(async () => {
-  await t?.close();
-  await limited?.close();
-});
+const app = useServedTestApp({}, { appUrl: true });
+const limited = useServedTestApp({ OAUTH_REGISTRATIONS_PER_HOUR: '3' }, { appUrl: true });
 
 const REDIRECT = TEST_REDIRECT;
 
 const form = (path: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
-  postForm(base, path, fields, headers);
+  postForm(app.base, path, fields, headers);
 
 /** 404: authenticated, only the session is unknown; 401: the token is refused. */
-const mcpStatus = (token: string): Promise<number> => mcpStatusOf(base, token);
+const mcpStatus = (token: string): Promise<number> => mcpStatusOf(app.base, token);
 
 const tokenId = async (token: string): Promise<string> => (await ApiToken.findOne({ hash: sha256Hex(token) }))!._id;
 
 /** A person's public client, approved with `personToken`, and the tokens of its code. */
 async function personTokens(org: BootstrapResult, personToken: string) {
-  const { clientId, verifier, answer: res } = await consentedClient(base, personToken);
+  const { clientId, verifier, answer: res } = await consentedClient(app.base, personToken);
   expect(res.status).toBe(303);
   const code = new URL(res.headers.get('location')!).searchParams.get('code')!;
-  const exchange = () => exchangeCode(base, clientId, code, verifier);
+  const exchange = () => exchangeCode(app.base, clientId, code, verifier);
   const first = await exchange();
   expect(first.status).toBe(200);
   const tokens = (await first.json()) as { access_token: string; refresh_token: string };
@@ -64,7 +53,7 @@ describe('revoking a service token', () => {
   it('deletes the machine clients it registered and ends their access tokens', async () => {
     const org = await buildOrg();
     const svc = await buildServiceToken(org, ['mcp']);
-    const machine = await registerMachineClient(base, svc);
+    const machine = await registerMachineClient(app.base, svc);
     const basic = { authorization: `Basic ${btoa(`${machine.client_id}:${machine.client_secret}`)}` };
     const issued = await form('/oauth/token', { grant_type: 'client_credentials' }, basic);
     const { access_token: access } = (await issued.json()) as { access_token: string };
@@ -122,8 +111,8 @@ describe("the organization's clients", () => {
     const org = await buildOrg();
     const other = await buildOrg();
     const api = (method: 'GET' | 'DELETE', path: string, token = org.serviceToken) =>
-      fetch(`${base}/api${path}`, { method, headers: { authorization: bearer(token) } });
-    const machine = await registerMachineClient(base, org.serviceToken);
+      fetch(`${app.base}/api${path}`, { method, headers: { authorization: bearer(token) } });
+    const machine = await registerMachineClient(app.base, org.serviceToken);
     const basic = { authorization: `Basic ${btoa(`${machine.client_id}:${machine.client_secret}`)}` };
     const machineAccess = (
       (await (await form('/oauth/token', { grant_type: 'client_credentials' }, basic)).json()) as {
@@ -164,7 +153,7 @@ describe('registration limits', () => {
     const statuses: number[] = [];
     let last: Response | undefined;
     for (let i = 0; i < 4; i += 1) {
-      last = await registerClient(limitedBase, { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' });
+      last = await registerClient(limited.base, { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' });
       statuses.push(last.status);
     }
     expect(statuses).toEqual([201, 201, 201, 429]);
@@ -174,13 +163,13 @@ describe('registration limits', () => {
   });
 
   it('a client never used expires; one in use lives on', async () => {
-    const reg = await registerClient(base, { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' });
+    const reg = await registerClient(app.base, { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' });
     const { client_id: clientId } = (await reg.json()) as { client_id: string };
     const stored = (await OAuthClient.findById(clientId).lean())!;
     expect(stored.expiresAt!.getTime()).toBeLessThanOrEqual(Date.now() + 24 * 3600 * 1000);
     await OAuthClient.updateOne({ _id: clientId }, { $set: { expiresAt: new Date(Date.now() - 1000) } });
     const page = await fetch(
-      `${base}/oauth/authorize?${new URLSearchParams({ client_id: clientId, response_type: 'code' })}`
+      `${app.base}/oauth/authorize?${new URLSearchParams({ client_id: clientId, response_type: 'code' })}`
     );
     expect(page.status).toBe(400);
     expect(await page.text()).toMatch(/Unknown client_id/);

@@ -1,10 +1,13 @@
 /**
- * Factories for test data, built through the same commands the service uses.
+ * Factories for test data: organizations and members built through the same commands the service uses; agents and
+ * workspaces through the current surface, as a client makes them.
  */
 import { randomBytes } from 'node:crypto';
+import path from 'node:path';
 import { bootstrapOrganization, type BootstrapResult } from '../../commands/bootstrap';
 import { createToken } from '../../commands/tokens';
 import { Membership, User } from '../../models';
+import type { TestApp } from './app';
 
 const rand = (): string => randomBytes(4).toString('hex');
 
@@ -51,4 +54,39 @@ export async function buildServiceToken(org: BootstrapResult, scopes: string[]):
 /** @returns an `Authorization` header value. */
 export function bearer(token: string): string {
   return `Bearer ${token}`;
+}
+
+/**
+ * An agent of the organization, made with `POST /api/agents`.
+ * @param t the app under test.
+ * @param org the organization (its `*` service token is used).
+ * @param body the agent's fields (default: a name and a one-word system prompt).
+ * @returns the agent's id.
+ */
+export async function buildAgent(
+  t: TestApp,
+  org: BootstrapResult,
+  body: { name: string; system_prompt: string } & Record<string, unknown> = { name: 'Agent', system_prompt: 'p' }
+): Promise<string> {
+  const res = await t.request.post('/api/agents').set('Authorization', bearer(org.serviceToken)).send(body);
+  return res.body.agent.id as string;
+}
+
+/**
+ * A workspace, made with `POST /api/workspaces`.
+ * @param t the app under test.
+ * @param options `name` (default `Workspace`); `org`: its organization (default: a new one).
+ * @returns its organization, its id and its directory on disk.
+ */
+export async function buildWorkspace(
+  t: TestApp,
+  options: { name?: string; org?: BootstrapResult } = {}
+): Promise<{ org: BootstrapResult; id: string; dir: string }> {
+  const org = options.org ?? (await buildOrg());
+  const res = await t.request
+    .post('/api/workspaces')
+    .set('Authorization', bearer(org.serviceToken))
+    .send({ name: options.name ?? 'Workspace' });
+  const id = res.body.workspace.id as string;
+  return { org, id, dir: path.join(t.config.workspacesDir, org.organizationId, id) };
 }

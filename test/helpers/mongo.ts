@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import mongoose from 'mongoose';
 import { connectMongo, disconnectMongo } from '../../lib/mongo';
 import '../../models';
+import { closeAfterAll } from './teardown';
 
 /** @returns a unique database name. */
 export function uniqueDbName(): string {
@@ -12,7 +13,8 @@ export function uniqueDbName(): string {
 }
 
 /**
- * Registers beforeAll/afterAll hooks that connect mongoose to a fresh database and drop it at the end.
+ * Registers a beforeAll hook that connects mongoose to a fresh database, dropped after the file's tests, once the
+ * apps and workers the file opened later are closed (test/helpers/teardown.ts).
  * @returns the database name and a URI naming it (for child processes).
  */
 export function useTestDatabase(): { dbName: string; uri: string } {
@@ -24,7 +26,8 @@ export function useTestDatabase(): { dbName: string; uri: string } {
   beforeAll(async () => {
     await connectMongo(base, { dbName });
   });
-  afterAll(async () => {
+  // Registered first, so closed last: the file's apps and workers stop while their database is there.
+  closeAfterAll(async () => {
     await mongoose.connection.db?.dropDatabase().catch(() => undefined);
     await disconnectMongo();
   });

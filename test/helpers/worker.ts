@@ -12,8 +12,9 @@ import type { Logger } from '../../lib/logger';
 import { temporalExtensions } from '../../lib/dataConverter';
 import { temporalConnectionOptions } from '../../lib/temporal';
 import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
-import { createTestApp, type TestApp } from './app';
+import { createTestApp, serveTestApp, type TestApp, type TestEnv } from './app';
 import { testLogger } from './env';
+import { closeAfterAll } from './teardown';
 import { runInProcessWorker } from '../../worker/create';
 
 /**
@@ -95,39 +96,79 @@ export interface ExecutionStack {
   t: TestApp;
   /** Its base URL. */
   base: string;
-  /** The in-process worker on the file's own task queue (a test may stop it and start another). */
+  /**
+   * The in-process worker on the file's own task queue (a test may stop it and start another); none with
+   * `worker: false`.
+   */
   worker: TestWorker;
+  /**
+   * The app's environment overrides (the fake's address, the task queue, the file's own): for another app on the
+   * same queue, or a worker process (childTestEnv).
+   */
+  env: Record<string, string>;
 }
 
 /**
  * The execution stack of a whole test file: a fake Anthropic API, the app configured for it and listening, and an
- * in-process worker on a task queue of the file's own; stopped after the file's tests.
+ * in-process worker on a task queue of the file's own; closed after the file's tests, the worker first
+ * (test/helpers/teardown.ts).
  * @param name the task queue's prefix.
- * @param overrides further environment overrides of the app's configuration.
- * @param options `service`: the worker runs as in a service process, and the app starts executions eagerly through it.
+ * @param overrides further environment overrides of the app's configuration (a function: computed after the file's
+ * earlier `beforeAll` hooks, for instance from another fake server's address).
+ * @param options `service`: the worker runs as in a service process, and the app starts executions eagerly through
+ * it; `worker: false`: no worker in the test process (a `describe` block starts one with useTestWorker, or the tests
+ * start worker processes); `appUrl`: the app's address is also its APP_URL (serveTestApp); `workerLogger`: the
+ * activities' logger.
  * @returns the stack, filled in by `beforeAll`.
  */
 export function useExecutionStack(
   name: string,
-  overrides: Record<string, string> = {},
-  options: { service?: boolean } = {}
+  overrides: TestEnv = {},
+  options: { service?: boolean; worker?: boolean; appUrl?: boolean; workerLogger?: Logger } = {}
 ): ExecutionStack {
   const stack = {} as ExecutionStack;
   beforeAll(async () => {
     stack.fake = await startFakeAnthropic();
-    stack.t = createTestApp({
+    stack.env = {
       ANTHROPIC_API_KEY: 'test-key',
       ANTHROPIC_BASE_URL: stack.fake.url,
       TEMPORAL_TASK_QUEUE: `${name}-${randomBytes(4).toString('hex')}`,
-      ...overrides,
-    });
-    stack.worker = options.service ? await startServiceTestWorker(stack.t) : await startTestWorker(stack.t.config);
-    stack.base = await stack.t.listen();
+      ...(typeof overrides === 'function' ? overrides() : overrides),
+    };
+    if (options.appUrl) ({ t: stack.t, base: stack.base } = await serveTestApp(stack.env));
+    else stack.t = createTestApp(stack.env);
+    if (options.worker !== false)
+      stack.worker = options.service
+        ? await startServiceTestWorker(stack.t, options.workerLogger)
+        : await startTestWorker(stack.t.config, options.workerLogger);
+    stack.base ??= await stack.t.listen();
   });
-  afterAll(async () => {
+  closeAfterAll(async () => {
     await stack.worker?.stop();
     await stack.t?.close();
     await stack.fake?.close();
-  }, 60_000);
+  });
   return stack;
+}
+
+/**
+ * An in-process worker on an app's task queue, started by a `beforeAll` hook (after the app's).
+ * @param app the app whose configuration (task queue) the worker serves, read by that hook.
+ * @param options `describe`: for the tests of the `describe` block it is called in, stopped by the block's
+ * `afterAll` (the file's later blocks run without it); otherwise for the whole file, stopped before the apps and the
+ * database close (test/helpers/teardown.ts). `logger`: the activities' logger.
+ * @returns the worker, set by that hook.
+ */
+export function useTestWorker(
+  app: () => TestApp,
+  options: { describe?: boolean; logger?: Logger } = {}
+): { worker: TestWorker } {
+  const started = {} as { worker: TestWorker };
+  beforeAll(async () => {
+    started.worker = await startTestWorker(app().config, options.logger);
+  });
+  const stop = async (): Promise<void> => started.worker?.stop();
+  if (options.describe) afterAll(stop);
+  else closeAfterAll(stop);
+  return started;
 }

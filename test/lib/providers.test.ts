@@ -14,6 +14,7 @@ import {
 } from '../../lib/providers';
 import type { ModelEvent, ModelProvider, ModelRequest, ResolvedModel } from '../../lib/providers';
 import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
+import { until } from '../helpers/until';
 
 /** Everything a stream yielded, or the error it ended with. */
 interface Collected {
@@ -72,18 +73,8 @@ function request(last: string, extra: Partial<ModelRequest> = {}): ModelRequest 
   };
 }
 
-/**
- * Polls until a condition holds.
- * @param cond the condition.
- * @param timeoutMs how long to wait.
- */
-async function until(cond: () => boolean, timeoutMs = 2000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+/** Checks every 10 ms, for up to 2 s, until the condition holds. */
+const holds = (cond: () => boolean): Promise<boolean> => until(async () => cond(), Boolean, 2000, 10);
 
 describe('Anthropic provider (real SDK against the fake server)', () => {
   let fake: FakeAnthropic;
@@ -215,8 +206,8 @@ describe('Anthropic provider (real SDK against the fake server)', () => {
     expect(c.texts).toHaveLength(1);
     expect(Date.now() - abortedAt).toBeLessThan(1000);
     expect(Date.now() - started).toBeLessThan(1000);
-    await until(() => fake.aborted === abortedBefore + 1);
-    await until(() => fake.activeConnections === 0);
+    await holds(() => fake.aborted === abortedBefore + 1);
+    await holds(() => fake.activeConnections === 0);
   });
 
   it('aborts a hung stream (no event after message_start)', async () => {
@@ -227,7 +218,7 @@ describe('Anthropic provider (real SDK against the fake server)', () => {
     });
     expect(c.error).toBeInstanceOf(ProviderAbortedError);
     expect(c.events).toHaveLength(1);
-    await until(() => fake.aborted === abortedBefore + 1);
+    await holds(() => fake.aborted === abortedBefore + 1);
   });
 
   it('rejects with ProviderAbortedError when the signal is already aborted, sending nothing', async () => {

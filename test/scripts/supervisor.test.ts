@@ -5,19 +5,15 @@
  */
 import { spawnUnit, supervise, type Started, type Unit } from '../../scripts/lib/supervisor';
 import { killHard } from '../helpers/processes';
+import { until } from '../helpers/until';
 
 const node = (code: string): (() => Promise<Started>) =>
   spawnUnit({ command: process.execPath, args: ['-e', code], env: process.env, graceMs: 2000 });
 /** Runs until stopped (SIGTERM ends it: node's default). */
 const forever = node('setInterval(() => {}, 1000)');
 
-async function until(check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+/** Checks every 20 ms, for up to 10 s, until the condition holds. */
+const holds = (check: () => boolean): Promise<boolean> => until(async () => check(), Boolean, 10_000, 20);
 
 it('restarts a child that exits, doubling the wait up to the maximum, one line per restart', async () => {
   const lines: string[] = [];
@@ -27,7 +23,7 @@ it('restarts a child that exits, doubling the wait up to the maximum, one line p
     (l) => lines.push(l)
   );
   await sup.started;
-  await until(() => sup.restarts('flaky') >= 4);
+  await holds(() => sup.restarts('flaky') >= 4);
   sup.stop();
   expect(await sup.done).toBe(0);
   expect(lines.slice(0, 4)).toEqual([
@@ -46,15 +42,15 @@ it('a child killed with SIGKILL comes back as a new process; the wait starts ove
   await sup.started;
   const first = sup.pid('api')!;
   await killHard(first);
-  await until(() => sup.pid('api') !== undefined && sup.pid('api') !== first);
+  await holds(() => sup.pid('api') !== undefined && sup.pid('api') !== first);
   const second = sup.pid('api')!;
   // Killed again at once: not healthy yet, so the wait doubles.
   await killHard(second);
-  await until(() => sup.pid('api') !== undefined && sup.pid('api') !== second);
+  await holds(() => sup.pid('api') !== undefined && sup.pid('api') !== second);
   // Killed after a healthy run: back to the first wait.
   await new Promise((r) => setTimeout(r, 400));
   await killHard(sup.pid('api')!);
-  await until(() => sup.restarts('api') === 3);
+  await holds(() => sup.restarts('api') === 3);
   sup.stop();
   expect(await sup.done).toBe(0);
   expect(lines).toEqual([
@@ -130,7 +126,7 @@ it('a unit that cannot restart is tried again with backoff', async () => {
     (l) => lines.push(l)
   );
   await sup.started;
-  await until(() => starts === 3 && sup.pid('db') !== undefined);
+  await holds(() => starts === 3 && sup.pid('db') !== undefined);
   sup.stop();
   expect(await sup.done).toBe(0);
   expect(lines).toEqual([

@@ -5,44 +5,32 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Execution, type ExecutionDoc } from '../../models';
-import { createTestApp, type TestApp } from '../helpers/app';
 import { childTestEnv } from '../helpers/env';
 import { bearer, buildOrg } from '../helpers/factories';
 import { currentAs } from '../helpers/current';
 import { useTestDatabase } from '../helpers/mongo';
 import { spawnScript, type Spawned } from '../helpers/processes';
+import { closeAfterAll } from '../helpers/teardown';
 import { until } from '../helpers/until';
-import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
+import { useExecutionStack } from '../helpers/worker';
 
 const db = useTestDatabase();
-const env = {
-  ANTHROPIC_API_KEY: 'test-key',
-  DEFAULT_MODEL: 'claude-test',
-  TEMPORAL_TASK_QUEUE: `reqids-${randomBytes(4).toString('hex')}`,
-};
-let fake: FakeAnthropic;
-let t: TestApp;
+// The executions run in a worker process (its log lines are read), none in the test process.
+const stack = useExecutionStack('reqids', { DEFAULT_MODEL: 'claude-test' }, { worker: false });
 let worker: Spawned;
 
 beforeAll(async () => {
-  fake = await startFakeAnthropic();
-  t = createTestApp({ ...env, ANTHROPIC_BASE_URL: fake.url });
   worker = spawnScript(
     'worker/index.ts',
     childTestEnv({
-      ...env,
-      ANTHROPIC_BASE_URL: fake.url,
+      ...stack.env,
       MONGODB_URI: db.uri,
       WORKFLOW_BUNDLE: process.env.AAS_WORKFLOW_BUNDLE ?? '',
     })
   );
   await worker.waitFor(/worker started/, 90_000);
 }, 120_000);
-afterAll(async () => {
-  worker?.crash();
-  await t?.close();
-  await fake?.close();
-});
+closeAfterAll(() => worker?.crash());
 
 /** The worker's JSON log lines so far. */
 function workerLines(): Array<Record<string, unknown>> {
@@ -59,12 +47,12 @@ const linesOf = (executionId: string): Array<Record<string, unknown>> =>
 
 it('a failed execution: every worker line about it (workflow and activities) names the request id', async () => {
   const org = await buildOrg();
-  const agent = await t.request
+  const agent = await stack.t.request
     .post('/api/v1/agents')
     .set('Authorization', bearer(org.apiToken))
     .send({ name: 'A', systemPrompt: 'p' });
   const requestId = `req-${randomBytes(6).toString('hex')}`;
-  const res = await t.request
+  const res = await stack.t.request
     .post(`/api/v1/agents/${agent.body.id}/execute`)
     .set('Authorization', bearer(org.apiToken))
     .set('x-request-id', requestId)
@@ -74,7 +62,7 @@ it('a failed execution: every worker line about it (workflow and activities) nam
   expect(res.headers['x-request-id']).toBe(requestId);
   const exec = await Execution.findOne({ organizationId: org.organizationId }).lean<ExecutionDoc>();
   expect(exec).toMatchObject({ status: 'failed', requestId });
-  const read = await t.request.get(`/api/v1/executions/${exec!._id}`).set('Authorization', bearer(org.apiToken));
+  const read = await stack.t.request.get(`/api/v1/executions/${exec!._id}`).set('Authorization', bearer(org.apiToken));
   expect(read.body.execution).toMatchObject({ status: 'failed', requestId });
 
   // The workflow's own line (forwarded from the Temporal runtime) and the activities' lines.
@@ -89,11 +77,11 @@ it('a failed execution: every worker line about it (workflow and activities) nam
 
 it('a job: its iterations’ executions and their worker lines carry the id of the request that created it', async () => {
   const org = await buildOrg();
-  const api = currentAs(t, org.serviceToken);
+  const api = currentAs(stack.t, org.serviceToken);
   const agent = await api.post('/agents', { name: 'Worker', system_prompt: 'Do the work.' });
   const ws = await api.post('/workspaces', { name: 'Jobs' });
   const requestId = `job-req-${randomBytes(6).toString('hex')}`;
-  const created = await t.request
+  const created = await stack.t.request
     .post('/api/jobs')
     .set('Authorization', bearer(org.serviceToken))
     .set('x-request-id', requestId)

@@ -4,52 +4,36 @@
  * once, every transition is on the job stream and in the service events exactly once, and the job takes its next
  * action as usual.
  */
-import { randomBytes } from 'node:crypto';
 import { Execution, Job, ServiceEvent } from '../../models';
-import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
 import { readEvents } from '../../commands/eventLog';
 import { jobStreamId } from '../../models';
-import { createTestApp, type TestApp } from '../helpers/app';
 import { currentAs } from '../helpers/current';
 import { childTestEnv } from '../helpers/env';
-import { buildOrg } from '../helpers/factories';
+import { buildAgent, buildOrg, buildWorkspace } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
 import { spawnScript, type Spawned } from '../helpers/processes';
+import { closeAfterAll } from '../helpers/teardown';
 import { until } from '../helpers/until';
+import { useExecutionStack } from '../helpers/worker';
 
 const db = useTestDatabase();
-let fake: FakeAnthropic;
-let t: TestApp;
+// The job runs in worker processes, none in the test process.
+const stack = useExecutionStack('job-crash', { DEFAULT_MODEL: 'claude-test' }, { worker: false });
 const workers: Spawned[] = [];
-
-beforeAll(async () => {
-  fake = await startFakeAnthropic();
-});
-afterAll(async () => {
-  for (const w of workers) w.crash();
-  await t?.close();
-  await fake?.close();
-});
+closeAfterAll(() => workers.forEach((w) => w.crash()));
 
 it('a worker killed mid-iteration: the job continues where it was, nothing lost or repeated', async () => {
-  const env = {
-    ANTHROPIC_API_KEY: 'test-key',
-    ANTHROPIC_BASE_URL: fake.url,
-    DEFAULT_MODEL: 'claude-test',
-    TEMPORAL_TASK_QUEUE: `job-crash-${randomBytes(4).toString('hex')}`,
-  };
-  t = createTestApp(env);
   const startWorker = async (): Promise<Spawned> => {
-    const w = spawnScript('worker/index.ts', childTestEnv({ ...env, MONGODB_URI: db.uri }));
+    const w = spawnScript('worker/index.ts', childTestEnv({ ...stack.env, MONGODB_URI: db.uri }));
     workers.push(w);
     await w.waitFor(/worker started/, 90_000);
     return w;
   };
   const first = await startWorker();
   const org = await buildOrg();
-  const api = currentAs(t, org.serviceToken);
-  const agent = (await api.post('/agents', { name: 'W', system_prompt: 'p' })).body.agent.id;
-  const ws = (await api.post('/workspaces', { name: 'W' })).body.workspace.id;
+  const api = currentAs(stack.t, org.serviceToken);
+  const agent = await buildAgent(stack.t, org, { name: 'W', system_prompt: 'p' });
+  const { id: ws } = await buildWorkspace(stack.t, { org, name: 'W' });
   const goal = `[slow:100] ${'a long piece of work '.repeat(8)}[[request_review]]`;
   const created = await api.post('/jobs', { agent_id: agent, workspace_id: ws, goal });
   expect(created.status).toBe(201);
@@ -78,7 +62,7 @@ it('a worker killed mid-iteration: the job continues where it was, nothing lost 
   expect(reviewed.body.job.artifacts.map((a: { content: string }) => a.content)).toEqual([expected]);
   expect(await Execution.findById(executionId).lean()).toMatchObject({ status: 'completed', result: expected });
   // The retried reply continued after the delivered text (a prefill), rather than starting again.
-  expect(fake.requests.some((r) => r.messages?.at(-1)?.role === 'assistant')).toBe(true);
+  expect(stack.fake.requests.some((r) => r.messages?.at(-1)?.role === 'assistant')).toBe(true);
 
   // The job stream: each transition once, ids without gaps.
   const events = await readEvents(jobStreamId(id));

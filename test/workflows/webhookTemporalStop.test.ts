@@ -18,11 +18,12 @@ import { startWebhookReceiver, type WebhookReceiver } from '../../scripts/fakes/
 import { ensureTemporalCli } from '../../scripts/servers/binaries';
 import { freePort, startTemporal, type RunningServer } from '../../scripts/servers/launch';
 import { destinationWorkflowId } from '../../workflows/webhookPolicy';
-import { createTestApp, type TestApp } from '../helpers/app';
+import { useTestApp } from '../helpers/app';
 import { testConfig } from '../helpers/env';
 import { bearer, buildOrg } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
 import { killHard, type Spawned } from '../helpers/processes';
+import { until } from '../helpers/until';
 import { deliveryOf, startWebhookWorker } from '../helpers/webhooks';
 
 jest.setTimeout(120_000);
@@ -37,18 +38,9 @@ let dataDir: string;
 let bin: string;
 let port: number;
 let temporal: RunningServer | undefined;
-let app: TestApp | undefined;
 let worker: Spawned | undefined;
 
 const startServer = (): Promise<RunningServer> => startTemporal({ bin, dataDir, port, namespace });
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 beforeAll(async () => {
   receiver = await startWebhookReceiver();
@@ -56,24 +48,25 @@ beforeAll(async () => {
   bin = await ensureTemporalCli(loadToolConfig(), () => undefined);
   port = await freePort();
   temporal = await startServer();
-  // The api (over HTTP) and this process's event dispatcher use this file's Temporal server.
-  app = createTestApp({
-    TEMPORAL_ADDRESS: temporal.address,
-    TEMPORAL_TASK_QUEUE: queue,
-    WEBHOOK_ALLOW_PRIVATE: 'true',
-  });
+}, 150_000);
+// The api (over HTTP) and this process's event dispatcher use this file's Temporal server.
+const app = useTestApp(() => ({
+  TEMPORAL_ADDRESS: temporal!.address,
+  TEMPORAL_TASK_QUEUE: queue,
+  WEBHOOK_ALLOW_PRIVATE: 'true',
+}));
+beforeAll(async () => {
   worker = await startWebhookWorker({
     mongodbUri: db.uri,
     taskQueue: queue,
     caFile: receiver.caFile,
-    env: { TEMPORAL_ADDRESS: temporal.address },
+    env: { TEMPORAL_ADDRESS: temporal!.address },
   });
 }, 150_000);
 
 afterAll(async () => {
   worker?.crash();
   await worker?.exited();
-  await app?.close();
   await temporal?.stop();
   await receiver?.close();
   rmSync(dataDir, { recursive: true, force: true });
@@ -81,7 +74,7 @@ afterAll(async () => {
 
 it('Temporal killed while a delivery waits between attempts: after its restart the delivery completes once', async () => {
   const org = await buildOrg();
-  const put = await app!.request
+  const put = await app.request
     .put('/api/messaging-integration')
     .set('Authorization', bearer(org.serviceToken))
     .send({ url: receiver.url });
@@ -96,9 +89,12 @@ it('Temporal killed while a delivery waits between attempts: after its restart t
 
   // Attempt 2 failed; the destination's workflow waits 1 s on a timer. Once the server has recorded that timer (so
   // the two attempts are in the workflow's history), the server process dies.
-  const handle = app!.temporal.client.workflow.getHandle(destinationWorkflowId(org.organizationId));
-  await until('the retry timer in the history', async () =>
-    ((await handle.fetchHistory()).events ?? []).some((e) => e.timerStartedEventAttributes)
+  const handle = app.temporal.client.workflow.getHandle(destinationWorkflowId(org.organizationId));
+  // The retry timer is in the history.
+  await until(
+    async () => ((await handle.fetchHistory()).events ?? []).some((e) => e.timerStartedEventAttributes),
+    Boolean,
+    30_000
   );
   await killHard(temporal!.child.pid!);
   temporal = undefined;

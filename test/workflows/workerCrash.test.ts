@@ -4,57 +4,41 @@
  * client connected to the api sees every character exactly once: on the execution's own stream (v1 execute) and
  * on a durable chat's event stream (/api/chats), which the execution's activities mirror.
  */
-import { randomBytes } from 'node:crypto';
 import { Execution } from '../../models';
-import { createTestApp, type TestApp } from '../helpers/app';
 import { childTestEnv } from '../helpers/env';
-import { bearer, buildOrg } from '../helpers/factories';
-import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
+import { bearer, buildAgent, buildOrg, buildWorkspace } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
 import { spawnScript, type Spawned } from '../helpers/processes';
 import { currentAs } from '../helpers/current';
 import { openSse } from '../helpers/sse';
+import { closeAfterAll } from '../helpers/teardown';
+import { useExecutionStack } from '../helpers/worker';
 
 const db = useTestDatabase();
-let fake: FakeAnthropic;
-let t: TestApp;
+// The execution runs in worker processes, none in the test process.
+const stack = useExecutionStack('crash', { DEFAULT_MODEL: 'claude-test' }, { worker: false });
 const workers: Spawned[] = [];
+closeAfterAll(() => workers.forEach((w) => w.crash()));
 
-beforeAll(async () => {
-  fake = await startFakeAnthropic();
-});
-afterAll(async () => {
-  for (const w of workers) w.crash();
-  await t?.close();
-  await fake?.close();
-});
-
-const env = {
-  ANTHROPIC_API_KEY: 'test-key',
-  DEFAULT_MODEL: 'claude-test',
-  TEMPORAL_TASK_QUEUE: `crash-${randomBytes(4).toString('hex')}`,
-};
 const chunks = (n: number): string => Array.from({ length: n }, (_, i) => `tok${i + 1} `).join('');
 
 /** @returns a new worker process on the test's task queue, once it polls. */
 async function startWorker(): Promise<Spawned> {
-  const w = spawnScript('worker/index.ts', childTestEnv({ ...env, ANTHROPIC_BASE_URL: fake.url, MONGODB_URI: db.uri }));
+  const w = spawnScript('worker/index.ts', childTestEnv({ ...stack.env, MONGODB_URI: db.uri }));
   workers.push(w);
   await w.waitFor(/worker started/, 90_000);
   return w;
 }
 
 it('a worker killed mid-stream: a new worker finishes the reply with no duplicated or missing text', async () => {
-  t = createTestApp({ ...env, ANTHROPIC_BASE_URL: fake.url });
-  const base = await t.listen();
   const first = await startWorker();
 
   const org = await buildOrg();
-  const agent = await t.request
+  const agent = await stack.t.request
     .post('/api/v1/agents')
     .set('Authorization', bearer(org.apiToken))
     .send({ name: 'A', systemPrompt: 'p' });
-  const stream = await openSse(`${base}/api/v1/agents/${agent.body.id}/execute`, {
+  const stream = await openSse(`${stack.base}/api/v1/agents/${agent.body.id}/execute`, {
     method: 'POST',
     headers: { authorization: bearer(org.apiToken) },
     body: { message: '[chunks:40][slow:100]', stream: true },
@@ -63,7 +47,7 @@ it('a worker killed mid-stream: a new worker finishes the reply with no duplicat
   await stream.waitFor(10);
   first.crash();
   await first.exited();
-  const requestsBefore = fake.requests.length;
+  const requestsBefore = stack.fake.requests.length;
   await startWorker();
   await stream.ended;
 
@@ -82,13 +66,13 @@ it('a worker killed mid-stream: a new worker finishes the reply with no duplicat
   const exec = await Execution.findById(executionId).lean();
   expect(exec).toMatchObject({ status: 'completed', result: expected });
   // The retry asked the model to continue after the delivered text.
-  const resumed = fake.requests.slice(requestsBefore).find((r) => r.messages?.at(-1)?.role === 'assistant');
+  const resumed = stack.fake.requests.slice(requestsBefore).find((r) => r.messages?.at(-1)?.role === 'assistant');
   expect(resumed).toBeDefined();
   expect(expected.startsWith(String(resumed!.messages!.at(-1)!.content))).toBe(true);
 
   // Usage counts every attempt the provider billed, the killed one included: its input tokens exactly (saved as
   // soon as the provider reported them), its output tokens as the deltas it had received when last saved.
-  const billed = fake.usage;
+  const billed = stack.fake.usage;
   const attempts = Object.values(exec!.usageByAttempt as Record<string, { inputTokens: number }>);
   expect(attempts.length).toBe(billed.length);
   expect(exec!.usage!.inputTokens).toBe(billed.reduce((n, u) => n + u.inputTokens, 0));
@@ -100,16 +84,15 @@ it('a worker killed mid-stream: a new worker finishes the reply with no duplicat
 }, 120_000);
 
 it('a worker killed mid-reply in a chat: the chat stream carries every character once, in order, then done', async () => {
-  const base = await t.listen();
   const first = await startWorker();
   const org = await buildOrg();
-  const api = currentAs(t, org.serviceToken);
-  const agent = await api.post('/agents', { name: 'Chatty', system_prompt: 'p' });
-  const ws = await api.post('/workspaces', { name: 'W' });
-  const chat = await api.post('/chats', { agent_id: agent.body.agent.id, workspace_id: ws.body.workspace.id });
+  const api = currentAs(stack.t, org.serviceToken);
+  const agentId = await buildAgent(stack.t, org, { name: 'Chatty', system_prompt: 'p' });
+  const { id: workspaceId } = await buildWorkspace(stack.t, { org, name: 'W' });
+  const chat = await api.post('/chats', { agent_id: agentId, workspace_id: workspaceId });
   expect(chat.status).toBe(201);
   const chatId = chat.body.chat.id as string;
-  const stream = await openSse(`${base}/api/chats/${chatId}/events`, {
+  const stream = await openSse(`${stack.base}/api/chats/${chatId}/events`, {
     headers: { authorization: bearer(org.serviceToken) },
   });
   const sent = await api.post(`/chats/${chatId}/messages`, { message: '[chunks:40][slow:100]' });

@@ -6,49 +6,22 @@
  * Last-Event-ID without gaps or duplicates, the last-N replay, heartbeats, one instance posting and another
  * streaming).
  */
-import { randomBytes } from 'node:crypto';
 import { chatStreamId, Execution, Session } from '../../../models';
 import { appendEvents, readEvents } from '../../../commands/eventLog';
 import { CHAT_REPLAY_EVENTS } from '../../../api/current/chats.schema';
-import { startFakeAnthropic, type FakeAnthropic } from '../../../scripts/fakes/anthropic';
-import { createTestApp, type TestApp } from '../../helpers/app';
+import { useServedTestApp } from '../../helpers/app';
 import { currentAs, currentError } from '../../helpers/current';
 import { bearer, buildOrg } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
 import { openSse, type LiveStream, type SseEvent } from '../../helpers/sse';
-import { startTestWorker, type TestWorker } from '../../helpers/worker';
+import { until } from '../../helpers/until';
+import { useExecutionStack } from '../../helpers/worker';
 
 useTestDatabase();
-let t: TestApp;
-let other: TestApp;
-let fake: FakeAnthropic;
-let worker: TestWorker;
-let base: string;
-let otherBase: string;
 const HEARTBEAT_MS = 300;
-
-beforeAll(async () => {
-  fake = await startFakeAnthropic();
-  const env = {
-    ANTHROPIC_API_KEY: 'test-key',
-    ANTHROPIC_BASE_URL: fake.url,
-    DEFAULT_MODEL: 'claude-test',
-    TEMPORAL_TASK_QUEUE: `chats-${randomBytes(4).toString('hex')}`,
-    SSE_HEARTBEAT_MS: String(HEARTBEAT_MS),
-  };
-  t = createTestApp(env);
-  // A second api instance on the same database and Temporal: any instance serves any chat's stream.
-  other = createTestApp(env);
-  worker = await startTestWorker(t.config);
-  base = await t.listen();
-  otherBase = await other.listen();
-});
-afterAll(async () => {
-  await worker?.stop();
-  await other?.close();
-  await t?.close();
-  await fake?.close();
-});
+const stack = useExecutionStack('chats', { DEFAULT_MODEL: 'claude-test', SSE_HEARTBEAT_MS: String(HEARTBEAT_MS) });
+// A second api instance on the same database and Temporal: any instance serves any chat's stream.
+const other = useServedTestApp(() => stack.env);
 
 interface Setup {
   token: string;
@@ -62,7 +35,7 @@ interface Setup {
 
 async function setup(): Promise<Setup> {
   const org = await buildOrg();
-  const api = currentAs(t, org.serviceToken);
+  const api = currentAs(stack.t, org.serviceToken);
   const agent = await api.post('/agents', { name: 'Chatty', system_prompt: 'Be brief.' });
   expect(agent.status).toBe(201);
   const ws = await api.post('/workspaces', { name: 'Chats' });
@@ -83,7 +56,7 @@ async function newChat(s: Setup): Promise<string> {
   return res.body.chat.id;
 }
 
-function events(s: Setup, chatId: string, on = base, lastEventId?: string): Promise<LiveStream> {
+function events(s: Setup, chatId: string, on = stack.base, lastEventId?: string): Promise<LiveStream> {
   return openSse(`${on}/api/chats/${chatId}/events`, {
     headers: { authorization: bearer(s.token), ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
   });
@@ -113,11 +86,12 @@ const summary = (list: SseEvent[]): string[] => list.map((e) => `${e.id} ${e.eve
 const chunks = (n: number): string => Array.from({ length: n }, (_, i) => `tok${i + 1} `).join('');
 
 async function waitForExecution(id: string, status: string): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while ((await Execution.findById(id).lean())?.status !== status) {
-    if (Date.now() > deadline) throw new Error(`execution ${id} did not reach ${status}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await until(
+    async () => (await Execution.findById(id).lean())?.status,
+    (s) => s === status,
+    30_000,
+    50
+  );
 }
 
 describe('chat lifecycle', () => {
@@ -191,7 +165,7 @@ describe('chat lifecycle', () => {
     expect(second.status).toBe(201);
     expect(second.body.message.position).toBe(4);
     await waitForExecution(second.body.execution.id, 'completed');
-    expect(fake.requests.at(-1)!.messages).toEqual([
+    expect(stack.fake.requests.at(-1)!.messages).toEqual([
       { role: 'user', content: 'hi [chunks:5]' },
       { role: 'assistant', content: chunks(5) },
       { role: 'user', content: 'again' },
@@ -400,9 +374,9 @@ describe('GET /api/chats/{id}/events', () => {
     expect(names(all).filter((n) => n === 'message.created')).toHaveLength(2);
 
     for (const [on, cut] of [
-      [base, 3],
-      [otherBase, turn1],
-      [otherBase, all.length - 1],
+      [stack.base, 3],
+      [other.base, turn1],
+      [other.base, all.length - 1],
     ] as const) {
       const resumed = await events(s, chatId, on, String(cut));
       await resumed.waitFor(all.length - cut);
@@ -411,7 +385,7 @@ describe('GET /api/chats/{id}/events', () => {
       resumed.close();
       expect(summary(resumed.events)).toEqual(summary(all.slice(cut)));
     }
-    const fromStart = await events(s, chatId, otherBase, '0');
+    const fromStart = await events(s, chatId, other.base, '0');
     await fromStart.waitFor(all.length);
     fromStart.close();
     expect(summary(fromStart.events)).toEqual(summary(all));
@@ -481,9 +455,9 @@ describe('GET /api/chats/{id}/events', () => {
   it('a message posted through one api instance streams live through another', async () => {
     const s = await setup();
     const chatId = await newChat(s);
-    const onOther = await events(s, chatId, otherBase);
-    const onFirst = await events(s, chatId, base);
-    const sent = await currentAs(other, s.token).post(`/chats/${chatId}/messages`, {
+    const onOther = await events(s, chatId, other.base);
+    const onFirst = await events(s, chatId, stack.base);
+    const sent = await currentAs(other.t, s.token).post(`/chats/${chatId}/messages`, {
       message: 'across [chunks:30][slow:20]',
     });
     expect(sent.status).toBe(201);
@@ -506,7 +480,7 @@ describe('GET /api/chats/{id}/events', () => {
       await new Promise((r) => setTimeout(r, 50));
       logged = await readEvents(chatStreamId(chatId));
     }
-    const replay = await events(s, chatId, base, '0');
+    const replay = await events(s, chatId, stack.base, '0');
     await replay.waitFor(logged.length);
     replay.close();
     expect(replay.events.map((e) => `${e.id} ${e.event}`)).toEqual(logged.map((e) => `${e.seq} ${e.event}`));

@@ -6,7 +6,7 @@
  */
 import { useTestApp, type TestApp } from '../../helpers/app';
 import { currentAs } from '../../helpers/current';
-import { buildOrg } from '../../helpers/factories';
+import { buildWorkspace } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
 
 useTestDatabase();
@@ -14,9 +14,8 @@ const capped = useTestApp({ DATA_QUERY_MAX_BYTES: String(64 * 1024) });
 const fair = useTestApp({ DATA_QUERY_CONCURRENCY: '1', DATA_QUERY_TIMEOUT_MS: '1500' });
 
 async function workspace(app: TestApp) {
-  const org = await buildOrg();
+  const { org, id } = await buildWorkspace(app, { name: 'Data' });
   const api = currentAs(app, org.serviceToken);
-  const id: string = (await api.post('/workspaces', { name: 'Data' })).body.workspace.id;
   return (sql: string) => api.post(`/workspaces/${id}/data-blocks/query`, { sql });
 }
 

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { useTestApp, type TestApp } from '../../helpers/app';
 import { currentAs } from '../../helpers/current';
-import { bearer, buildOrg } from '../../helpers/factories';
+import { bearer, buildOrg, buildWorkspace } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
 
 useTestDatabase();
@@ -21,9 +21,8 @@ const outside = mkdtempSync(path.join(os.tmpdir(), 'outside-'));
 writeFileSync(path.join(outside, 'secret.csv'), 'secret\nhunter2\n');
 
 async function workspace(app: TestApp = t) {
-  const org = await buildOrg();
+  const { org, id, dir } = await buildWorkspace(app, { name: 'Data' });
   const api = currentAs(app, org.serviceToken);
-  const id: string = (await api.post('/workspaces', { name: 'Data' })).body.workspace.id;
   const put = (p: string, body: string | Buffer) =>
     app.request
       .put(`/api/workspaces/${id}/files/content`)
@@ -32,7 +31,7 @@ async function workspace(app: TestApp = t) {
       .set('Content-Type', 'application/octet-stream')
       .send(body);
   const query = (sql: string, extra: object = {}) => api.post(`/workspaces/${id}/data-blocks/query`, { sql, ...extra });
-  return { org, id, api, put, query, dir: path.join(app.config.workspacesDir, org.organizationId, id) };
+  return { org, id, api, put, query, dir };
 }
 
 /** A Parquet file written by the engine itself (from a CSV in a scratch directory). */

@@ -13,6 +13,7 @@ import { currentAs } from '../../helpers/current';
 import { bearer, buildOrg } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
 import { openSse } from '../../helpers/sse';
+import { until } from '../../helpers/until';
 import { startTestWorker, useExecutionStack } from '../../helpers/worker';
 
 useTestDatabase();
@@ -57,13 +58,8 @@ interface JobJson {
 }
 
 async function waitForStatus(s: Setup, id: string, status: string, timeoutMs = 20_000): Promise<JobJson> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await s.api.get(`/jobs/${id}`);
-    if (res.body.job?.status === status) return res.body.job;
-    if (Date.now() > deadline) throw new Error(`job ${id} is ${res.body.job?.status}, not ${status}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const read = async (): Promise<JobJson | undefined> => (await s.api.get(`/jobs/${id}`)).body.job;
+  return (await until(read, (job) => job?.status === status, timeoutMs, 100, `job ${id} ${status}`))!;
 }
 
 /** The workflow's own view, which the record must agree with. */

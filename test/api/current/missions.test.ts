@@ -9,8 +9,9 @@ import { Mission, ServiceEvent, Task } from '../../../models';
 import { createTemporal, type TemporalDeps } from '../../../lib/temporal';
 import { missionScheduleId } from '../../../workflows/ids';
 import { currentAs } from '../../helpers/current';
-import { buildOrg } from '../../helpers/factories';
+import { buildAgent, buildOrg, buildWorkspace } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
+import { until } from '../../helpers/until';
 import { useExecutionStack } from '../../helpers/worker';
 
 useTestDatabase();
@@ -30,8 +31,8 @@ afterAll(async () => {
 async function setup() {
   const org = await buildOrg();
   const api = currentAs(stack.t, org.serviceToken);
-  const agent = (await api.post('/agents', { name: 'Planner', system_prompt: 'Plan.' })).body.agent.id as string;
-  const workspace = (await api.post('/workspaces', { name: 'Missions' })).body.workspace.id as string;
+  const agent = await buildAgent(stack.t, org, { name: 'Planner', system_prompt: 'Plan.' });
+  const { id: workspace } = await buildWorkspace(stack.t, { org, name: 'Missions' });
   return { org, api, agent, workspace };
 }
 
@@ -40,12 +41,9 @@ const schedules = () => temporal.client.schedule;
 /** The workflow id of the run a trigger started (the Schedule's most recent action). */
 async function lastRun(missionId: string, before: number): Promise<string> {
   const handle = schedules().getHandle(missionScheduleId(missionId));
-  for (let i = 0; i < 200; i++) {
-    const recent = (await handle.describe()).info.recentActions;
-    if (recent.length > before) return recent.at(-1)!.action.workflow.workflowId;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('the schedule took no action');
+  const read = async () => (await handle.describe()).info.recentActions;
+  const recent = await until(read, (actions) => actions.length > before, 60_000, 100, 'an action of the schedule');
+  return recent.at(-1)!.action.workflow.workflowId;
 }
 
 it('creates a mission with its Schedule; reads its next run times; refuses a bad cron or time zone', async () => {

@@ -11,23 +11,22 @@ import sharp from 'sharp';
 import { Space } from '../../../models';
 import { useTestApp } from '../../helpers/app';
 import { currentAs, currentError } from '../../helpers/current';
-import { bearer, buildOrg } from '../../helpers/factories';
+import { bearer, buildWorkspace } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
 
 useTestDatabase();
 const t = useTestApp();
 
 async function workspace() {
-  const org = await buildOrg();
+  const { org, id, dir } = await buildWorkspace(t, { name: 'Files' });
   const api = currentAs(t, org.serviceToken);
-  const id: string = (await api.post('/workspaces', { name: 'Files' })).body.workspace.id;
   const auth = bearer(org.serviceToken);
   const base = `/api/workspaces/${id}`;
   return {
     org,
     id,
     api,
-    dir: path.join(t.config.workspacesDir, org.organizationId, id),
+    dir,
     put: (p: string, body: string | Buffer) =>
       t.request
         .put(`${base}/files/content`)

@@ -10,10 +10,10 @@ import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { freePort } from '../../../scripts/servers/launch';
 import { WorkspaceReservation } from '../../../models';
-import { createTestApp, type TestApp } from '../../helpers/app';
-import { currentAs, currentError } from '../../helpers/current';
+import { useServedTestApp } from '../../helpers/app';
+import { currentError } from '../../helpers/current';
 import { childTestEnv } from '../../helpers/env';
-import { bearer, buildOrg } from '../../helpers/factories';
+import { bearer, buildWorkspace } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
 import { spawnScript, type Spawned } from '../../helpers/processes';
 import { until } from '../../helpers/until';
@@ -30,22 +30,16 @@ const caps = {
   WORKSPACE_FILE_MAX_BYTES: String(FILE),
   WORKSPACE_RESERVATION_LEASE_MS: String(LEASE_MS),
 };
-const t: TestApp = createTestApp(caps);
-let base: string;
-beforeAll(async () => {
-  base = await t.listen();
-});
-afterAll(async () => t.close());
+const app = useServedTestApp(caps);
 
 async function workspace() {
-  const org = await buildOrg();
-  const id: string = (await currentAs(t, org.serviceToken).post('/workspaces', { name: 'Quota' })).body.workspace.id;
-  return { id, auth: bearer(org.serviceToken), dir: path.join(t.config.workspacesDir, org.organizationId, id) };
+  const { org, id, dir } = await buildWorkspace(app.t, { name: 'Quota' });
+  return { id, auth: bearer(org.serviceToken), dir };
 }
 
 /** An upload through the app under test (one request, the whole body at once). */
 function putFile(w: { id: string; auth: string }, p: string, bytes: number) {
-  return t.request
+  return app.t.request
     .put(`/api/workspaces/${w.id}/files/content`)
     .query({ path: p })
     .set('Authorization', w.auth)
@@ -103,7 +97,7 @@ describe('workspace cap under concurrency (WORKSPACE_MAX_BYTES=1 MiB, 100 KiB pe
     const w = await workspace();
     const uploads = Array.from({ length: 12 }, (_, i) =>
       startUpload(
-        `${base}/api/workspaces/${w.id}/files/content?path=f${i}.bin`,
+        `${app.base}/api/workspaces/${w.id}/files/content?path=f${i}.bin`,
         w.auth,
         Buffer.alloc(FILE, i),
         FILE / 2
@@ -143,7 +137,7 @@ describe('workspace cap under concurrency (WORKSPACE_MAX_BYTES=1 MiB, 100 KiB pe
     const put = (p: string, bytes: number) => putFile(w, p, bytes);
     for (let i = 0; i < 9; i++) expect((await put(`f${i}.bin`, FILE)).status).toBe(201);
     // 9 × 100 KiB stored, 124 KiB left; a chunked upload (no Content-Length) holds 100 KiB of it while it runs.
-    const chunked = http.request(`${base}/api/workspaces/${w.id}/files/content?path=chunked.bin`, {
+    const chunked = http.request(`${app.base}/api/workspaces/${w.id}/files/content?path=chunked.bin`, {
       method: 'PUT',
       headers: { Authorization: w.auth, 'Transfer-Encoding': 'chunked' },
     });
@@ -185,7 +179,7 @@ describe('a killed upload (SIGKILL of its api process)', () => {
         ...caps,
         WORKSPACE_FILE_MAX_BYTES: String(600 * KIB),
         MONGODB_URI: db.uri,
-        WORKSPACES_DIR: t.config.workspacesDir,
+        WORKSPACES_DIR: app.t.config.workspacesDir,
         PORT: String(port),
       })
     );

@@ -14,68 +14,50 @@ import { WEBHOOK_EVENT_DATA } from '../../../api/current/webhookEvents.schema';
 import { checkResponse } from '../../../lib/ajv';
 import { readEvents } from '../../../commands/eventLog';
 import { repoStreamId, ServiceEvent, WorkspaceRepo } from '../../../models';
-import { createTestApp, type TestApp } from '../../helpers/app';
+import { createTestApp, useServedTestApp, useTestApp, type TestApp } from '../../helpers/app';
 import { currentAs, currentError } from '../../helpers/current';
 import { childTestEnv } from '../../helpers/env';
-import { bearer, buildOrg } from '../../helpers/factories';
+import { bearer, buildWorkspace } from '../../helpers/factories';
 import { startGitServer, type GitServer } from '../../helpers/gitServer';
 import { useTestDatabase } from '../../helpers/mongo';
 import { spawnScript, type Spawned } from '../../helpers/processes';
 import { openSse } from '../../helpers/sse';
-import { startTestWorker, type TestWorker } from '../../helpers/worker';
+import { until } from '../../helpers/until';
+import { useTestWorker } from '../../helpers/worker';
 
 const db = useTestDatabase();
 let server: GitServer;
-let t: TestApp;
-let strict: TestApp;
-let worker: TestWorker;
-let strictWorker: TestWorker;
-let base: string;
-
 beforeAll(async () => {
   server = await startGitServer({ token: 'tok-123' });
-  t = createTestApp({
-    WEBHOOK_ALLOW_PRIVATE: 'true',
-    GIT_SSL_CA_INFO: server.caFile,
-    TEMPORAL_TASK_QUEUE: `repos-${randomBytes(4).toString('hex')}`,
-  });
-  strict = createTestApp({
-    WEBHOOK_ALLOW_PRIVATE: 'false',
-    GIT_SSL_CA_INFO: server.caFile,
-    TEMPORAL_TASK_QUEUE: `repos-strict-${randomBytes(4).toString('hex')}`,
-  });
-  worker = await startTestWorker(t.config);
-  strictWorker = await startTestWorker(strict.config);
-  base = await t.listen();
 });
-afterAll(async () => {
-  await worker?.stop();
-  await strictWorker?.stop();
-  await t?.close();
-  await strict?.close();
-  await server?.close();
-});
+const served = useServedTestApp(() => ({
+  WEBHOOK_ALLOW_PRIVATE: 'true',
+  GIT_SSL_CA_INFO: server.caFile,
+  TEMPORAL_TASK_QUEUE: `repos-${randomBytes(4).toString('hex')}`,
+}));
+const strict = useTestApp(() => ({
+  WEBHOOK_ALLOW_PRIVATE: 'false',
+  GIT_SSL_CA_INFO: server.caFile,
+  TEMPORAL_TASK_QUEUE: `repos-strict-${randomBytes(4).toString('hex')}`,
+}));
+useTestWorker(() => served.t);
+useTestWorker(() => strict);
+afterAll(async () => server?.close());
 
-async function workspace(app: TestApp = t) {
-  const org = await buildOrg();
-  const api = currentAs(app, org.serviceToken);
-  const id: string = (await api.post('/workspaces', { name: 'Code' })).body.workspace.id;
-  return { org, api, id, dir: path.join(app.config.workspacesDir, org.organizationId, id) };
+async function workspace(app: TestApp = served.t) {
+  const { org, id, dir } = await buildWorkspace(app, { name: 'Code' });
+  return { org, api: currentAs(app, org.serviceToken), id, dir };
 }
 
-async function until(what: string, done: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 90_000;
-  while (!(await done())) {
-    if (Date.now() > deadline) throw new Error(`${what} did not happen`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-const waitForRepo = (repoId: string, status: string): Promise<void> =>
-  until(
-    `repository ${repoId} reaching ${status}`,
-    async () => (await WorkspaceRepo.findById(repoId).lean())?.status === status
+const waitForRepo = async (repoId: string, status: string): Promise<void> => {
+  await until(
+    async () => (await WorkspaceRepo.findById(repoId).lean())?.status,
+    (s) => s === status,
+    90_000,
+    100,
+    `repository ${repoId} reaching ${status}`
   );
+};
 
 /**
  * Checks a clone's service events, once its last one is recorded: exactly `repo.clone_started` then `end`, each
@@ -93,7 +75,7 @@ async function expectCloneServiceEvents(
     (await ServiceEvent.find({ organizationId }).sort({ createdAt: 1 }).lean())
       .map((d) => ({ type: d.type, data: JSON.parse(d.data) as Record<string, unknown> }))
       .filter((e) => e.type.startsWith('repo.') && e.data.repoId === mount.repoId);
-  await until(end[0], async () => (await read()).some((e) => e.type === end[0]));
+  await until(async () => (await read()).some((e) => e.type === end[0]), Boolean, 90_000, 100, end[0]);
   const events = await read();
   expect(events).toEqual([
     { type: 'repo.clone_started', data: { ...mount, branch: null } },
@@ -130,7 +112,7 @@ describe('clone', () => {
     const started = await w.api.post(`/workspaces/${w.id}/repos/clone`, { repo_id: repoId });
     expect(started.status).toBe(202);
     expect(started.body.repo.status).toBe('cloning');
-    const stream = await openSse(`${base}${started.body.events_url}`, {
+    const stream = await openSse(`${served.base}${started.body.events_url}`, {
       headers: { authorization: bearer(w.org.serviceToken) },
     });
     await stream.ended;
@@ -147,7 +129,9 @@ describe('clone', () => {
     // The token went as a header, and is written nowhere in the clone.
     expect(server.authorizations).toContain(`Basic ${Buffer.from('x-access-token:tok-123').toString('base64')}`);
     expect(readFileSync(path.join(dir, '.git/config'), 'utf8')).not.toContain('tok-123');
-    expect(readdirSync(path.join(t.config.workspacesDir, '.clones')).filter((n) => n.startsWith(repoId))).toEqual([]);
+    expect(
+      readdirSync(path.join(served.t.config.workspacesDir, '.clones')).filter((n) => n.startsWith(repoId))
+    ).toEqual([]);
     // Its files are workspace files (the data query reads the cloned CSV).
     const q = await w.api.post(`/workspaces/${w.id}/data-blocks/query`, {
       sql: "SELECT * FROM 'src/project/data.csv'",
@@ -171,8 +155,11 @@ describe('clone', () => {
     expect(existsSync(path.join(w.dir, 'project'))).toBe(false);
     // The record turns failed just before the stream's terminal event is appended: wait for that event.
     await until(
-      'clone.failed event',
-      async () => (await readEvents(repoStreamId(repoId))).at(-1)?.event === 'clone.failed'
+      async () => (await readEvents(repoStreamId(repoId))).at(-1)?.event === 'clone.failed',
+      Boolean,
+      90_000,
+      100,
+      'clone.failed event'
     );
     const events = await readEvents(repoStreamId(repoId));
     // git's refusal is retried (three attempts, each on the stream); the service events are recorded once each.
@@ -252,7 +239,7 @@ describe('git initialization (POST /api/spaces/{id}/init)', () => {
     expect(second.body.repo.id).toBe(repoId);
     expect(['registered', 'cloning', 'ready']).toContain(first.body.repo.status);
 
-    const stream = await openSse(`${base}${first.body.eventsUrl}`, {
+    const stream = await openSse(`${served.base}${first.body.eventsUrl}`, {
       headers: { authorization: bearer(w.org.serviceToken) },
     });
     await stream.ended;
@@ -263,7 +250,7 @@ describe('git initialization (POST /api/spaces/{id}/init)', () => {
     expect(readFileSync(path.join(w.dir, 'README.md'), 'utf8')).toBe('# Project\n');
     expect(git(w.dir, 'rev-parse', 'HEAD')).toBe(server.commits[0]);
     expect(readFileSync(path.join(w.dir, '.git/config'), 'utf8')).not.toContain('tok-123');
-    const space = await t.request.get(`/api/v1/spaces/${w.id}`).set('Authorization', bearer(w.org.apiToken));
+    const space = await served.t.request.get(`/api/v1/spaces/${w.id}`).set('Authorization', bearer(w.org.apiToken));
     expect(space.body.space).toMatchObject({ name: 'Cloned', initializedAs: 'git', fileCount: 2 });
     const listed = await w.api.get(`/workspaces/${w.id}/repos`);
     expect(listed.body).toEqual({
@@ -399,11 +386,13 @@ describe('a worker killed mid-clone', () => {
       await first.exited();
       await startWorker();
       await waitForRepo(repoId, 'ready');
-      const deadline = Date.now() + 30_000;
-      while (!(await readEvents(repoStreamId(repoId))).some((e) => e.event === 'clone.completed')) {
-        if (Date.now() > deadline) throw new Error('no clone.completed event');
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await until(
+        async () => (await readEvents(repoStreamId(repoId))).some((e) => e.event === 'clone.completed'),
+        Boolean,
+        30_000,
+        100,
+        'a clone.completed event'
+      );
 
       const events = await readEvents(repoStreamId(repoId));
       expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));

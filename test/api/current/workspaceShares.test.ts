@@ -9,7 +9,7 @@ import path from 'node:path';
 import { WorkspaceLink } from '../../../models';
 import { useTestApp, type TestApp } from '../../helpers/app';
 import { currentAs, currentError } from '../../helpers/current';
-import { bearer, buildOrg } from '../../helpers/factories';
+import { bearer, buildOrg, buildWorkspace } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
 import { v1As } from '../../helpers/v1';
 
@@ -18,15 +18,14 @@ const t = useTestApp();
 const small = useTestApp({ WORKSPACE_FILE_MAX_BYTES: '100', WORKSPACE_MAX_BYTES: '250' });
 
 async function workspace(app: TestApp = t) {
-  const org = await buildOrg();
+  const { org, id, dir } = await buildWorkspace(app, { name: 'Shared' });
   const api = currentAs(app, org.serviceToken);
-  const id: string = (await api.post('/workspaces', { name: 'Shared' })).body.workspace.id;
   const auth = bearer(org.serviceToken);
   return {
     id,
     org,
     auth,
-    dir: path.join(app.config.workspacesDir, org.organizationId, id),
+    dir,
     put: (p: string, body: string | Buffer) =>
       app.request
         .put(`/api/workspaces/${id}/files/content`)

@@ -6,12 +6,9 @@
  * session handling (Mcp-Session-Id, protocol version, DELETE), the Origin check, and resuming a broken stream with
  * Last-Event-ID on another api instance.
  */
-import { randomBytes } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
-import { freePort } from '../../../scripts/servers/launch';
-import { startFakeAnthropic, type FakeAnthropic } from '../../../scripts/fakes/anthropic';
-import { createTestApp, type TestApp } from '../../helpers/app';
+import { useServedTestApp } from '../../helpers/app';
 import { currentAs } from '../../helpers/current';
 import { bearer, buildOrg, buildServiceToken } from '../../helpers/factories';
 import {
@@ -23,42 +20,17 @@ import {
 } from '../../helpers/mcp';
 import { useTestDatabase } from '../../helpers/mongo';
 import { openSse } from '../../helpers/sse';
-import { startTestWorker, type TestWorker } from '../../helpers/worker';
+import { closeAfterAll } from '../../helpers/teardown';
+import { until } from '../../helpers/until';
+import { useExecutionStack } from '../../helpers/worker';
 
 useTestDatabase();
-let t: TestApp;
-let other: TestApp;
-let fake: FakeAnthropic;
-let worker: TestWorker;
-let base: string;
-let otherBase: string;
+const stack = useExecutionStack('mcp', { DEFAULT_MODEL: 'claude-test', SSE_HEARTBEAT_MS: '300' }, { appUrl: true });
+// A second api instance behind the same APP_URL (as behind a load balancer), on the same database.
+const other = useServedTestApp(() => ({ ...stack.env, APP_URL: stack.base }));
 const clients: Client[] = [];
-
-beforeAll(async () => {
-  fake = await startFakeAnthropic();
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  const env = {
-    APP_URL: base,
-    ANTHROPIC_API_KEY: 'test-key',
-    ANTHROPIC_BASE_URL: fake.url,
-    DEFAULT_MODEL: 'claude-test',
-    TEMPORAL_TASK_QUEUE: `mcp-${randomBytes(4).toString('hex')}`,
-    SSE_HEARTBEAT_MS: '300',
-  };
-  t = createTestApp(env);
-  // A second api instance behind the same APP_URL (as behind a load balancer), on the same database.
-  other = createTestApp(env);
-  worker = await startTestWorker(t.config);
-  await t.listen(port);
-  otherBase = await other.listen();
-});
-afterAll(async () => {
+closeAfterAll(async () => {
   for (const c of clients) await c.close().catch(() => undefined);
-  await worker?.stop();
-  await other?.close();
-  await t?.close();
-  await fake?.close();
 });
 
 const keep = (c: Client): Client => {
@@ -77,7 +49,7 @@ interface Org {
 
 async function setupOrg(): Promise<Org> {
   const org = await buildOrg();
-  const api = currentAs(t, org.serviceToken);
+  const api = currentAs(stack.t, org.serviceToken);
   const agent = await api.post('/agents', { name: 'Helper', system_prompt: 'Be brief.' });
   expect(agent.status).toBe(201);
   const ws = await api.post('/workspaces', { name: 'MCP' });
@@ -120,21 +92,25 @@ function ok(result: Awaited<ReturnType<Client['callTool']>>): Json {
 
 describe('discovery and tokens', () => {
   it('answers 401 with WWW-Authenticate naming the protected-resource metadata, which leads to the authorization server', async () => {
-    const res = await post(base, initialize);
+    const res = await post(stack.base, initialize);
     expect(res.status).toBe(401);
     const challenge = res.headers.get('www-authenticate')!;
-    expect(challenge).toBe(`Bearer resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`);
+    expect(challenge).toBe(`Bearer resource_metadata="${stack.base}/.well-known/oauth-protected-resource/mcp"`);
     expect(await res.json()).toEqual({ error: 'invalid_token', error_description: 'Authorization header required' });
 
     const prm = (await fetch(/resource_metadata="([^"]+)"/.exec(challenge)![1]).then((r) => r.json())) as Json;
-    expect(prm).toMatchObject({ resource: `${base}/mcp`, authorization_servers: [base], scopes_supported: ['mcp'] });
+    expect(prm).toMatchObject({
+      resource: `${stack.base}/mcp`,
+      authorization_servers: [stack.base],
+      scopes_supported: ['mcp'],
+    });
     const as = await fetch(`${prm.authorization_servers[0]}/.well-known/oauth-authorization-server`).then((r) =>
       r.json()
     );
     expect(as).toMatchObject({
-      issuer: base,
-      token_endpoint: `${base}/oauth/token`,
-      registration_endpoint: `${base}/oauth/register`,
+      issuer: stack.base,
+      token_endpoint: `${stack.base}/oauth/token`,
+      registration_endpoint: `${stack.base}/oauth/register`,
       grant_types_supported: ['authorization_code', 'client_credentials', 'refresh_token'],
       code_challenge_methods_supported: ['S256'],
       scopes_supported: ['mcp'],
@@ -143,7 +119,7 @@ describe('discovery and tokens', () => {
 
   it('a machine client gets a token by client credentials, lists the tools and drives agents and chats', async () => {
     const org = await setupOrg();
-    const client = keep(await connectMachine(base, await registerMachineClient(base, org.mcpToken)));
+    const client = keep(await connectMachine(stack.base, await registerMachineClient(stack.base, org.mcpToken)));
 
     const { tools } = await client.listTools();
     expect(tools.map((x) => x.name)).toEqual(
@@ -200,7 +176,7 @@ describe('discovery and tokens', () => {
       ['assistant', 'Echo: Hello over MCP'],
     ]);
     // The same chat through the HTTP route: one record, two doors.
-    const viaHttp = await currentAs(t, org.serviceToken).get(`/chats/${chat.id}/messages`);
+    const viaHttp = await currentAs(stack.t, org.serviceToken).get(`/chats/${chat.id}/messages`);
     expect(viaHttp.body.messages).toEqual(read.messages);
 
     const executed = ok(
@@ -216,14 +192,14 @@ describe('discovery and tokens', () => {
   it('a person authorizes a client by authorization code + PKCE on the consent page, then uses MCP as themself', async () => {
     const org = await setupOrg();
     const provider = new PkceProvider(org.mcpToken);
-    const client = keep(await connectPerson(base, provider));
+    const client = keep(await connectPerson(stack.base, provider));
     expect(provider.consentPage).toContain('test person client');
     const tokens = provider.tokens()!;
     expect(tokens.scope).toBe('mcp');
     expect(tokens.refresh_token).toMatch(/^oacr_/);
     // The access token is a JWT bound to this MCP endpoint.
     const claims = JSON.parse(Buffer.from(tokens.access_token.split('.')[1], 'base64url').toString());
-    expect(claims).toMatchObject({ aud: `${base}/mcp`, iss: base, scope: 'mcp', org: org.organizationId });
+    expect(claims).toMatchObject({ aud: `${stack.base}/mcp`, iss: stack.base, scope: 'mcp', org: org.organizationId });
     const agents = ok(await client.callTool({ name: 'list_agents', arguments: {} }));
     expect(agents.agents.map((a: { id: string }) => a.id)).toContain(org.agentId);
   });
@@ -231,19 +207,19 @@ describe('discovery and tokens', () => {
   it('a person who denies gets no code; a consent with a token lacking mcp is refused on the page', async () => {
     const org = await setupOrg();
     const denied = new PkceProvider(org.mcpToken, 'deny');
-    await expect(connectPerson(base, denied)).rejects.toThrow(/no authorization code/);
+    await expect(connectPerson(stack.base, denied)).rejects.toThrow(/no authorization code/);
     const weak = new PkceProvider(await buildServiceToken(org.org, ['agents:read']));
-    await expect(connectPerson(base, weak)).rejects.toThrow(/authorize: 401.*lacks the scope mcp/s);
+    await expect(connectPerson(stack.base, weak)).rejects.toThrow(/authorize: 401.*lacks the scope mcp/s);
     const unknown = new PkceProvider('svc_unknown');
-    await expect(connectPerson(base, unknown)).rejects.toThrow(/authorize: 401.*unknown, revoked or expired/s);
+    await expect(connectPerson(stack.base, unknown)).rejects.toThrow(/authorize: 401.*unknown, revoked or expired/s);
   });
 });
 
 describe('jobs', () => {
   it('lists, reads and approves a job through MCP; its transcript is a resource; a signed URL streams its events', async () => {
     const org = await setupOrg();
-    const client = keep(await connectMachine(base, await registerMachineClient(base, org.mcpToken)));
-    const created = await currentAs(t, org.serviceToken).post('/jobs', {
+    const client = keep(await connectMachine(stack.base, await registerMachineClient(stack.base, org.mcpToken)));
+    const created = await currentAs(stack.t, org.serviceToken).post('/jobs', {
       agent_id: org.agentId,
       workspace_id: org.workspaceId,
       goal: 'Write the report [[request_review]]',
@@ -251,13 +227,13 @@ describe('jobs', () => {
     expect(created.status).toBe(201);
     const jobId: string = created.body.job.id;
 
-    const deadline = Date.now() + 20_000;
-    let job = ok(await client.callTool({ name: 'get_job', arguments: { job_id: jobId } })).job;
-    while (job.status !== 'awaiting_review') {
-      if (Date.now() > deadline) throw new Error(`job is ${job.status}`);
-      await new Promise((r) => setTimeout(r, 100));
-      job = ok(await client.callTool({ name: 'get_job', arguments: { job_id: jobId } })).job;
-    }
+    await until(
+      async () => ok(await client.callTool({ name: 'get_job', arguments: { job_id: jobId } })).job.status,
+      (status) => status === 'awaiting_review',
+      20_000,
+      100,
+      'the job awaiting review'
+    );
     const listed = ok(await client.callTool({ name: 'list_jobs', arguments: { status: 'awaiting_review' } }));
     expect(listed.jobs.map((j: { id: string }) => j.id)).toEqual([jobId]);
 
@@ -268,7 +244,7 @@ describe('jobs', () => {
 
     // Another organization's client cannot act on it.
     const other = await setupOrg();
-    const stranger = keep(await connectWithToken(base, other.mcpToken));
+    const stranger = keep(await connectWithToken(stack.base, other.mcpToken));
     const refused = await stranger.callTool({ name: 'approve_job', arguments: { job_id: jobId } });
     expect(refused.isError).toBe(true);
     expect((refused.structuredContent as Json).error.code).toBe('not_found');
@@ -297,7 +273,7 @@ describe('jobs', () => {
 describe('missions', () => {
   it('creates a mission with a cron schedule and lists it; a bad cron is a tool error naming the field', async () => {
     const org = await setupOrg();
-    const client = keep(await connectMachine(base, await registerMachineClient(base, org.mcpToken)));
+    const client = keep(await connectMachine(stack.base, await registerMachineClient(stack.base, org.mcpToken)));
     const created = ok(
       await client.callTool({
         name: 'create_mission',
@@ -326,19 +302,19 @@ describe('scopes, organizations and sessions', () => {
   it('refuses a token without the mcp scope with 403 insufficient_scope, and accepts a service token with mcp or *', async () => {
     const org = await buildOrg();
     const weak = await buildServiceToken(org, ['agents:read', 'chats:write']);
-    const res = await post(base, initialize, { authorization: bearer(weak) });
+    const res = await post(stack.base, initialize, { authorization: bearer(weak) });
     expect(res.status).toBe(403);
     expect(res.headers.get('www-authenticate')).toBe(
-      `Bearer error="insufficient_scope", scope="mcp", resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`
+      `Bearer error="insufficient_scope", scope="mcp", resource_metadata="${stack.base}/.well-known/oauth-protected-resource/mcp"`
     );
     expect(((await res.json()) as Json).error).toBe('insufficient_scope');
     for (const scopes of [['mcp'], ['*']]) {
-      const client = keep(await connectWithToken(base, await buildServiceToken(org, scopes)));
+      const client = keep(await connectWithToken(stack.base, await buildServiceToken(org, scopes)));
       expect((await client.listTools()).tools.length).toBeGreaterThan(5);
     }
-    const v1 = await post(base, initialize, { authorization: bearer(org.apiToken) });
+    const v1 = await post(stack.base, initialize, { authorization: bearer(org.apiToken) });
     expect(v1.status).toBe(401);
-    const forged = await post(base, initialize, { authorization: bearer('eyJhbGciOiJIUzI1NiJ9.e30.x') });
+    const forged = await post(stack.base, initialize, { authorization: bearer('eyJhbGciOiJIUzI1NiJ9.e30.x') });
     expect(forged.status).toBe(401);
     expect(forged.headers.get('www-authenticate')).toContain('error="invalid_token"');
   });
@@ -346,8 +322,8 @@ describe('scopes, organizations and sessions', () => {
   it('refuses another organization’s agents, chats and sessions', async () => {
     const a = await setupOrg();
     const b = await setupOrg();
-    const clientB = keep(await connectMachine(base, await registerMachineClient(base, b.mcpToken)));
-    const chatA = await currentAs(t, a.serviceToken).post('/chats', {
+    const clientB = keep(await connectMachine(stack.base, await registerMachineClient(stack.base, b.mcpToken)));
+    const chatA = await currentAs(stack.t, a.serviceToken).post('/chats', {
       agent_id: a.agentId,
       workspace_id: a.workspaceId,
     });
@@ -366,11 +342,11 @@ describe('scopes, organizations and sessions', () => {
     const listed = ok(await clientB.callTool({ name: 'list_agents', arguments: {} }));
     expect(listed.agents.map((x: { id: string }) => x.id)).not.toContain(a.agentId);
     // A's session with B's token: unknown.
-    const opened = await post(base, initialize, { authorization: bearer(a.mcpToken) });
+    const opened = await post(stack.base, initialize, { authorization: bearer(a.mcpToken) });
     const sessionA = opened.headers.get('mcp-session-id')!;
     await opened.body?.cancel();
     const res = await post(
-      base,
+      stack.base,
       { jsonrpc: '2.0', id: 2, method: 'tools/list' },
       { authorization: bearer(b.mcpToken), 'mcp-session-id': sessionA }
     );
@@ -382,34 +358,34 @@ describe('scopes, organizations and sessions', () => {
     const org = await setupOrg();
     const auth = { authorization: bearer(org.mcpToken) };
     const list = { jsonrpc: '2.0', id: 2, method: 'tools/list' };
-    expect((await post(base, list, auth)).status).toBe(400);
-    expect((await post(base, list, { ...auth, 'mcp-session-id': 'mcps_unknown' })).status).toBe(404);
-    const opened = await post(base, initialize, auth);
+    expect((await post(stack.base, list, auth)).status).toBe(400);
+    expect((await post(stack.base, list, { ...auth, 'mcp-session-id': 'mcps_unknown' })).status).toBe(404);
+    const opened = await post(stack.base, initialize, auth);
     expect(opened.status).toBe(200);
     const session = opened.headers.get('mcp-session-id')!;
     expect(session).toMatch(/^mcps_/);
     await opened.body?.cancel();
     const headers = { ...auth, 'mcp-session-id': session };
-    const wrongVersion = await post(base, list, { ...headers, 'mcp-protocol-version': '2024-11-05' });
+    const wrongVersion = await post(stack.base, list, { ...headers, 'mcp-protocol-version': '2024-11-05' });
     expect(wrongVersion.status).toBe(400);
-    const foreign = await post(base, list, { ...headers, origin: 'https://evil.example' });
+    const foreign = await post(stack.base, list, { ...headers, origin: 'https://evil.example' });
     expect(foreign.status).toBe(403);
-    const listed = await post(base, list, { ...headers, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION });
+    const listed = await post(stack.base, list, { ...headers, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION });
     expect(listed.status).toBe(200);
     expect(await listed.text()).toContain('"list_agents"');
-    const standalone = await openSse(`${otherBase}/mcp`, { headers });
+    const standalone = await openSse(`${other.base}/mcp`, { headers });
     expect(standalone.status).toBe(200);
-    const closed = await fetch(`${base}/mcp`, { method: 'DELETE', headers });
+    const closed = await fetch(`${stack.base}/mcp`, { method: 'DELETE', headers });
     expect(closed.status).toBe(204);
     // The session's open stream, on the other instance, ends at its next heartbeat.
     await standalone.ended;
-    expect((await post(base, list, headers)).status).toBe(404);
+    expect((await post(stack.base, list, headers)).status).toBe(404);
   });
 
   it('a session opened on one api instance goes on on another; a broken stream resumes there with Last-Event-ID', async () => {
     const org = await setupOrg();
     const auth = { authorization: bearer(org.mcpToken) };
-    const opened = await post(base, initialize, auth);
+    const opened = await post(stack.base, initialize, auth);
     const session = opened.headers.get('mcp-session-id')!;
     await opened.body?.cancel();
     const headers = { ...auth, 'mcp-session-id': session, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION };
@@ -425,7 +401,7 @@ describe('scopes, organizations and sessions', () => {
         _meta: { progressToken: 'p1' },
       },
     };
-    const first = await openSse(`${base}/mcp`, {
+    const first = await openSse(`${stack.base}/mcp`, {
       method: 'POST',
       headers: { ...headers, accept: MCP_ACCEPT },
       body: call,
@@ -438,7 +414,7 @@ describe('scopes, organizations and sessions', () => {
     expect(lastId).toMatch(/^[0-9a-f-]{36}\.\d+$/);
 
     // Instance B replays what followed and follows the stream live until the call's response.
-    const resumed = await openSse(`${otherBase}/mcp`, { headers: { ...headers, 'last-event-id': lastId } });
+    const resumed = await openSse(`${other.base}/mcp`, { headers: { ...headers, 'last-event-id': lastId } });
     expect(resumed.status).toBe(200);
     await resumed.ended;
     const all = [...seen, ...resumed.events].map((e) => JSON.parse(e.data));
@@ -453,7 +429,7 @@ describe('scopes, organizations and sessions', () => {
     expect(new Set(seqs).size).toBe(seqs.length);
 
     // Any request of the session is served by instance B too.
-    const onB = keep(await connectWithToken(otherBase, org.mcpToken, session));
+    const onB = keep(await connectWithToken(other.base, org.mcpToken, session));
     expect(ok(await onB.callTool({ name: 'list_agents', arguments: {} })).agents.length).toBeGreaterThan(0);
   });
 });

@@ -6,45 +6,30 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Execution, Session } from '../../../models';
-import { createTestApp, type TestApp } from '../../helpers/app';
 import { bearer, buildOrg } from '../../helpers/factories';
-import { startFakeAnthropic, type FakeAnthropic } from '../../../scripts/fakes/anthropic';
 import { capturingLogger } from '../../helpers/env';
 import { useTestDatabase } from '../../helpers/mongo';
 import { openSse, type LiveStream, type SseEvent } from '../../helpers/sse';
 import { v1As, v1Error } from '../../helpers/v1';
-import { startTestWorker, type TestWorker } from '../../helpers/worker';
+import { useExecutionStack } from '../../helpers/worker';
 
 useTestDatabase();
-let t: TestApp;
-let fake: FakeAnthropic;
-let worker: TestWorker;
-let base: string;
 /** The worker's logger, and its log lines (JSON). */
 const { logger: workerLogger, lines: logLines } = capturingLogger('worker', 'info');
 
 const DEADLINE_SECONDS = 5;
 
-beforeAll(async () => {
-  fake = await startFakeAnthropic();
-  t = createTestApp({
-    ANTHROPIC_API_KEY: 'test-key',
-    ANTHROPIC_BASE_URL: fake.url,
+const stack = useExecutionStack(
+  'failures',
+  {
     DEFAULT_MODEL: 'claude-test',
-    TEMPORAL_TASK_QUEUE: `failures-${randomBytes(4).toString('hex')}`,
     MODEL_IDLE_TIMEOUT_SECONDS: '1',
     EXECUTION_DEADLINE_SECONDS: String(DEADLINE_SECONDS),
-  });
-  worker = await startTestWorker(t.config, workerLogger);
-  base = await t.listen();
-});
-afterAll(async () => {
-  await worker?.stop();
-  await t?.close();
-  await fake?.close();
-});
+  },
+  { workerLogger }
+);
 
-const as = (token: string): ReturnType<typeof v1As> => v1As(t, token);
+const as = (token: string): ReturnType<typeof v1As> => v1As(stack.t, token);
 
 async function setup(): Promise<{ token: string; agentId: string }> {
   const org = await buildOrg();
@@ -53,7 +38,7 @@ async function setup(): Promise<{ token: string; agentId: string }> {
 }
 
 async function execute(token: string, agentId: string, message: string): Promise<LiveStream> {
-  return openSse(`${base}/api/v1/agents/${agentId}/execute`, {
+  return openSse(`${stack.base}/api/v1/agents/${agentId}/execute`, {
     method: 'POST',
     headers: { authorization: bearer(token) },
     body: { message, stream: true },
@@ -80,7 +65,7 @@ describe('a silent model', () => {
     const exec = (await as(token).get(`/executions/${executionId}`)).body.execution;
     expect(exec).toMatchObject({ status: 'failed', error: { code: 'deadline_exceeded', message: expected } });
     // The idle timeout failed the first attempt and it was retried (a second request) before the deadline.
-    expect(fake.requests.filter((r) => r.messages?.at(-1)?.content === message).length).toBeGreaterThanOrEqual(2);
+    expect(stack.fake.requests.filter((r) => r.messages?.at(-1)?.content === message).length).toBeGreaterThanOrEqual(2);
     // The session is free: the next message is answered.
     expect((await Session.findById(sessionId).lean())?.activeExecutionId).toBeNull();
     const next = await as(token).post(`/agents/${agentId}/execute`, { message: 'again', sessionId, chatId });
@@ -105,7 +90,7 @@ describe('a silent model', () => {
       error: { code: 'provider_timeout', message: 'The model provider did not respond' },
     });
     // Output had been delivered: no retry (it would repeat or reorder text).
-    expect(fake.requests.filter((r) => r.messages?.at(-1)?.content === message)).toHaveLength(1);
+    expect(stack.fake.requests.filter((r) => r.messages?.at(-1)?.content === message)).toHaveLength(1);
     expect(logLines).toContainEqual(
       expect.objectContaining({ executionId, msg: 'model provider went silent', idleMs: 1000 })
     );

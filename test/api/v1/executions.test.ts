@@ -7,6 +7,7 @@ import { Execution, Session } from '../../../models';
 import { bearer, buildOrg } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
 import { openSse, parseSse, type SseEvent } from '../../helpers/sse';
+import { until } from '../../helpers/until';
 import { v1As, v1Error } from '../../helpers/v1';
 import { useExecutionStack } from '../../helpers/worker';
 import { executionWorkflowId } from '../../../workflows/ids';
@@ -32,12 +33,8 @@ const deltas = (events: SseEvent[]): string =>
     .join('');
 
 async function waitForStatus(id: string, status: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if ((await Execution.findById(id).lean())?.status === status) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`execution ${id} did not reach ${status}`);
+  const read = async () => (await Execution.findById(id).lean())?.status;
+  await until(read, (s) => s === status, timeoutMs, 50, `execution ${id} ${status}`);
 }
 
 describe('POST /api/v1/agents/{id}/execute (JSON)', () => {

@@ -11,21 +11,16 @@ import { currentAs } from '../../helpers/current';
 import { buildMember, buildOrg } from '../../helpers/factories';
 import { startMcpTestServer, type McpTestServer } from '../../helpers/mcpServer';
 import { useTestDatabase } from '../../helpers/mongo';
-import { createTestApp, type TestApp } from '../../helpers/app';
+import { createTestApp, useTestApp } from '../../helpers/app';
 import { v1As, v1Error } from '../../helpers/v1';
 
 useTestDatabase();
 let mcp: McpTestServer;
-let t: TestApp;
-
 beforeAll(async () => {
   mcp = await startMcpTestServer();
-  t = createTestApp({ WEBHOOK_ALLOW_PRIVATE: 'true', MCP_CA_FILE: mcp.certFile, MCP_TOOL_TIMEOUT_MS: '3000' });
 });
-afterAll(async () => {
-  await t?.close();
-  await mcp?.close();
-});
+const t = useTestApp(() => ({ WEBHOOK_ALLOW_PRIVATE: 'true', MCP_CA_FILE: mcp.certFile, MCP_TOOL_TIMEOUT_MS: '3000' }));
+afterAll(async () => mcp?.close());
 
 const SECRET = 'Bearer s3cret-token-value';
 
