@@ -39,7 +39,8 @@ interface TargetDoc {
  * mongoose model (models/ holds those, and lib/ imports no other project folder): it is read and written through the
  * shared connection's driver collection, as lib/mongo.ts reads its readiness probe [docs/decisions.md "Layout (issue
  * 29, second part)"].
- * @returns the collection.
+ * @returns the collection. Its methods throw at once (not through their promise) while the database is not
+ *   connected: call them inside an async function.
  */
 function targetRegistry(): Collection<TargetDoc> {
   return mongoose.connection.collection<TargetDoc>('event_wakeup_targets');
@@ -162,10 +163,7 @@ class WakeupSender {
     const docs = await targetRegistry().find({}).toArray();
     const live = docs.filter((d) => d.expiresAt > now);
     for (const d of docs)
-      if (d.expiresAt <= now)
-        void targetRegistry()
-          .deleteOne({ _id: d._id })
-          .catch(() => undefined);
+      if (d.expiresAt <= now) void (async () => targetRegistry().deleteOne({ _id: d._id }))().catch(() => undefined);
     // Host names (WAKEUP_HOST in a container) are resolved once per refresh, not once per datagram.
     const resolved = await Promise.all(
       live.map(async (d) => {
@@ -252,7 +250,8 @@ export class WakeupReceiver {
     this.socket = socket;
     const port = socket.address().port;
     this.id = `${advertisedHost}:${port}:${randomBytes(4).toString('hex')}`;
-    const register = (): Promise<unknown> =>
+    // (async: the driver's collection throws at once, not through its promise, while the database is not connected)
+    const register = async (): Promise<unknown> =>
       targetRegistry().updateOne(
         { _id: this.id },
         {
@@ -292,10 +291,8 @@ export class WakeupReceiver {
     this.renewTimer = undefined;
     this.socket?.close();
     this.socket = undefined;
-    if (this.id)
-      await targetRegistry()
-        .deleteOne({ _id: this.id })
-        .catch(() => undefined);
+    const id = this.id;
+    if (id) await (async () => targetRegistry().deleteOne({ _id: id }))().catch(() => undefined);
   }
 
   private receive(msg: Buffer): void {
