@@ -8,7 +8,7 @@ import { ServiceUnavailableError } from '../lib/errors';
 import { pingMongo } from '../lib/mongo';
 import { pingTemporal, type TemporalDeps } from '../lib/temporal';
 import { renderError } from './middlewares/errors';
-import type { RouteSpec } from './route';
+import { route, type RouteSpec } from './route';
 import { record } from './schemas';
 
 type Check = 'ok' | 'unavailable';
@@ -23,7 +23,7 @@ export const READY_DEADLINE_MS = 2000;
 export function healthRoutes(deps: { temporal: Pick<TemporalDeps, 'connection' | 'namespace'> }): RouteSpec[] {
   const checkSchema = { type: 'string', enum: ['ok', 'unavailable'] };
   return [
-    {
+    route({
       method: 'get',
       path: '/healthz',
       summary: 'Liveness: the process answers',
@@ -33,8 +33,8 @@ export function healthRoutes(deps: { temporal: Pick<TemporalDeps, 'connection' |
       handler: (ctx) => {
         ctx.body = { status: 'ok' };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/readyz',
       summary: 'Readiness: MongoDB and Temporal reachable (503 with the checks otherwise)',
@@ -73,6 +73,6 @@ export function healthRoutes(deps: { temporal: Pick<TemporalDeps, 'connection' |
         renderError(ctx, new ServiceUnavailableError());
         ctx.body = { ...(ctx.body as object), checks };
       },
-    },
+    }),
   ];
 }

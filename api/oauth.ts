@@ -21,7 +21,6 @@ import {
   resolveScope,
   revokeOAuthToken,
   type ApprovedAuthorization,
-  type ClientRegistration,
 } from '../commands/oauthServer';
 import { hasScope, resolveToken } from '../commands/tokens';
 import { checkCharacters, type Schema } from '../lib/ajv';
@@ -30,7 +29,7 @@ import { TOKEN_PREFIX } from '../lib/crypto';
 import { OAuthError, RateLimitedError } from '../lib/errors';
 import { countRequest } from '../commands/rateLimits';
 import type { AppContext } from './context';
-import { input, type RouteSpec } from './route';
+import { route, type RouteSpec } from './route';
 import { httpUrl, record, str } from './schemas';
 
 const tags = ['OAuth'];
@@ -157,7 +156,7 @@ function consentPage(ctx: AppContext, params: URLSearchParams, approved: Approve
   );
 }
 
-const registrationBody: Schema = {
+const registrationBody = {
   type: 'object',
   properties: {
     redirect_uris: { type: 'array', maxItems: 10, items: str(2000) },
@@ -167,7 +166,7 @@ const registrationBody: Schema = {
     client_name: str(200),
     scope: str(200),
   },
-};
+} as const;
 
 const registrationResponse: Schema = {
   type: 'object',
@@ -242,7 +241,7 @@ async function limitRegistrations(ctx: AppContext, limit: number): Promise<void>
  */
 export function oauthRoutes(config: Readonly<Config>): RouteSpec[] {
   return [
-    {
+    route({
       method: 'post',
       path: OAUTH_PATHS.register,
       summary: 'Dynamic client registration (RFC 7591); with a service token: a machine client (client credentials)',
@@ -251,15 +250,15 @@ export function oauthRoutes(config: Readonly<Config>): RouteSpec[] {
       body: registrationBody,
       responses: { 201: registrationResponse },
       errors: [401, 403, 429],
-      handler: async (ctx) => {
+      handler: async (ctx, { body }) => {
         await limitRegistrations(ctx, config.oauthRegistrationsPerHour);
         const owner = await registrationOwner(ctx);
         ctx.status = 201;
         ctx.set('Cache-Control', 'no-store');
-        ctx.body = await registerClient(input<ClientRegistration>(ctx).body, owner as never);
+        ctx.body = await registerClient(body, owner as never);
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: OAUTH_PATHS.authorize,
       summary: 'Authorization endpoint (code + PKCE S256): the consent page',
@@ -284,8 +283,8 @@ export function oauthRoutes(config: Readonly<Config>): RouteSpec[] {
         if (checked.kind === 'redirect') return ctx.redirect(checked.to);
         consentPage(ctx, params, checked.approved);
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: OAUTH_PATHS.authorize,
       summary: 'Authorization endpoint: the person approves (with a service token) or denies; back to the client',
@@ -325,8 +324,8 @@ export function oauthRoutes(config: Readonly<Config>): RouteSpec[] {
         ctx.status = 303;
         ctx.redirect(redirectWith(config, approved.redirectUri, { code, state }));
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: OAUTH_PATHS.token,
       summary: 'Token endpoint: authorization_code (PKCE), refresh_token, client_credentials → a JWT for /mcp',
@@ -344,8 +343,8 @@ export function oauthRoutes(config: Readonly<Config>): RouteSpec[] {
         ctx.set('Pragma', 'no-cache');
         ctx.body = tokens;
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: OAUTH_PATHS.revoke,
       summary: 'Token revocation (RFC 7009): a refresh token or an access token of the client',
@@ -362,6 +361,6 @@ export function oauthRoutes(config: Readonly<Config>): RouteSpec[] {
         await revokeOAuthToken(config, client, token);
         ctx.body = {};
       },
-    },
+    }),
   ];
 }

@@ -16,7 +16,7 @@ import { buildInfo } from '../../lib/version';
 import { SCOPES } from '../../models';
 import type { AppContext } from '../context';
 import { RATE_LIMIT_HEADERS, type OpenApiDocument } from '../openapi';
-import { input, type RouteSpec } from '../route';
+import { route, type RouteSpec } from '../route';
 import { record } from '../schemas';
 import { ASSET_NAMES, serveAsset, servePage } from './reference';
 import { sdkExamples } from './sdkExamples';
@@ -54,7 +54,7 @@ export function contractRoutes(config: Readonly<Config>, contract: () => Contrac
   const base = config.appUrl.replace(/\/+$/, '');
   const tags = ['Contract'];
   return [
-    {
+    route({
       method: 'get',
       path: '/openapi.json',
       summary: 'The OpenAPI 3.1 contract of both surfaces',
@@ -65,8 +65,8 @@ export function contractRoutes(config: Readonly<Config>, contract: () => Contrac
         const c = contract();
         if (!cacheable(ctx, c)) ctx.body = c.document;
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/reference',
       summary: 'Interactive reference rendered from the contract (works offline)',
@@ -74,8 +74,8 @@ export function contractRoutes(config: Readonly<Config>, contract: () => Contrac
       auth: 'public',
       responses: { 200: { contentType: 'text/html', description: 'The reference page' } },
       handler: servePage,
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/reference/assets/:name',
       summary: 'Assets of the reference page',
@@ -87,9 +87,9 @@ export function contractRoutes(config: Readonly<Config>, contract: () => Contrac
         properties: { name: { type: 'string', enum: ASSET_NAMES } },
       },
       responses: { 200: { contentType: 'application/octet-stream', description: 'The asset' } },
-      handler: (ctx) => serveAsset(ctx, input(ctx).params.name),
-    },
-    {
+      handler: (ctx, { params }) => serveAsset(ctx, params.name),
+    }),
+    route({
       method: 'get',
       path: '/sdk-examples',
       summary: 'How to generate a typed client, with curl and TypeScript examples',
@@ -115,8 +115,8 @@ export function contractRoutes(config: Readonly<Config>, contract: () => Contrac
         if (cacheable(ctx, contract())) return;
         ctx.body = { openapi: `${base}/api/openapi.json`, reference: `${base}/api/reference`, ...sdkExamples(base) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/agent-readiness',
       summary: 'Machine-readable manifest: auth, scopes, rate limits, contract, v1 groups, MCP, webhooks, streams',
@@ -128,8 +128,8 @@ export function contractRoutes(config: Readonly<Config>, contract: () => Contrac
         if (cacheable(ctx, c)) return;
         ctx.body = readinessManifest(base, c, config);
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/version',
       summary: 'Deployed version metadata: version, git commit, build time, contract hash',
@@ -151,7 +151,7 @@ export function contractRoutes(config: Readonly<Config>, contract: () => Contrac
         ctx.set('Cache-Control', 'no-cache');
         ctx.body = { ...buildInfo(config.gitCommit), contractHash: contract().hash };
       },
-    },
+    }),
   ];
 }
 
@@ -164,7 +164,7 @@ export function wellKnownRoutes(config: Readonly<Config>, contract: () => Contra
   const base = config.appUrl.replace(/\/+$/, '');
   const tags = ['Contract'];
   return [
-    {
+    route({
       method: 'get',
       path: '/.well-known/service-agent-api',
       summary: 'Well-known manifest pointing at the contract and the readiness manifest',
@@ -184,8 +184,8 @@ export function wellKnownRoutes(config: Readonly<Config>, contract: () => Contra
           oauthProtectedResource: `${base}${OAUTH_PATHS.protectedResource}`,
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: OAUTH_PATHS.metadata,
       summary: 'OAuth 2.1 authorization server metadata (RFC 8414) for MCP clients',
@@ -196,8 +196,8 @@ export function wellKnownRoutes(config: Readonly<Config>, contract: () => Contra
         if (cacheable(ctx, contract())) return;
         ctx.body = authorizationServerMetadata(base);
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: OAUTH_PATHS.protectedResource,
       summary: 'OAuth protected-resource metadata (RFC 9728) of the MCP endpoint: its authorization server, scope',
@@ -208,7 +208,7 @@ export function wellKnownRoutes(config: Readonly<Config>, contract: () => Contra
         if (cacheable(ctx, contract())) return;
         ctx.body = protectedResourceMetadata(base);
       },
-    },
+    }),
   ];
 }
 
