@@ -38,7 +38,7 @@ import {
 } from '../workflows/failures';
 import { JOB_PROTOCOL_PROMPT } from '../workflows/jobStates';
 import { chatRangeEnd, chatStatusAfter, mirrorEvent, mirrorsToChat, mirrorToChat, toolEventKind } from './chatStream';
-import { recordEvent, recordEvents } from '../commands/serviceEvents';
+import { recordEvent, recordEvents, type EventDeps } from '../commands/serviceEvents';
 import { cancelSubAgents, metaEvent } from '../commands/executions';
 import {
   Chat,
@@ -67,7 +67,7 @@ export const HEARTBEAT_THROTTLE = '250 milliseconds';
  */
 const USAGE_SAVE_MS = 500;
 
-export interface ExecutionActivityDeps {
+export interface ExecutionActivityDeps extends EventDeps {
   logger: Logger;
   config: Readonly<Config>;
 }
@@ -350,14 +350,17 @@ function attemptKey(info: { attempt: number; isLocal: boolean }): number | strin
  * The chat shows that an execution just moved to running is working. Activities address records by the ids
  * stored on their execution, which the api wrote for one organization.
  */
-async function announceRunning(exec: ExecutionDoc): Promise<void> {
+async function announceRunning(exec: ExecutionDoc, deps: EventDeps): Promise<void> {
   await Chat.updateOne({ _id: exec.chatId }, { $set: { status: chatStatusOf('running') } });
-  await recordEvent({
-    type: 'chat.status_changed',
-    organizationId: exec.organizationId,
-    data: { chatId: exec.chatId, status: chatStatusOf('running'), executionId: exec._id },
-    key: `${exec._id}:chat-status:running`,
-  });
+  await recordEvent(
+    {
+      type: 'chat.status_changed',
+      organizationId: exec.organizationId,
+      data: { chatId: exec.chatId, status: chatStatusOf('running'), executionId: exec._id },
+      key: `${exec._id}:chat-status:running`,
+    },
+    deps
+  );
 }
 /**
  * @param deps logger and configuration (provider keys).
@@ -435,7 +438,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     if (limits && Date.now() >= limits.deadlineAt) throw deadlineFailure();
     // The reads are independent of each other: they go out together (time to first token).
     const [, found, history, existing] = await Promise.all([
-      claimed ? announceRunning(exec) : undefined,
+      claimed ? announceRunning(exec, deps) : undefined,
       // The system prompt and the skills are read now, so an update applies to the next execution.
       agentWithSkills(exec.agentId),
       // The first turn of a session has no history.
@@ -876,41 +879,45 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     };
     await allDone([
       streamed(),
-      recordEvents(exec.organizationId, [
-        ...(input.status !== 'cancelled' && (finalStatus === 'completed' || finalStatus === 'failed')
-          ? [
-              {
-                type: finalStatus === 'completed' ? ('execution.completed' as const) : ('execution.failed' as const),
-                data: {
-                  executionId: exec._id,
-                  agentId: exec.agentId,
-                  chatId: exec.chatId,
-                  status: finalStatus,
-                  ...(finalStatus === 'failed'
-                    ? {
-                        error: {
-                          message: input.error ?? FAILURES.internal.message,
-                          code: input.errorCode ?? FAILURES.internal.code,
-                        },
-                      }
-                    : {}),
-                  usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+      recordEvents(
+        exec.organizationId,
+        [
+          ...(input.status !== 'cancelled' && (finalStatus === 'completed' || finalStatus === 'failed')
+            ? [
+                {
+                  type: finalStatus === 'completed' ? ('execution.completed' as const) : ('execution.failed' as const),
+                  data: {
+                    executionId: exec._id,
+                    agentId: exec.agentId,
+                    chatId: exec.chatId,
+                    status: finalStatus,
+                    ...(finalStatus === 'failed'
+                      ? {
+                          error: {
+                            message: input.error ?? FAILURES.internal.message,
+                            code: input.errorCode ?? FAILURES.internal.code,
+                          },
+                        }
+                      : {}),
+                    usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+                  },
+                  key: `${exec._id}:finished`,
                 },
-                key: `${exec._id}:finished`,
-              },
-            ]
-          : []),
-        {
-          type: 'chat.status_changed',
-          data: {
-            chatId: exec.chatId,
-            status: chatAfter.status,
-            executionId: exec._id,
-            ...(chatAfter.review ? { review: chatAfter.review } : {}),
+              ]
+            : []),
+          {
+            type: 'chat.status_changed',
+            data: {
+              chatId: exec.chatId,
+              status: chatAfter.status,
+              executionId: exec._id,
+              ...(chatAfter.review ? { review: chatAfter.review } : {}),
+            },
+            key: `${exec._id}:chat-status:final`,
           },
-          key: `${exec._id}:chat-status:final`,
-        },
-      ]),
+        ],
+        deps
+      ),
     ]);
 
     // Sub-agents still running stop with their parent (commands/subAgents.ts).

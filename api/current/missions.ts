@@ -113,7 +113,7 @@ export function missionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       body: missionTaskCreateBody,
       responses: { 201: missionTaskResponse },
       handler: async (ctx, { params, body }) => {
-        const task = await addMissionTask(ctx.state.auth, params.id, body);
+        const task = await addMissionTask(deps, ctx.state.auth, params.id, body);
         ctx.status = 201;
         ctx.body = { task: presentTask(task) };
       },
@@ -131,7 +131,7 @@ export function missionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       errors: [409],
       handler: async (ctx, { params, body }) => {
         const { id, taskId } = params;
-        const task = await updateMissionTask(ctx.state.auth, id, taskId, body);
+        const task = await updateMissionTask(deps, ctx.state.auth, id, taskId, body);
         ctx.body = { task: presentTask(task) };
       },
     }),

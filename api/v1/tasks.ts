@@ -3,6 +3,7 @@
  * PATCH and DELETE are the operations the spec announces; docs/decisions.md "Tasks" describes them.
  */
 import { createTask, deleteTask, findTask, listTasks, updateTask } from '../../commands/tasks';
+import type { EventDeps } from '../../commands/serviceEvents';
 import { presentTask } from '../../presenters/task';
 import { route, type RouteSpec } from '../route';
 import { idParams, successMessage } from '../schemas';
@@ -10,8 +11,11 @@ import { taskCreateBody, taskListQuery, taskListResponse, taskResponse, taskUpda
 
 const tags = ['Tasks'];
 
-/** @returns the route declarations. */
-export function taskRoutes(): RouteSpec[] {
+/**
+ * @param deps the dispatcher of the tasks' service events.
+ * @returns the route declarations.
+ */
+export function taskRoutes(deps: EventDeps): RouteSpec[] {
   return [
     route({
       method: 'get',
@@ -36,7 +40,7 @@ export function taskRoutes(): RouteSpec[] {
       body: taskCreateBody,
       responses: { 200: taskResponse },
       handler: async (ctx, { body }) => {
-        const task = await createTask(ctx.state.auth, body);
+        const task = await createTask(deps, ctx.state.auth, body);
         ctx.body = { success: true, task: presentTask(task) };
       },
     }),
@@ -62,7 +66,7 @@ export function taskRoutes(): RouteSpec[] {
       body: taskUpdateBody,
       responses: { 200: taskResponse },
       handler: async (ctx, { params, body }) => {
-        const task = await updateTask(ctx.state.auth, params.id, body);
+        const task = await updateTask(deps, ctx.state.auth, params.id, body);
         ctx.body = { success: true, task: presentTask(task) };
       },
     }),
