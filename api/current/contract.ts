@@ -10,15 +10,14 @@ import {
   OAUTH_PATHS,
   protectedResourceMetadata,
 } from '../../commands/oauth';
-import type { Schema } from '../../lib/ajv';
 import type { Config } from '../../lib/config';
 import { buildInfo } from '../../lib/version';
 import { SCOPES } from '../../models';
 import type { AppContext } from '../context';
 import { RATE_LIMIT_HEADERS, type OpenApiDocument } from '../openapi';
 import { route, type RouteSpec } from '../route';
-import { record } from '../schemas';
-import { ASSET_NAMES, serveAsset, servePage } from './reference';
+import { anyObject, assetParams, sdkExamplesResponse, versionResponse } from './contract.schema';
+import { serveAsset, servePage } from './reference';
 import { sdkExamples } from './sdkExamples';
 
 /** The document and its hash, known once every route is declared. */
@@ -41,9 +40,6 @@ function cacheable(ctx: AppContext, contract: Contract): boolean {
   }
   return false;
 }
-
-const anyObject: Schema = { type: 'object' };
-const url: Schema = { type: 'string', format: 'uri' };
 
 /**
  * @param config the public address and commit.
@@ -81,11 +77,7 @@ export function contractRoutes(config: Readonly<Config>, contract: () => Contrac
       summary: 'Assets of the reference page',
       tags,
       auth: 'public',
-      params: {
-        type: 'object',
-        required: ['name'],
-        properties: { name: { type: 'string', enum: ASSET_NAMES } },
-      },
+      params: assetParams,
       responses: { 200: { contentType: 'application/octet-stream', description: 'The asset' } },
       handler: (ctx, { params }) => serveAsset(ctx, params.name),
     }),
@@ -95,22 +87,7 @@ export function contractRoutes(config: Readonly<Config>, contract: () => Contrac
       summary: 'How to generate a typed client, with curl and TypeScript examples',
       tags,
       auth: 'public',
-      responses: {
-        200: record({
-          openapi: url,
-          reference: url,
-          generate: { type: 'array', items: record({ step: { type: 'string' }, command: { type: 'string' } }) },
-          examples: {
-            type: 'array',
-            items: record({
-              name: { type: 'string' },
-              title: { type: 'string' },
-              curl: { type: 'string' },
-              typescript: { type: 'string' },
-            }),
-          },
-        }),
-      },
+      responses: { 200: sdkExamplesResponse },
       handler: (ctx) => {
         if (cacheable(ctx, contract())) return;
         ctx.body = { openapi: `${base}/api/openapi.json`, reference: `${base}/api/reference`, ...sdkExamples(base) };
@@ -135,18 +112,7 @@ export function contractRoutes(config: Readonly<Config>, contract: () => Contrac
       summary: 'Deployed version metadata: version, git commit, build time, contract hash',
       tags: ['Meta'],
       auth: 'public',
-      responses: {
-        200: record({
-          name: { type: 'string' },
-          version: { type: 'string' },
-          apiVersions: { type: 'string' },
-          gitCommit: { type: 'string' },
-          builtAt: { type: 'string', format: 'date-time' },
-          node: { type: 'string' },
-          startedAt: { type: 'string', format: 'date-time' },
-          contractHash: { type: 'string', pattern: '^[0-9a-f]{64}$' },
-        }),
-      },
+      responses: { 200: versionResponse },
       handler: (ctx) => {
         ctx.set('Cache-Control', 'no-cache');
         ctx.body = { ...buildInfo(config.gitCommit), contractHash: contract().hash };
