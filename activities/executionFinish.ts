@@ -7,7 +7,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { withChildUsage } from '../commands/subAgents';
-import { recordEvents } from '../commands/serviceEvents';
+import { recordEvents, type EventDeps } from '../commands/serviceEvents';
 import { cancelSubAgents } from '../commands/executions';
 import { appendEvents, readEvents, type LoggedEvent } from '../commands/eventLog';
 import { executionEnded } from '../lib/executionAdmission';
@@ -99,11 +99,12 @@ async function allDone<T extends readonly unknown[]>(work: T): Promise<{ -readon
 }
 
 /**
+ * @param deps the webhook dispatcher (service events).
  * @param log the execution activities' logger.
  * @param handedOver the records completed replies of this process handed over.
  * @returns finishExecution.
  */
-export function createFinishExecution(log: Logger, handedOver: HandedOver) {
+export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: HandedOver) {
   /**
    * Records the outcome once: final status, result (partial text on failure/cancel), usage, the final stream
    * events, the chat messages, and releases the session.
@@ -250,41 +251,45 @@ export function createFinishExecution(log: Logger, handedOver: HandedOver) {
     };
     await allDone([
       streamed(),
-      recordEvents(exec.organizationId, [
-        ...(input.status !== 'cancelled' && (finalStatus === 'completed' || finalStatus === 'failed')
-          ? [
-              {
-                type: finalStatus === 'completed' ? ('execution.completed' as const) : ('execution.failed' as const),
-                data: {
-                  executionId: exec._id,
-                  agentId: exec.agentId,
-                  chatId: exec.chatId,
-                  status: finalStatus,
-                  ...(finalStatus === 'failed'
-                    ? {
-                        error: {
-                          message: input.error ?? FAILURES.internal.message,
-                          code: input.errorCode ?? FAILURES.internal.code,
-                        },
-                      }
-                    : {}),
-                  usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+      recordEvents(
+        exec.organizationId,
+        [
+          ...(input.status !== 'cancelled' && (finalStatus === 'completed' || finalStatus === 'failed')
+            ? [
+                {
+                  type: finalStatus === 'completed' ? ('execution.completed' as const) : ('execution.failed' as const),
+                  data: {
+                    executionId: exec._id,
+                    agentId: exec.agentId,
+                    chatId: exec.chatId,
+                    status: finalStatus,
+                    ...(finalStatus === 'failed'
+                      ? {
+                          error: {
+                            message: input.error ?? FAILURES.internal.message,
+                            code: input.errorCode ?? FAILURES.internal.code,
+                          },
+                        }
+                      : {}),
+                    usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+                  },
+                  key: `${exec._id}:finished`,
                 },
-                key: `${exec._id}:finished`,
-              },
-            ]
-          : []),
-        {
-          type: 'chat.status_changed',
-          data: {
-            chatId: exec.chatId,
-            status: chatAfter.status,
-            executionId: exec._id,
-            ...(chatAfter.review ? { review: chatAfter.review } : {}),
+              ]
+            : []),
+          {
+            type: 'chat.status_changed',
+            data: {
+              chatId: exec.chatId,
+              status: chatAfter.status,
+              executionId: exec._id,
+              ...(chatAfter.review ? { review: chatAfter.review } : {}),
+            },
+            key: `${exec._id}:chat-status:final`,
           },
-          key: `${exec._id}:chat-status:final`,
-        },
-      ]),
+        ],
+        deps
+      ),
     ]);
 
     // Sub-agents still running stop with their parent (commands/subAgents.ts).

@@ -10,7 +10,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { ToolOutcome } from '../commands/agentFileTools';
 import { metaEvent } from '../commands/executions';
 import { userTurn } from '../commands/mediaTurn';
-import { recordEvent } from '../commands/serviceEvents';
+import { recordEvent, type EventDeps } from '../commands/serviceEvents';
 import { agentWithSkills } from '../commands/skills';
 import { composeSystemPrompt } from '../commands/systemPrompt';
 import type { Config } from '../lib/config';
@@ -151,15 +151,18 @@ export interface ReplyLimits {
  * The chat shows that an execution just moved to running is working. Activities address records by the ids
  * stored on their execution, which the api wrote for one organization.
  */
-async function announceRunning(exec: ExecutionDoc): Promise<void> {
+async function announceRunning(exec: ExecutionDoc, deps: EventDeps): Promise<void> {
   // A chat the api created with this execution already shows `working` (commands/executions.ts).
   if (!exec.chatShowsWorking) await Chat.updateOne({ _id: exec.chatId }, { $set: { status: chatStatusOf('running') } });
-  await recordEvent({
-    type: 'chat.status_changed',
-    organizationId: exec.organizationId,
-    data: { chatId: exec.chatId, status: chatStatusOf('running'), executionId: exec._id },
-    key: `${exec._id}:chat-status:running`,
-  });
+  await recordEvent(
+    {
+      type: 'chat.status_changed',
+      organizationId: exec.organizationId,
+      data: { chatId: exec.chatId, status: chatStatusOf('running'), executionId: exec._id },
+      key: `${exec._id}:chat-status:running`,
+    },
+    deps
+  );
 }
 
 /**
@@ -168,7 +171,11 @@ async function announceRunning(exec: ExecutionDoc): Promise<void> {
  * @param handedOver where a completed local reply leaves its record for the finish (activities/executionFinish.ts).
  * @returns generateReply.
  */
-export function createGenerateReply(deps: { config: Readonly<Config> }, log: Logger, handedOver: HandedOver) {
+export function createGenerateReply(
+  deps: EventDeps & { config: Readonly<Config> },
+  log: Logger,
+  handedOver: HandedOver
+) {
   /** @returns the failure of a reply the cancel endpoint aborted. */
   const cancelledByRequest = (): ApplicationFailure => {
     repliesAbortedDirectly.inc();
@@ -198,7 +205,7 @@ export function createGenerateReply(deps: { config: Readonly<Config> }, log: Log
     if (limits && Date.now() >= limits.deadlineAt) throw deadlineFailure();
     // The reads are independent of each other: they go out together (time to first token).
     const [, found, history, existing] = await Promise.all([
-      claimed ? announceRunning(exec) : undefined,
+      claimed ? announceRunning(exec, deps) : undefined,
       // The system prompt and the skills are read now, so an update applies to the next execution.
       agentWithSkills(exec.agentId),
       // The first turn of a session has no history.

@@ -3,6 +3,7 @@
  * finishExecution (the outcome, activities/executionFinish.ts). All are idempotent under Temporal's at-least-once
  * execution: status moves are conditional, events have deterministic seqs, messages deterministic ids.
  */
+import type { EventDeps } from '../commands/serviceEvents';
 import type { Config } from '../lib/config';
 import type { Logger } from '../lib/logger';
 import { onAbortRequest } from '../lib/runningCalls';
@@ -10,7 +11,7 @@ import { Execution } from '../models';
 import { createFinishExecution, HandedOver } from './executionFinish';
 import { createGenerateReply } from './executionReply';
 
-export interface ExecutionActivityDeps {
+export interface ExecutionActivityDeps extends EventDeps {
   logger: Logger;
   config: Readonly<Config>;
 }
@@ -34,7 +35,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
 
   return {
     generateReply: createGenerateReply(deps, log, handedOver),
-    finishExecution: createFinishExecution(log, handedOver),
+    finishExecution: createFinishExecution(deps, log, handedOver),
   };
 }
 

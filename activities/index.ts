@@ -2,6 +2,7 @@
  * createActivities(deps): every activity of the service, grouped one file per concern, over injected dependencies
  * (STYLE "activities are factories over dependencies").
  */
+import type { EventDeps } from '../commands/serviceEvents';
 import type { Config } from '../lib/config';
 import { configureRetention } from '../lib/expiry';
 import type { Logger } from '../lib/logger';
@@ -11,13 +12,14 @@ import { createWebhookActivities } from './webhooks';
 import { createMissionActivities } from './missions';
 import { createRepoActivities } from './repos';
 
-export interface ActivityDeps {
+/** Logger, configuration, and the dispatcher of the service events activities record (worker/create.ts). */
+export interface ActivityDeps extends EventDeps {
   logger: Logger;
   config: Readonly<Config>;
 }
 
 /**
- * @param deps logger and configuration (its retention becomes this process's).
+ * @param deps logger, configuration (its retention becomes this process's) and the event dispatcher.
  * @returns the activity functions registered on the worker.
  */
 export function createActivities(deps: ActivityDeps) {

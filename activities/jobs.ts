@@ -6,7 +6,7 @@
 import { executionsStarted } from '../lib/metrics';
 import { ApplicationFailure } from '@temporalio/common';
 import { recordPendingExecution } from '../commands/executions';
-import { recordEvent, type ServiceEventType } from '../commands/serviceEvents';
+import { recordEvent, type EventDeps, type ServiceEventType } from '../commands/serviceEvents';
 import type { Config } from '../lib/config';
 import { appendEvents, type LoggedEvent } from '../commands/eventLog';
 import type { Logger } from '../lib/logger';
@@ -24,7 +24,7 @@ import {
 } from '../models';
 import { iterationMessage, type IterationReason } from '../workflows/jobStates';
 
-export interface JobActivityDeps {
+export interface JobActivityDeps extends EventDeps {
   logger: Logger;
   config: Readonly<Config>;
 }
@@ -220,12 +220,10 @@ export function createJobActivities(deps: JobActivityDeps) {
 
     // Service events for webhooks, each once per transition.
     const record = (type: ServiceEventType, data: Record<string, unknown>): Promise<unknown> =>
-      recordEvent({
-        type,
-        organizationId: job.organizationId,
-        data,
-        key: `job-${job._id}:${input.transition}:${type}`,
-      });
+      recordEvent(
+        { type, organizationId: job.organizationId, data, key: `job-${job._id}:${input.transition}:${type}` },
+        deps
+      );
     if (input.from === null) await record('job.created', { ...ref, status: input.to, goal: job.goal });
     else await record('job.status_changed', { ...ref, from: input.from, to: input.to });
     if (input.to === 'awaiting_review') await record('job.review_requested', { ...ref, iteration: done?.n ?? null });

@@ -4,7 +4,7 @@
  */
 import { createJobRecord, jobWorkflowStart } from '../commands/jobs';
 import { missionRunGoal, openMissionTasks } from '../commands/missionGoals';
-import { recordEvent } from '../commands/serviceEvents';
+import { recordEvent, type EventDeps } from '../commands/serviceEvents';
 import type { AuthContext } from '../commands/tokens';
 import type { Config } from '../lib/config';
 import { sha256Hex } from '../lib/crypto';
@@ -12,7 +12,7 @@ import type { Logger } from '../lib/logger';
 import { Membership, Mission, type MissionDoc } from '../models';
 import type { JobInput } from '../workflows/job';
 
-export interface MissionActivityDeps {
+export interface MissionActivityDeps extends EventDeps {
   logger: Logger;
   config: Readonly<Config>;
 }
@@ -48,12 +48,15 @@ export function createMissionActivities(deps: MissionActivityDeps) {
       log.warn({ missionId: mission._id }, 'mission run skipped: its creator left the organization');
       return null;
     }
-    await recordEvent({
-      type: 'mission.run_started',
-      organizationId: mission.organizationId,
-      data: { mission_id: mission._id, run_id: input.runId },
-      key: `mission-run:${input.runId}`,
-    });
+    await recordEvent(
+      {
+        type: 'mission.run_started',
+        organizationId: mission.organizationId,
+        data: { mission_id: mission._id, run_id: input.runId },
+        key: `mission-run:${input.runId}`,
+      },
+      deps
+    );
     const auth: AuthContext = {
       organizationId: mission.organizationId,
       userId: mission.userId,

@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { recordEvent, type ServiceEventType } from '../commands/serviceEvents';
+import { recordEvent, type EventDeps, type ServiceEventType } from '../commands/serviceEvents';
 import { filesDeps, recountFiles } from '../commands/workspaceFiles';
 import { withWorkspaceReservation } from '../commands/workspaceQuota';
 import type { Config } from '../lib/config';
@@ -27,7 +27,7 @@ import { assertSafeUrl, resolveSafe, UnsafeDestinationError } from '../lib/safeD
 import { resolveInside, spaceDir } from '../lib/workspace';
 import { repoStreamId, Space, WorkspaceRepo, type WorkspaceRepoDoc } from '../models';
 
-export interface RepoActivityDeps {
+export interface RepoActivityDeps extends EventDeps {
   logger: Logger;
   config: Readonly<Config>;
 }
@@ -46,17 +46,21 @@ async function emit(repoId: string, event: string, data: Record<string, unknown>
  * type, so a retried attempt records nothing new, and a clone started again after a failure (a new run) does.
  */
 async function recordCloneEvent(
+  deps: EventDeps,
   type: Extract<ServiceEventType, `repo.${string}`>,
   repo: WorkspaceRepoDoc,
   data: Record<string, unknown>
 ): Promise<void> {
   const { runId } = Context.current().info.workflowExecution!; // always run by the repoClone workflow
-  await recordEvent({
-    type,
-    organizationId: repo.organizationId,
-    data: { repoId: repo._id, workspaceId: repo.spaceId, url: repo.url, path: repo.path, ...data },
-    key: `repo-clone:${repo._id}:${runId}:${type}`,
-  });
+  await recordEvent(
+    {
+      type,
+      organizationId: repo.organizationId,
+      data: { repoId: repo._id, workspaceId: repo.spaceId, url: repo.url, path: repo.path, ...data },
+      key: `repo-clone:${repo._id}:${runId}:${type}`,
+    },
+    deps
+  );
 }
 
 async function sizeOf(dir: string): Promise<number> {
@@ -137,7 +141,7 @@ export function createRepoActivities(deps: RepoActivityDeps) {
 
     await WorkspaceRepo.updateOne({ _id: repoId }, { $set: { status: 'cloning', error: null } });
     await emit(repoId, 'clone.started', { attempt: ctx.info.attempt, url: repo.url, path: repo.path });
-    await recordCloneEvent('repo.clone_started', repo, { branch: repo.branch ?? null });
+    await recordCloneEvent(deps, 'repo.clone_started', repo, { branch: repo.branch ?? null });
 
     let target: string;
     try {
@@ -182,7 +186,7 @@ export function createRepoActivities(deps: RepoActivityDeps) {
     await recountFiles(files.storage, { organizationId: repo.organizationId, spaceId: repo.spaceId });
     const events = await readEvents(repoStreamId(repo._id));
     if (!events.some((e) => e.event === 'clone.completed')) await emit(repo._id, 'clone.completed', { commit });
-    await recordCloneEvent('repo.clone_completed', repo, { commit });
+    await recordCloneEvent(deps, 'repo.clone_completed', repo, { commit });
     log.info({ repoId: repo._id, commit }, 'repository cloned');
     return { commit };
   }
@@ -366,7 +370,7 @@ export function createRepoActivities(deps: RepoActivityDeps) {
     const last = events.at(-1);
     if (last?.event !== 'clone.failed') await emit(input.repoId, 'clone.failed', { message: input.message });
     const repo = await WorkspaceRepo.findById(input.repoId).lean<WorkspaceRepoDoc>();
-    if (repo) await recordCloneEvent('repo.clone_failed', repo, { error: input.message });
+    if (repo) await recordCloneEvent(deps, 'repo.clone_failed', repo, { error: input.message });
   }
 
   return { cloneRepo, failRepoClone };

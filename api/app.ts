@@ -5,7 +5,7 @@
  * (api/openapi.ts), so the contract covers exactly the routes that answer.
  */
 import { createExecutionAdmission } from '../commands/executions';
-import { installWebhookDispatcher } from '../commands/webhooks';
+import { webhookDispatcher } from '../commands/webhooks';
 import Router from '@koa/router';
 import Koa from 'koa';
 import { configureCaches } from '../lib/sharedCache';
@@ -93,11 +93,11 @@ export function createApp(given: AppDeps): Koa<AppState> {
     admission:
       given.admission ??
       createExecutionAdmission(given.config, (err) => given.logger.warn({ err }, 'admission sweep failed')),
+    dispatchEvent: given.dispatchEvent ?? webhookDispatcher(given.temporal, given.logger),
   };
   const admission = deps.admission!;
   if (given.shutdown.aborted) admission.close();
   else given.shutdown.addEventListener('abort', () => admission.close(), { once: true });
-  installWebhookDispatcher(deps.temporal, deps.logger);
   configureCaches(deps.config.cacheTtlMs);
   configureRetention(deps.config.retention);
   // The contract routes serve the document that describes them too: it is read at request time.

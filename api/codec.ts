@@ -16,8 +16,8 @@ import { safeEqual } from '../lib/crypto';
 import { EncryptionCodec } from '../lib/dataConverter';
 import { EncryptionUnavailableError, NotFoundError, UnauthorizedError, ValidationError } from '../lib/errors';
 import type { AppContext } from './context';
-import { input, type RouteSpec } from './route';
-import { record } from './schemas';
+import { route, type RouteSpec } from './route';
+import { record, type Validated } from './schemas';
 
 /** Most payloads in one request (the UI sends one history event's at a time). */
 const MAX_PAYLOADS = 1000;
@@ -32,13 +32,12 @@ const payloadSchema = {
     },
     data: { type: 'string', maxLength: 16 * 1024 * 1024 },
   },
-};
+} as const;
 const payloadsSchema = record({ payloads: { type: 'array', maxItems: MAX_PAYLOADS, items: payloadSchema } });
+/** The codec path's `:token`. */
+const tokenParams = record({ token: { type: 'string', maxLength: 512 } });
 
-interface JsonPayload {
-  metadata?: Record<string, string>;
-  data?: string;
-}
+type JsonPayload = Validated<typeof payloadSchema>;
 
 const fromJson = (p: JsonPayload): Payload => ({
   metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
@@ -103,34 +102,35 @@ export function codecRoutes(config: Pick<Config, 'encryptionKey' | 'observabilit
   const routes: RouteSpec[] = [];
   for (const op of ['decode', 'encode'] as const) {
     for (const path of [`/codec/${op}`, `/codec/:token/${op}`]) {
-      routes.push({
-        method: 'post',
-        path,
-        summary:
-          op === 'decode'
-            ? 'Temporal codec server: open sealed payloads (operators; TEMPORAL_CODEC_TOKEN)'
-            : 'Temporal codec server: seal payloads (operators; TEMPORAL_CODEC_TOKEN)',
-        tags: ['Operations'],
-        auth: 'public',
-        ...(path.includes(':token') ? { params: record({ token: { type: 'string', maxLength: 512 } }) } : {}),
-        body: payloadsSchema,
-        responses: { 200: payloadsSchema },
-        errors: [401, 404],
-        handler: async (ctx) => {
-          const token = config.observability.codecToken;
-          if (!token) throw new NotFoundError('Route not found');
-          authorize(ctx, token);
-          if (!codec) throw new EncryptionUnavailableError();
-          const { payloads } = input<{ payloads: JsonPayload[] }>(ctx).body;
-          let out: Payload[];
-          try {
-            out = await codec[op](payloads.map(fromJson));
-          } catch (err) {
-            throw new ValidationError(`Cannot ${op} the payloads: ${(err as Error).message}`);
-          }
-          ctx.body = { payloads: out.map(toJson) };
-        },
-      });
+      routes.push(
+        route({
+          method: 'post',
+          path,
+          summary:
+            op === 'decode'
+              ? 'Temporal codec server: open sealed payloads (operators; TEMPORAL_CODEC_TOKEN)'
+              : 'Temporal codec server: seal payloads (operators; TEMPORAL_CODEC_TOKEN)',
+          tags: ['Operations'],
+          auth: 'public',
+          ...(path.includes(':token') ? { params: tokenParams } : {}),
+          body: payloadsSchema,
+          responses: { 200: payloadsSchema },
+          errors: [401, 404],
+          handler: async (ctx, { body }) => {
+            const token = config.observability.codecToken;
+            if (!token) throw new NotFoundError('Route not found');
+            authorize(ctx, token);
+            if (!codec) throw new EncryptionUnavailableError();
+            let out: Payload[];
+            try {
+              out = await codec[op](body.payloads.map(fromJson));
+            } catch (err) {
+              throw new ValidationError(`Cannot ${op} the payloads: ${(err as Error).message}`);
+            }
+            ctx.body = { payloads: out.map(toJson) };
+          },
+        })
+      );
     }
   }
   return routes;

@@ -8,8 +8,8 @@ import { ServiceUnavailableError } from '../lib/errors';
 import { pingMongo } from '../lib/mongo';
 import { pingTemporal, type TemporalDeps } from '../lib/temporal';
 import { renderError } from './middlewares/errors';
-import type { RouteSpec } from './route';
-import { record } from './schemas';
+import { route, type RouteSpec } from './route';
+import { livenessResponse, readinessResponse } from './health.schema';
 
 type Check = 'ok' | 'unavailable';
 
@@ -21,28 +21,25 @@ export const READY_DEADLINE_MS = 2000;
  * @returns the route declarations (mounted at the root).
  */
 export function healthRoutes(deps: { temporal: Pick<TemporalDeps, 'connection' | 'namespace'> }): RouteSpec[] {
-  const checkSchema = { type: 'string', enum: ['ok', 'unavailable'] };
   return [
-    {
+    route({
       method: 'get',
       path: '/healthz',
       summary: 'Liveness: the process answers',
       tags: ['Health'],
       auth: 'public',
-      responses: { 200: record({ status: { const: 'ok' } }) },
+      responses: { 200: livenessResponse },
       handler: (ctx) => {
         ctx.body = { status: 'ok' };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/readyz',
       summary: 'Readiness: MongoDB and Temporal reachable (503 with the checks otherwise)',
       tags: ['Health'],
       auth: 'public',
-      responses: {
-        200: record({ status: { const: 'ready' }, checks: record({ mongo: checkSchema, temporal: checkSchema }) }),
-      },
+      responses: { 200: readinessResponse },
       handler: async (ctx) => {
         const deadline = Date.now() + READY_DEADLINE_MS;
         const check = (what: string, ping: (ms: number) => Promise<void>): Promise<void> => {
@@ -73,6 +70,6 @@ export function healthRoutes(deps: { temporal: Pick<TemporalDeps, 'connection' |
         renderError(ctx, new ServiceUnavailableError());
         ctx.body = { ...(ctx.body as object), checks };
       },
-    },
+    }),
   ];
 }

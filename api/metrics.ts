@@ -7,7 +7,7 @@ import type { Config } from '../lib/config';
 import { safeEqual } from '../lib/crypto';
 import { NotFoundError, UnauthorizedError } from '../lib/errors';
 import { METRICS_CONTENT_TYPE, renderMetrics } from '../lib/metrics';
-import type { RouteSpec } from './route';
+import { route, type RouteSpec } from './route';
 
 /**
  * @param config METRICS_TOKEN and TEMPORAL_METRICS_PORT.
@@ -15,7 +15,7 @@ import type { RouteSpec } from './route';
  */
 export function metricsRoutes(config: Pick<Config, 'observability'>): RouteSpec[] {
   return [
-    {
+    route({
       method: 'get',
       path: '/metrics',
       summary: 'Prometheus metrics of this process (operators; METRICS_TOKEN)',
@@ -31,6 +31,6 @@ export function metricsRoutes(config: Pick<Config, 'observability'>): RouteSpec[
         ctx.type = METRICS_CONTENT_TYPE;
         ctx.body = await renderMetrics(config.observability.temporalMetricsPort);
       },
-    },
+    }),
   ];
 }

@@ -9,7 +9,7 @@
  * administrator); the code, and the tokens it is exchanged for, act as that token's user in its organization.
  */
 import type { Readable } from 'node:stream';
-import { MCP_SCOPE, OAUTH_CLIENT_AUTH_METHODS, OAUTH_GRANT_TYPES, OAUTH_PATHS } from '../commands/oauth';
+import { MCP_SCOPE, OAUTH_PATHS } from '../commands/oauth';
 import {
   authenticateClient,
   exchangeToken,
@@ -21,7 +21,6 @@ import {
   resolveScope,
   revokeOAuthToken,
   type ApprovedAuthorization,
-  type ClientRegistration,
 } from '../commands/oauthServer';
 import { hasScope, resolveToken } from '../commands/tokens';
 import { checkCharacters, type Schema } from '../lib/ajv';
@@ -30,8 +29,15 @@ import { TOKEN_PREFIX } from '../lib/crypto';
 import { OAuthError, RateLimitedError } from '../lib/errors';
 import { countRequest } from '../commands/rateLimits';
 import type { AppContext } from './context';
-import { input, type RouteSpec } from './route';
-import { httpUrl, record, str } from './schemas';
+import { route, type RouteSpec } from './route';
+import {
+  AUTHORIZE_PARAMS,
+  authorizeQuery,
+  registrationBody,
+  registrationResponse,
+  revocationResponse,
+  tokenResponse,
+} from './oauth.schema';
 
 const tags = ['OAuth'];
 /** Largest form body the endpoints read. */
@@ -66,18 +72,6 @@ type Checked =
 
 const escapeHtml = (s: string): string =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-
-/** The authorization request's parameters, carried from the consent page's GET to its POST. */
-const AUTHORIZE_PARAMS = [
-  'response_type',
-  'client_id',
-  'redirect_uri',
-  'scope',
-  'state',
-  'code_challenge',
-  'code_challenge_method',
-  'resource',
-] as const;
 
 function redirectWith(config: Readonly<Config>, redirectUri: string, params: Record<string, string | null>): string {
   const url = new URL(redirectUri);
@@ -157,46 +151,6 @@ function consentPage(ctx: AppContext, params: URLSearchParams, approved: Approve
   );
 }
 
-const registrationBody: Schema = {
-  type: 'object',
-  properties: {
-    redirect_uris: { type: 'array', maxItems: 10, items: str(2000) },
-    grant_types: { type: 'array', maxItems: 3, items: { type: 'string', enum: [...OAUTH_GRANT_TYPES] } },
-    response_types: { type: 'array', maxItems: 3, items: str(50) },
-    token_endpoint_auth_method: { type: 'string', enum: [...OAUTH_CLIENT_AUTH_METHODS] },
-    client_name: str(200),
-    scope: str(200),
-  },
-};
-
-const registrationResponse: Schema = {
-  type: 'object',
-  required: ['client_id', 'grant_types', 'token_endpoint_auth_method'],
-  properties: {
-    client_id: { type: 'string' },
-    client_secret: { type: 'string' },
-    client_secret_expires_at: { type: 'integer' },
-    client_id_issued_at: { type: 'integer' },
-    client_name: { type: 'string' },
-    redirect_uris: { type: 'array', items: { type: 'string' } },
-    grant_types: { type: 'array', items: { type: 'string' } },
-    response_types: { type: 'array', items: { type: 'string' } },
-    token_endpoint_auth_method: { type: 'string' },
-    scope: { type: 'string' },
-  },
-};
-
-const tokenResponse: Schema = record(
-  {
-    access_token: { type: 'string' },
-    token_type: { const: 'Bearer' },
-    expires_in: { type: 'integer' },
-    scope: { type: 'string' },
-    refresh_token: { type: 'string' },
-  },
-  ['refresh_token']
-);
-
 const formBody = (description: string): Schema => ({ contentType: FORM, description });
 const html = (description: string): Schema => ({ contentType: 'text/html', description });
 const redirect = (description: string): Schema => ({ contentType: 'text/plain', description });
@@ -242,7 +196,7 @@ async function limitRegistrations(ctx: AppContext, limit: number): Promise<void>
  */
 export function oauthRoutes(config: Readonly<Config>): RouteSpec[] {
   return [
-    {
+    route({
       method: 'post',
       path: OAUTH_PATHS.register,
       summary: 'Dynamic client registration (RFC 7591); with a service token: a machine client (client credentials)',
@@ -251,27 +205,21 @@ export function oauthRoutes(config: Readonly<Config>): RouteSpec[] {
       body: registrationBody,
       responses: { 201: registrationResponse },
       errors: [401, 403, 429],
-      handler: async (ctx) => {
+      handler: async (ctx, { body }) => {
         await limitRegistrations(ctx, config.oauthRegistrationsPerHour);
         const owner = await registrationOwner(ctx);
         ctx.status = 201;
         ctx.set('Cache-Control', 'no-store');
-        ctx.body = await registerClient(input<ClientRegistration>(ctx).body, owner as never);
+        ctx.body = await registerClient(body, owner as never);
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: OAUTH_PATHS.authorize,
       summary: 'Authorization endpoint (code + PKCE S256): the consent page',
       tags,
       auth: 'public',
-      query: {
-        type: 'object',
-        // redirect_uri: http(s) only, like every URL field (registration accepts nothing else either).
-        properties: Object.fromEntries(
-          AUTHORIZE_PARAMS.map((k) => [k, k === 'redirect_uri' ? httpUrl(2000) : str(2000)])
-        ),
-      },
+      query: authorizeQuery,
       responses: {
         200: html('The consent page'),
         302: redirect('Back to the client with an error (`error`, `state`, `iss`)'),
@@ -284,8 +232,8 @@ export function oauthRoutes(config: Readonly<Config>): RouteSpec[] {
         if (checked.kind === 'redirect') return ctx.redirect(checked.to);
         consentPage(ctx, params, checked.approved);
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: OAUTH_PATHS.authorize,
       summary: 'Authorization endpoint: the person approves (with a service token) or denies; back to the client',
@@ -325,8 +273,8 @@ export function oauthRoutes(config: Readonly<Config>): RouteSpec[] {
         ctx.status = 303;
         ctx.redirect(redirectWith(config, approved.redirectUri, { code, state }));
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: OAUTH_PATHS.token,
       summary: 'Token endpoint: authorization_code (PKCE), refresh_token, client_credentials → a JWT for /mcp',
@@ -344,15 +292,15 @@ export function oauthRoutes(config: Readonly<Config>): RouteSpec[] {
         ctx.set('Pragma', 'no-cache');
         ctx.body = tokens;
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: OAUTH_PATHS.revoke,
       summary: 'Token revocation (RFC 7009): a refresh token or an access token of the client',
       tags,
       auth: 'public',
       rawBody: formBody('`token` (and `token_type_hint`), client credentials (Basic or in the body)'),
-      responses: { 200: { type: 'object' } },
+      responses: { 200: revocationResponse },
       errors: [401],
       handler: async (ctx) => {
         const form = await readForm(ctx);
@@ -362,6 +310,6 @@ export function oauthRoutes(config: Readonly<Config>): RouteSpec[] {
         await revokeOAuthToken(config, client, token);
         ctx.body = {};
       },
-    },
+    }),
   ];
 }

@@ -13,6 +13,7 @@ import type { AppContext, AppState } from './context';
 import { authenticate, requireScope } from './middlewares/auth';
 import { idempotency } from './middlewares/idempotency';
 import { rateLimit } from './middlewares/rateLimit';
+import type { Validated } from './schemas';
 
 /**
  * Who may call a route: v1 `td_` tokens, service tokens, client-library calls (either kind), the MCP endpoint's
@@ -53,18 +54,52 @@ export interface RouteSpec {
   events?: Record<string, Schema>;
   /** Error statuses the route answers besides the ones implied by its auth, input and params (e.g. 409). */
   errors?: number[];
-  handler: (ctx: AppContext) => Promise<void> | void;
+  /** Answers the request; `input` is the body, query and params as validated (typed by {@link route}). */
+  handler: (ctx: AppContext, input: RouteInput) => Promise<void> | void;
+}
+
+/** The validated input of a route: body, query and path parameters. */
+export interface RouteInput<B = unknown, Q = unknown, P = Record<string, string>> {
+  body: B;
+  query: Q;
+  params: P;
+}
+
+/** A route whose handler's input is typed from the route's own request schemas. */
+export type TypedRouteSpec<B, Q, P> = Omit<RouteSpec, 'body' | 'query' | 'params' | 'handler'> & {
+  body?: B;
+  query?: Q;
+  params?: P;
+  handler: (
+    ctx: AppContext,
+    input: RouteInput<Validated<B>, Validated<Q>, Validated<P, Record<string, string>>>
+  ) => Promise<void> | void;
+};
+
+/**
+ * Declares a route whose handler reads its input as the types its schemas define: one definition of each request
+ * shape, the schema, and no type written by hand beside it (docs/decisions.md "Request types and the dispatcher").
+ * Request schemas keep their literal types for this (api/schemas.ts helpers, `as const`).
+ * @param spec the declaration; `handler` gets `{ body, query, params }` typed from `body`, `query` and `params`.
+ * @returns the declaration as mountRoutes takes it.
+ */
+export function route<
+  const B extends Schema | undefined = undefined,
+  const Q extends Schema | undefined = undefined,
+  const P extends Schema | undefined = undefined,
+>(spec: TypedRouteSpec<B, Q, P>): RouteSpec {
+  // validateInput checked the input against these very schemas before the handler runs.
+  return spec as RouteSpec;
 }
 
 /**
- * Typed access to the validated input of a route.
+ * The validated input of a route, untyped: path parameters as strings (routes that read a body or a query declare
+ * themselves with {@link route} and get them typed).
  * @param ctx the context.
  * @returns body, query and params as validated.
  */
-export function input<B = unknown, Q = unknown, P = Record<string, string>>(
-  ctx: AppContext
-): { body: B; query: Q; params: P } {
-  return ctx.state.input as { body: B; query: Q; params: P };
+export function input(ctx: AppContext): RouteInput {
+  return ctx.state.input as RouteInput;
 }
 
 function validateInput(route: RouteSpec) {
@@ -166,7 +201,7 @@ export function mountRoutes(prefix: string, routes: RouteSpec[], options: MountO
       ...(options.validateResponses ? [checkOutput(route)] : []),
       validateInput(route),
       ...(isIdempotent(route, options) ? [idempotency(options.sealKey)] : []),
-      async (ctx: AppContext) => route.handler(ctx),
+      async (ctx: AppContext) => route.handler(ctx, input(ctx)),
     ];
     router[route.method](route.path, ...(chain as never[]));
   }

@@ -20,6 +20,7 @@ import { ValidationError } from '../lib/errors';
 import { EXPIRED_EVENT, lastSeq, readEvents, type EventTailer, type LoggedEvent } from '../commands/eventLog';
 import type { AppContext } from './context';
 import { input } from './route';
+import type { Validated } from './schemas';
 
 /** Heartbeat interval of a stream that names none (the routes pass SSE_HEARTBEAT_MS from the configuration). */
 export const SSE_HEARTBEAT_MS = 15_000;
@@ -57,14 +58,14 @@ export interface SseOptions {
 const formatEvent = (e: LoggedEvent): string => `id: ${e.seq}\nevent: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`;
 
 /** A resume position (`Last-Event-ID` header, `?lastEventId=`): a non-negative integer, like every id we send. */
-export const lastEventIdSchema: Schema = { type: 'integer', minimum: 0 };
+export const lastEventIdSchema = { type: 'integer', minimum: 0 } as const;
 
 /** Query of the routes that join a stream. */
-export const streamQuery: Schema = {
+export const streamQuery = {
   type: 'object',
   additionalProperties: false,
   properties: { lastEventId: lastEventIdSchema },
-};
+} as const;
 
 const lastEventIdHeader: Schema = { type: 'object', properties: { 'Last-Event-ID': lastEventIdSchema } };
 
@@ -94,7 +95,8 @@ export function requestedLastEventId(ctx: AppContext): number | undefined {
     if (problem) throw new ValidationError(problem);
     return holder['Last-Event-ID'] as number;
   }
-  return input<unknown, { lastEventId?: number }>(ctx).query?.lastEventId;
+  // Every route that joins a stream declares `lastEventId` in its query as streamQuery does.
+  return (input(ctx).query as Validated<typeof streamQuery> | undefined)?.lastEventId;
 }
 
 /**

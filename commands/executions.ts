@@ -40,6 +40,7 @@ import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchA
 import { findVisibleAgent } from './agents';
 import { checkMediaForModel, checkMediaIds } from './media';
 import { defaultSpaceId } from './defaultSpace';
+import type { EventDeps } from './serviceEvents';
 import type { AuthContext } from './tokens';
 
 const NOT_FOUND = 'Execution not found';
@@ -59,7 +60,8 @@ export interface ExecuteInput {
   mediaIds?: string[];
 }
 
-export interface ExecutionDeps {
+/** Configuration, Temporal, the admission of executions, and the dispatcher of service events. */
+export interface ExecutionDeps extends EventDeps {
   config: Readonly<Config>;
   temporal: TemporalDeps;
   /**

@@ -22,7 +22,7 @@ import type { ExecutionDeps } from './executions';
 import { createJob } from './jobs';
 import { taskGoal } from './missionGoals';
 import { deleteSchedule, parseSchedule, syncSchedule, type ScheduleInput } from './missionSchedules';
-import { recordEvent } from './serviceEvents';
+import { recordEvent, type EventDeps } from './serviceEvents';
 import { ensureDefaultSpace } from './defaultSpace';
 import { findVisibleSpace } from './spaces';
 import { createTask, findTask, updateTask, type TaskCreateInput, type TaskUpdateInput } from './tasks';
@@ -154,7 +154,7 @@ export async function listMissions(
  * @returns the mission after the change.
  */
 export async function updateMission(
-  deps: Pick<ExecutionDeps, 'temporal'>,
+  deps: Pick<ExecutionDeps, 'temporal' | 'dispatchEvent'>,
   auth: AuthContext,
   id: string,
   input: MissionUpdateInput
@@ -174,11 +174,14 @@ export async function updateMission(
   await Mission.updateOne({ _id: mission._id, organizationId: auth.organizationId }, { $set: set });
   const stored = await findMission(auth, id);
   if (Object.keys(set).length > 0)
-    await recordEvent({
-      type: 'mission.updated',
-      organizationId: auth.organizationId,
-      data: { mission_id: stored._id, changed: Object.keys(set), status: stored.status },
-    });
+    await recordEvent(
+      {
+        type: 'mission.updated',
+        organizationId: auth.organizationId,
+        data: { mission_id: stored._id, changed: Object.keys(set), status: stored.status },
+      },
+      deps
+    );
   return stored;
 }
 
@@ -202,14 +205,20 @@ export async function deleteMission(
 }
 
 /**
+ * @param deps the dispatcher of the task's service events.
  * @param auth the caller.
  * @param missionId the mission.
  * @param input the task's fields (v1 task fields).
  * @returns the new task, linked to the mission.
  */
-export async function addMissionTask(auth: AuthContext, missionId: string, input: TaskCreateInput): Promise<TaskDoc> {
+export async function addMissionTask(
+  deps: EventDeps,
+  auth: AuthContext,
+  missionId: string,
+  input: TaskCreateInput
+): Promise<TaskDoc> {
   const mission = await findMission(auth, missionId);
-  return createTask(auth, { ...input, missionId: mission._id });
+  return createTask(deps, auth, { ...input, missionId: mission._id });
 }
 
 /**
@@ -232,6 +241,7 @@ async function findMissionTask(
 
 /**
  * Updates a mission task with the v1 task rules (TASK_TRANSITIONS).
+ * @param deps the dispatcher of the task's service events.
  * @param auth the caller.
  * @param missionId the mission.
  * @param taskId one of its tasks.
@@ -239,13 +249,14 @@ async function findMissionTask(
  * @returns the task after the change.
  */
 export async function updateMissionTask(
+  deps: EventDeps,
   auth: AuthContext,
   missionId: string,
   taskId: string,
   changes: TaskUpdateInput
 ): Promise<TaskDoc> {
   await findMissionTask(auth, missionId, taskId);
-  return updateTask(auth, taskId, changes);
+  return updateTask(deps, auth, taskId, changes);
 }
 
 /**
@@ -272,6 +283,6 @@ export async function startTaskWork(
     missionId: mission._id,
     taskId: task._id,
   });
-  if ((task.status as TaskStatus) === 'pending') await updateTask(auth, task._id, { status: 'in_progress' });
+  if ((task.status as TaskStatus) === 'pending') await updateTask(deps, auth, task._id, { status: 'in_progress' });
   return job;
 }

@@ -8,8 +8,8 @@
  *
  * Delivery (docs/decisions.md "Webhook delivery", "Webhook delivery by destination"): when the organization's
  * enabled destination wants the type, an outbox entry (`_id` = event id) is written BEFORE the event, and once the
- * event is recorded the process's dispatcher (commands/webhookDispatch.ts, installed by the api and the worker)
- * signals the destination's workflow `webhooks-<organizationId>` with the event's body and removes the entry.
+ * event is recorded the dispatcher the caller hands down (commands/webhookDispatch.ts `webhookDispatcher`, made
+ * by createApp and createWorker and passed through their dependencies: {@link EventDeps}) signals the destination's workflow `webhooks-<organizationId>` with the event's body and removes the entry.
  * Whatever a Temporal outage or a crash leaves in the outbox, the worker's sweep signals; the workflow ignores an
  * event it already has, so nothing is lost or delivered twice.
  */
@@ -90,13 +90,14 @@ export function serviceEventBody(doc: ServiceEventDoc): ServiceEventBody {
 
 /** Starts the delivery of a recorded event; never throws (a failure leaves the outbox entry for the sweep). */
 export type EventDispatcher = (event: ServiceEventBody) => Promise<void>;
-let dispatcher: EventDispatcher | undefined;
 
 /**
- * @param next the dispatcher of this process (commands/webhookDispatch.ts installWebhookDispatcher), or undefined.
+ * What recording an event takes besides the database: the dispatcher of the process (commands/webhookDispatch.ts
+ * `webhookDispatcher`), injected through the api's and the activities' dependencies. Without one (a script, a test
+ * that looks at the records only), an event for a destination waits in the outbox for the worker's sweep.
  */
-export function setEventDispatcher(next: EventDispatcher | undefined): void {
-  dispatcher = next;
+export interface EventDeps {
+  dispatchEvent?: EventDispatcher;
 }
 
 /**
@@ -113,10 +114,14 @@ export function integrationWants(integration: WebhookIntegrationDoc | null, type
 /**
  * Records one event (an insert by `_id`; a repeat of the same `key` is a no-op).
  * @param input type, organization, data and optional key.
+ * @param deps the dispatcher that starts its delivery.
  * @returns the event's body and whether this call recorded it.
  */
-export async function recordEvent(input: RecordEventInput): Promise<{ event: ServiceEventBody; created: boolean }> {
-  return recordWith(input, await integrationOf(input.organizationId));
+export async function recordEvent(
+  input: RecordEventInput,
+  deps: EventDeps = {}
+): Promise<{ event: ServiceEventBody; created: boolean }> {
+  return recordWith(input, await integrationOf(input.organizationId), deps.dispatchEvent);
 }
 
 /**
@@ -124,10 +129,12 @@ export async function recordEvent(input: RecordEventInput): Promise<{ event: Ser
  * webhook destination once for all of them.
  * @param organizationId the organization of every event.
  * @param inputs the events (each with its own type, data and optional key).
+ * @param deps the dispatcher that starts their deliveries.
  */
 export async function recordEvents(
   organizationId: string,
-  inputs: Omit<RecordEventInput, 'organizationId'>[]
+  inputs: Omit<RecordEventInput, 'organizationId'>[],
+  deps: EventDeps = {}
 ): Promise<void> {
   if (inputs.length === 0) return;
   const integration = await integrationOf(organizationId);
@@ -147,7 +154,7 @@ export async function recordEvents(
     );
     return;
   }
-  for (const input of inputs) await recordWith({ ...input, organizationId }, integration);
+  for (const input of inputs) await recordWith({ ...input, organizationId }, integration, deps.dispatchEvent);
 }
 
 /**
@@ -175,7 +182,8 @@ export function integrationChanged(organizationId: string): Promise<void> {
 
 async function recordWith(
   input: RecordEventInput,
-  integration: WebhookIntegrationDoc | null
+  integration: WebhookIntegrationDoc | null,
+  dispatch: EventDispatcher | undefined
 ): Promise<{ event: ServiceEventBody; created: boolean }> {
   const _id = input.key === undefined ? newId('evt') : eventIdFor(input.key);
   const deliver = integrationWants(integration, input.type);
@@ -217,6 +225,6 @@ async function recordWith(
   }
   // The first call, or a repeat while the first call's entry is still there (that call may have died before its
   // signal): signalled; a duplicate signal is a no-op for the destination's workflow.
-  if (dispatcher) await dispatcher(event);
+  if (dispatch) await dispatch(event);
   return { event, created };
 }

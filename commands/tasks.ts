@@ -6,7 +6,7 @@
 import type { AuthContext } from './tokens';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../lib/errors';
 import { paginate } from '../lib/pagination';
-import { recordEvent } from './serviceEvents';
+import { recordEvent, type EventDeps } from './serviceEvents';
 import { Agent, Membership, Space, Task, TASK_TRANSITIONS, type TaskDoc, type TaskStatus } from '../models';
 
 const NOT_FOUND = 'Task not found';
@@ -53,11 +53,12 @@ async function checkSpace(auth: AuthContext, spaceId: string | undefined): Promi
 }
 
 /**
+ * @param deps the dispatcher of its service events.
  * @param auth the caller (recorded as createdBy).
  * @param input validated fields.
  * @returns the new task (status pending).
  */
-export async function createTask(auth: AuthContext, input: TaskCreateInput): Promise<TaskDoc> {
+export async function createTask(deps: EventDeps, auth: AuthContext, input: TaskCreateInput): Promise<TaskDoc> {
   const [assigneeType] = await Promise.all([resolveAssignee(auth, input.assignTo), checkSpace(auth, input.spaceId)]);
   const task = await Task.create({
     organizationId: auth.organizationId,
@@ -71,7 +72,7 @@ export async function createTask(auth: AuthContext, input: TaskCreateInput): Pro
     createdBy: auth.userId,
   });
   const doc = task.toObject() as TaskDoc;
-  await recordTaskEvents(null, doc);
+  await recordTaskEvents(deps, null, doc);
   return doc;
 }
 
@@ -93,30 +94,38 @@ export function taskEventData(task: TaskDoc): Record<string, unknown> {
 /**
  * Records the service events of a task change (README "Webhook events"): created, or updated plus
  * status_changed / completed / assigned when those moved.
+ * @param deps the dispatcher of the events.
  * @param before the task before the change (null: created).
  * @param after the task after it.
  */
-async function recordTaskEvents(before: TaskDoc | null, after: TaskDoc): Promise<void> {
+async function recordTaskEvents(deps: EventDeps, before: TaskDoc | null, after: TaskDoc): Promise<void> {
   const organizationId = after.organizationId;
   const task = taskEventData(after);
-  if (before === null) await recordEvent({ type: 'task.created', organizationId, data: { task } });
+  if (before === null) await recordEvent({ type: 'task.created', organizationId, data: { task } }, deps);
   else {
-    await recordEvent({ type: 'task.updated', organizationId, data: { task } });
+    await recordEvent({ type: 'task.updated', organizationId, data: { task } }, deps);
     if (before.status !== after.status) {
-      await recordEvent({
-        type: 'task.status_changed',
-        organizationId,
-        data: { task, previousStatus: before.status },
-      });
-      if (after.status === 'completed') await recordEvent({ type: 'task.completed', organizationId, data: { task } });
+      await recordEvent(
+        {
+          type: 'task.status_changed',
+          organizationId,
+          data: { task, previousStatus: before.status },
+        },
+        deps
+      );
+      if (after.status === 'completed')
+        await recordEvent({ type: 'task.completed', organizationId, data: { task } }, deps);
     }
   }
   if (after.assignedTo && after.assignedTo !== (before?.assignedTo ?? null))
-    await recordEvent({
-      type: 'task.assigned',
-      organizationId,
-      data: { task, previousAssignee: before?.assignedTo ?? null },
-    });
+    await recordEvent(
+      {
+        type: 'task.assigned',
+        organizationId,
+        data: { task, previousAssignee: before?.assignedTo ?? null },
+      },
+      deps
+    );
 }
 
 /**
@@ -151,12 +160,18 @@ export async function findTask(auth: AuthContext, id: string): Promise<TaskDoc> 
 
 /**
  * Applies changes; a status change must be an allowed transition (completed sets completedAt).
+ * @param deps the dispatcher of its service events.
  * @param auth the caller.
  * @param id task id.
  * @param changes validated fields.
  * @returns the updated task.
  */
-export async function updateTask(auth: AuthContext, id: string, changes: TaskUpdateInput): Promise<TaskDoc> {
+export async function updateTask(
+  deps: EventDeps,
+  auth: AuthContext,
+  id: string,
+  changes: TaskUpdateInput
+): Promise<TaskDoc> {
   const task = await findTask(auth, id);
   const set: Record<string, unknown> = {};
   for (const key of ['title', 'description', 'priority'] as const)
@@ -182,7 +197,7 @@ export async function updateTask(auth: AuthContext, id: string, changes: TaskUpd
     { new: true }
   ).lean<TaskDoc>();
   if (!updated) throw new ConflictError('Task was changed by another request; read it and retry');
-  await recordTaskEvents(task, updated);
+  await recordTaskEvents(deps, task, updated);
   return updated;
 }
 

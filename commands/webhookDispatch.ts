@@ -17,7 +17,7 @@ import { webhookDeliverSignal, type DeliveryInput } from '../workflows/definitio
 import { organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 import { destinationWorkflowId } from '../workflows/webhookPolicy';
 import type { webhookDestination } from '../workflows/webhookDestination';
-import { serviceEventBody, setEventDispatcher, type ServiceEventBody } from './serviceEvents';
+import { serviceEventBody, type EventDispatcher, type ServiceEventBody } from './serviceEvents';
 
 /**
  * @param event a recorded event.
@@ -34,6 +34,9 @@ export function deliveryInput(event: ServiceEventBody, run: number): DeliveryInp
   };
 }
 
+/** What signalling a destination's workflow takes of the Temporal client. */
+type SignalDeps = Pick<TemporalDeps, 'client' | 'taskQueue'>;
+
 /** Events one signal carries at most. */
 const SIGNAL_BATCH = 100;
 
@@ -44,7 +47,7 @@ const SIGNAL_BATCH = 100;
  * @param inputs its deliveries.
  */
 export async function signalDeliveries(
-  temporal: TemporalDeps,
+  temporal: SignalDeps,
   organizationId: string,
   inputs: DeliveryInput[]
 ): Promise<void> {
@@ -70,7 +73,7 @@ interface Waiting {
  * @param temporal the client.
  * @returns a function that signals one delivery, coalesced with the others of its organization waiting meanwhile.
  */
-export function signalCoalescer(temporal: TemporalDeps): (input: DeliveryInput) => Promise<void> {
+export function signalCoalescer(temporal: SignalDeps): (input: DeliveryInput) => Promise<void> {
   const waiting = new Map<string, Waiting[]>();
   const flush = async (organizationId: string): Promise<void> => {
     for (;;) {
@@ -105,13 +108,15 @@ export function signalCoalescer(temporal: TemporalDeps): (input: DeliveryInput) 
 }
 
 /**
- * Makes this process signal the deliveries of the events it records (api and worker call it once).
+ * The dispatcher that signals the deliveries of the events recorded with it (commands/serviceEvents.ts `EventDeps`):
+ * createApp and createWorker make one each and hand it down through their dependencies.
  * @param temporal the client.
  * @param logger where a failed signal is logged (the outbox sweep retries it).
+ * @returns the dispatcher (its signals coalesced per organization).
  */
-export function installWebhookDispatcher(temporal: TemporalDeps, logger: Logger): void {
+export function webhookDispatcher(temporal: SignalDeps, logger: Logger): EventDispatcher {
   const signal = signalCoalescer(temporal);
-  setEventDispatcher(async (event) => {
+  return async (event) => {
     try {
       await signal(deliveryInput(event, 1));
     } catch (err) {
@@ -122,7 +127,7 @@ export function installWebhookDispatcher(temporal: TemporalDeps, logger: Logger)
     await WebhookOutbox.deleteOne({ _id: event.id }).catch((err: unknown) =>
       logger.warn({ err, eventId: event.id }, 'webhook outbox entry not removed; the outbox sweep will remove it')
     );
-  });
+  };
 }
 
 /**
@@ -176,13 +181,12 @@ export async function sweepWebhookOutbox(temporal: TemporalDeps, now = Date.now(
 export const OUTBOX_SWEEP_MS = 2_000;
 
 /**
- * Installs the dispatcher and sweeps the outbox every OUTBOX_SWEEP_MS (the worker, for as long as it runs).
+ * Sweeps the outbox every OUTBOX_SWEEP_MS (the worker, for as long as it runs).
  * @param temporal the client.
  * @param logger logs sweep failures.
  * @returns stops the sweep.
  */
 export function startWebhookOutboxSweep(temporal: TemporalDeps, logger: Logger): () => void {
-  installWebhookDispatcher(temporal, logger);
   let running = false;
   const timer = setInterval(() => {
     if (running) return;

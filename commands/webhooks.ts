@@ -29,7 +29,7 @@ import type { TestResult } from '../workflows/definitions';
 import type { webhookTest } from '../workflows/webhookTest';
 import { isDuplicateKey } from '../lib/mongo';
 
-export { installWebhookDispatcher, startWebhookOutboxSweep } from './webhookDispatch';
+export { startWebhookOutboxSweep, webhookDispatcher } from './webhookDispatch';
 
 export interface IntegrationInput {
   url: string;

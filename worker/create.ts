@@ -7,6 +7,8 @@ import { Client } from '@temporalio/client';
 import type { Duration } from '@temporalio/common';
 import { createActivities } from '../activities';
 import { HEARTBEAT_THROTTLE } from '../activities/executionReply';
+import type { EventDispatcher } from '../commands/serviceEvents';
+import { webhookDispatcher } from '../commands/webhooks';
 import type { Config } from '../lib/config';
 import { temporalExtensions } from '../lib/dataConverter';
 import type { Logger } from '../lib/logger';
@@ -15,10 +17,15 @@ import { temporalConnectionOptions } from '../lib/temporal';
 export interface WorkerDeps {
   config: Readonly<Config>;
   logger: Logger;
+  /**
+   * Signals the webhook deliveries of the service events the activities record (commands/webhookDispatch.ts); when
+   * absent, one over a client on the worker's own connection.
+   */
+  dispatchEvent?: EventDispatcher;
 }
 
 /**
- * @param deps configuration and logger (the activities').
+ * @param deps configuration, logger and the event dispatcher (the activities').
  * @param connection the process's NativeConnection.
  * @param options `code`: the workflow bundle's text (tests); otherwise WORKFLOW_BUNDLE or the sources.
  * @returns the worker, created (not yet running).
@@ -29,6 +36,15 @@ export async function createWorker(
   options: { code?: string; shutdownGraceTime?: Duration } = {}
 ): Promise<Worker> {
   const { config, logger } = deps;
+  const dispatchEvent =
+    deps.dispatchEvent ??
+    webhookDispatcher(
+      {
+        client: new Client({ connection, namespace: config.temporalNamespace, ...temporalExtensions(config).client }),
+        taskQueue: config.temporalTaskQueue,
+      },
+      logger
+    );
   return Worker.create({
     connection,
     namespace: config.temporalNamespace,
@@ -40,7 +56,7 @@ export async function createWorker(
           ? { codePath: config.workflowBundlePath }
           : undefined
     ),
-    activities: createActivities({ logger, config }),
+    activities: createActivities({ logger, config, dispatchEvent }),
     maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
     shutdownGraceTime: options.shutdownGraceTime ?? '8 seconds',
   });

@@ -6,9 +6,9 @@ import { ADVANCED_TOOLS, AGENT_LIMITS, subAgentIdList, VISIBILITY_MESSAGE } from
 import { mcpServerIdList } from '../v1/mcpServers.schema';
 import { skillIdList } from '../v1/skills.schema';
 
-const nullableString: Schema = { type: ['string', 'null'] };
+const nullableString = { type: ['string', 'null'] } as const;
 
-export const currentAgentCreateBody: Schema = {
+export const currentAgentCreateBody = {
   type: 'object',
   additionalProperties: false,
   required: ['name', 'system_prompt'],
@@ -24,22 +24,9 @@ export const currentAgentCreateBody: Schema = {
     mcp_server_ids: mcpServerIdList,
     sub_agent_ids: subAgentIdList,
   },
-};
+} as const;
 
-export interface CurrentAgentCreateBody {
-  name: string;
-  system_prompt: string;
-  role?: string;
-  model?: string;
-  initial_greeting?: string;
-  tags?: string[];
-  skill_ids?: string[];
-  advanced_tools?: string[];
-  mcp_server_ids?: string[];
-  sub_agent_ids?: string[];
-}
-
-export const currentAgentUpdateBody: Schema = {
+export const currentAgentUpdateBody = {
   type: 'object',
   additionalProperties: false,
   properties: {
@@ -53,23 +40,11 @@ export const currentAgentUpdateBody: Schema = {
     mcp_server_ids: mcpServerIdList,
     sub_agent_ids: subAgentIdList,
   },
-};
-
-export interface CurrentAgentUpdateBody {
-  name?: string;
-  role?: string;
-  system_prompt?: string;
-  model?: string;
-  visibility?: (typeof AGENT_VISIBILITIES)[number];
-  skill_ids?: string[];
-  advanced_tools?: string[];
-  mcp_server_ids?: string[];
-  sub_agent_ids?: string[];
-}
+} as const;
 
 export const INSTALL_STATE_CHANGES = [...AGENT_INSTALL_STATES, 'restore'] as const;
 
-export const installStateBody: Schema = {
+export const installStateBody = {
   type: 'object',
   additionalProperties: false,
   required: ['state'],
@@ -78,7 +53,7 @@ export const installStateBody: Schema = {
       description: '`installed`, `uninstalled`, or `restore` (installed again with the library’s own fields)',
     }),
   },
-};
+} as const;
 
 export const currentAgentSchema: Schema = record({
   id: { type: 'string' },

@@ -3,12 +3,12 @@
  * agent's install state; create a private agent; update; delete the caller's own private agents; install,
  * uninstall or restore a library agent. The records are the v1 surface's agents (commands/agents.ts).
  */
-import { deletePrivateAgent, listLibrary, setInstallState, type InstallStateChange } from '../../commands/agentLibrary';
+import { deletePrivateAgent, listLibrary, setInstallState } from '../../commands/agentLibrary';
 import { checkAgentIds, createAgent, findOrganizationAgent, listAgents, updateAgent } from '../../commands/agents';
 import { checkMcpServerIds } from '../../commands/mcpServers';
 import { checkSkillIds } from '../../commands/skills';
 import { presentCurrentAgent, presentLibraryEntry } from '../../presenters/agent';
-import { input, type RouteSpec } from '../route';
+import { route, type RouteSpec } from '../route';
 import { idParams, pageQuery } from '../schemas';
 import {
   currentAgentCreateBody,
@@ -18,8 +18,6 @@ import {
   deletedResponse,
   installStateBody,
   libraryEntryResponse,
-  type CurrentAgentCreateBody,
-  type CurrentAgentUpdateBody,
 } from './agents.schema';
 
 const tags = ['Agents'];
@@ -27,7 +25,7 @@ const tags = ['Agents'];
 /** @returns the route declarations. */
 export function currentAgentRoutes(): RouteSpec[] {
   return [
-    {
+    route({
       method: 'get',
       path: '/agents',
       summary: 'List the organization’s agents (paged) and the agent library with install states',
@@ -36,8 +34,7 @@ export function currentAgentRoutes(): RouteSpec[] {
       scope: 'agents:read',
       query: pageQuery(),
       responses: { 200: currentAgentListResponse },
-      handler: async (ctx) => {
-        const page = input<unknown, { limit: number; cursor?: string }>(ctx).query;
+      handler: async (ctx, { query: page }) => {
         const [{ items, total, nextCursor }, library] = await Promise.all([
           listAgents(ctx.state.auth, page),
           listLibrary(ctx.state.auth),
@@ -49,8 +46,8 @@ export function currentAgentRoutes(): RouteSpec[] {
           next_cursor: nextCursor,
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/agents',
       summary: 'Create a private agent (visible to its creator only)',
@@ -59,8 +56,7 @@ export function currentAgentRoutes(): RouteSpec[] {
       scope: 'agents:write',
       body: currentAgentCreateBody,
       responses: { 201: currentAgentResponse },
-      handler: async (ctx) => {
-        const body = input<CurrentAgentCreateBody>(ctx).body;
+      handler: async (ctx, { body }) => {
         await checkSkillIds(ctx.state.auth, body.skill_ids ?? [], 'skill_ids');
         await checkMcpServerIds(ctx.state.auth, body.mcp_server_ids ?? [], 'mcp_server_ids');
         await checkAgentIds(ctx.state.auth, body.sub_agent_ids ?? [], 'sub_agent_ids');
@@ -80,8 +76,8 @@ export function currentAgentRoutes(): RouteSpec[] {
         ctx.status = 201;
         ctx.body = { agent: presentCurrentAgent(agent) };
       },
-    },
-    {
+    }),
+    route({
       method: 'patch',
       path: '/agents/:id',
       summary: 'Update an agent (omitted fields unchanged)',
@@ -91,15 +87,15 @@ export function currentAgentRoutes(): RouteSpec[] {
       params: idParams,
       body: currentAgentUpdateBody,
       responses: { 200: currentAgentResponse },
-      handler: async (ctx) => {
-        const { id } = input(ctx).params;
+      handler: async (ctx, { params, body }) => {
+        const { id } = params;
         const {
           system_prompt: systemPrompt,
           skill_ids: skillIds,
           mcp_server_ids: mcpServerIds,
           sub_agent_ids: subAgentIds,
           ...rest
-        } = input<CurrentAgentUpdateBody>(ctx).body;
+        } = body;
         await findOrganizationAgent(ctx.state.auth, id);
         if (skillIds) await checkSkillIds(ctx.state.auth, skillIds, 'skill_ids');
         if (mcpServerIds) await checkMcpServerIds(ctx.state.auth, mcpServerIds, 'mcp_server_ids');
@@ -113,8 +109,8 @@ export function currentAgentRoutes(): RouteSpec[] {
         });
         ctx.body = { agent: presentCurrentAgent(await findOrganizationAgent(ctx.state.auth, id)) };
       },
-    },
-    {
+    }),
+    route({
       method: 'delete',
       path: '/agents/:id',
       summary: 'Delete one of your own private agents (a library agent is uninstalled instead: 409)',
@@ -123,13 +119,13 @@ export function currentAgentRoutes(): RouteSpec[] {
       scope: 'agents:write',
       params: idParams,
       responses: { 200: deletedResponse },
-      handler: async (ctx) => {
-        const { id } = input(ctx).params;
+      handler: async (ctx, { params }) => {
+        const { id } = params;
         await deletePrivateAgent(ctx.state.auth, id);
         ctx.body = { id, deleted: true };
       },
-    },
-    {
+    }),
+    route({
       method: 'patch',
       path: '/agents/:id/install-state',
       summary: 'Install, uninstall or restore a library agent in the organization (owners and admins)',
@@ -139,11 +135,10 @@ export function currentAgentRoutes(): RouteSpec[] {
       params: idParams,
       body: installStateBody,
       responses: { 200: libraryEntryResponse },
-      handler: async (ctx) => {
-        const { state } = input<{ state: InstallStateChange }>(ctx).body;
-        const entry = await setInstallState(ctx.state.auth, input(ctx).params.id, state);
+      handler: async (ctx, { params, body }) => {
+        const entry = await setInstallState(ctx.state.auth, params.id, body.state);
         ctx.body = { agent: presentLibraryEntry(entry) };
       },
-    },
+    }),
   ];
 }

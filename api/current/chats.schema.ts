@@ -23,14 +23,14 @@ import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
 export const CHAT_REPLAY_EVENTS = 100;
 
 const chatStatus = oneOfStrings(CHAT_STATUSES, 'status');
-const nullableModel: Schema = {
+const nullableModel = {
   type: ['string', 'null'],
   minLength: 1,
   maxLength: AGENT_LIMITS.model,
   description: 'Model of the chat’s next executions instead of its agent’s (`null`: the agent’s again)',
-};
+} as const;
 
-export const chatCreateBody: Schema = {
+export const chatCreateBody = {
   type: 'object',
   additionalProperties: false,
   required: ['agent_id'],
@@ -42,28 +42,21 @@ export const chatCreateBody: Schema = {
     title: requiredStr(200, { description: 'Default: the agent’s name' }),
     model: nullableModel,
   },
-};
+} as const;
 
-export interface ChatCreateBody {
-  agent_id: string;
-  workspace_id?: string;
-  title?: string;
-  model?: string | null;
-}
-
-export const chatOptionsBody: Schema = {
+export const chatOptionsBody = {
   type: 'object',
   additionalProperties: false,
   properties: { title: requiredStr(200), model: nullableModel },
-};
+} as const;
 
-export const chatListQuery: Schema = pageQuery({
+export const chatListQuery = pageQuery({
   status: chatStatus,
   agent_id: str(100),
   workspace_id: str(100),
 });
 
-export const chatMessagesQuery: Schema = {
+export const chatMessagesQuery = {
   type: 'object',
   additionalProperties: false,
   properties: {
@@ -75,14 +68,14 @@ export const chatMessagesQuery: Schema = {
       description: 'next_cursor of the previous page',
     },
   },
-};
+} as const;
 
-export const chatMessageBody: Schema = {
+export const chatMessageBody = {
   type: 'object',
   additionalProperties: false,
   required: ['message'],
   properties: { message: requiredStr(MAX_MESSAGE_CHARS, { description: 'The user message' }) },
-};
+} as const;
 
 export const chatSchema: Schema = record({
   id: { type: 'string' },

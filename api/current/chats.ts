@@ -12,11 +12,11 @@ import {
   sendChatMessage,
   updateChatOptions,
 } from '../../commands/chats';
-import { chatStreamId, type ChatStatus } from '../../models';
+import { chatStreamId } from '../../models';
 import { listJobs } from '../../commands/jobs';
 import { presentChat, presentChatMessage, presentChatWork } from '../../presenters/chat';
 import { presentJobRef } from '../../presenters/job';
-import { input, type RouteSpec } from '../route';
+import { route, type RouteSpec } from '../route';
 import { idParams } from '../schemas';
 import { streamQuery, streamRecentEvents } from '../sse';
 import type { ExecutionRouteDeps } from '../deps';
@@ -35,7 +35,6 @@ import {
   chatOptionsBody,
   chatResponse,
   chatStreamEvents,
-  type ChatCreateBody,
 } from './chats.schema';
 
 const tags = ['Chats'];
@@ -46,7 +45,7 @@ const tags = ['Chats'];
  */
 export function chatRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
   return [
-    {
+    route({
       method: 'get',
       path: '/chats',
       summary: 'List the organization’s open chats, newest first (filters: status, agent_id, workspace_id)',
@@ -55,11 +54,7 @@ export function chatRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       scope: 'chats:read',
       query: chatListQuery,
       responses: { 200: chatListResponse },
-      handler: async (ctx) => {
-        const q = input<
-          unknown,
-          { limit: number; cursor?: string; status?: ChatStatus; agent_id?: string; workspace_id?: string }
-        >(ctx).query;
+      handler: async (ctx, { query: q }) => {
         const { items, nextCursor } = await listChats(
           ctx.state.auth,
           { status: q.status, agentId: q.agent_id, workspaceId: q.workspace_id },
@@ -67,8 +62,8 @@ export function chatRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
         );
         ctx.body = { chats: items.map(presentChat), next_cursor: nextCursor };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/chats',
       summary: 'Create a durable chat with an agent in a workspace (default: the caller’s active workspace)',
@@ -77,8 +72,7 @@ export function chatRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       scope: 'chats:write',
       body: chatCreateBody,
       responses: { 201: chatResponse },
-      handler: async (ctx) => {
-        const body = input<ChatCreateBody>(ctx).body;
+      handler: async (ctx, { body }) => {
         const chat = await createChat(ctx.state.auth, {
           agentId: body.agent_id,
           workspaceId: body.workspace_id,
@@ -88,8 +82,8 @@ export function chatRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
         ctx.status = 201;
         ctx.body = { chat: presentChat(chat) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/chats/:id/messages',
       summary: 'Read a chat’s messages in order and the work linked to them (executions and their status)',
@@ -99,9 +93,9 @@ export function chatRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       params: idParams,
       query: chatMessagesQuery,
       responses: { 200: chatMessagesResponse },
-      handler: async (ctx) => {
-        const { limit, cursor } = input<unknown, { limit: number; cursor?: string }>(ctx).query;
-        const page = await chatMessages(ctx.state.auth, input(ctx).params.id, {
+      handler: async (ctx, { params, query }) => {
+        const { limit, cursor } = query;
+        const page = await chatMessages(ctx.state.auth, params.id, {
           limit,
           after: cursor === undefined ? undefined : Number(cursor),
         });
@@ -114,8 +108,8 @@ export function chatRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           next_cursor: page.next === null ? null : String(page.next),
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/chats/:id/messages',
       summary: 'Send a message: the chat’s agent answers in an execution (409 while the previous one runs)',
@@ -126,9 +120,9 @@ export function chatRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       body: chatMessageBody,
       responses: { 201: chatMessageCreatedResponse },
       errors: [409],
-      handler: async (ctx) => {
-        const { message } = input<{ message: string }>(ctx).body;
-        const exec = await sendChatMessage(deps, ctx.state.auth, input(ctx).params.id, message, {
+      handler: async (ctx, { params, body }) => {
+        const { message } = body;
+        const exec = await sendChatMessage(deps, ctx.state.auth, params.id, message, {
           gone: clientGone(ctx),
         });
         ctx.status = 201;
@@ -144,8 +138,8 @@ export function chatRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           execution: { id: exec._id, status: exec.status },
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/chats/:id/events',
       summary: 'The chat’s event stream: replay after Last-Event-ID (else the last 100 events), then live',
@@ -156,9 +150,9 @@ export function chatRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       query: streamQuery,
       responses: { 200: chatEventsResponse },
       events: chatStreamEvents,
-      handler: async (ctx) => {
+      handler: async (ctx, { params }) => {
         // The chat is read before the stream starts: an unknown chat is a 404, not an empty stream.
-        const chat = await findChat(ctx.state.auth, input(ctx).params.id);
+        const chat = await findChat(ctx.state.auth, params.id);
         await streamRecentEvents(ctx, deps, {
           streamId: chatStreamId(chat._id),
           replay: CHAT_REPLAY_EVENTS,
@@ -166,8 +160,8 @@ export function chatRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           isGone: () => isChatClosed(chat._id),
         });
       },
-    },
-    {
+    }),
+    route({
       method: 'patch',
       path: '/chats/:id/options',
       summary: 'Change a chat’s options: title, and the model of its next executions (null: the agent’s)',
@@ -177,12 +171,11 @@ export function chatRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       params: idParams,
       body: chatOptionsBody,
       responses: { 200: chatResponse },
-      handler: async (ctx) => {
-        const body = input<{ title?: string; model?: string | null }>(ctx).body;
-        ctx.body = { chat: presentChat(await updateChatOptions(ctx.state.auth, input(ctx).params.id, body)) };
+      handler: async (ctx, { params, body }) => {
+        ctx.body = { chat: presentChat(await updateChatOptions(ctx.state.auth, params.id, body)) };
       },
-    },
-    {
+    }),
+    route({
       method: 'delete',
       path: '/chats/:id',
       summary: 'Close and hide a chat (its routes then answer 404); an execution still running in it is cancelled',
@@ -191,11 +184,11 @@ export function chatRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       scope: 'chats:write',
       params: idParams,
       responses: { 200: chatDeletedResponse },
-      handler: async (ctx) => {
-        const { id } = input(ctx).params;
+      handler: async (ctx, { params }) => {
+        const { id } = params;
         const cancelled = await closeChat(deps, ctx.state.auth, id);
         ctx.body = { id, deleted: true, cancelled_execution_id: cancelled };
       },
-    },
+    }),
   ];
 }

@@ -1,6 +1,42 @@
-/** JSON Schemas of the client-library usage endpoint (GET /api/usage/organization/{orgId}). */
+/**
+ * JSON Schemas of the client-library endpoints: POST /api/agent/execute and GET /api/usage/organization/{orgId}.
+ */
 import type { Schema } from '../../lib/ajv';
-import { record } from '../schemas';
+import { pathParams, record, requiredStr, str } from '../schemas';
+import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
+import { mediaIdList } from '../v1/media.schema';
+
+export const clientExecuteBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['characterId', 'message'],
+  properties: {
+    characterId: requiredStr(100, { description: 'Agent id' }),
+    message: requiredStr(MAX_MESSAGE_CHARS),
+    spaceId: str(100),
+    sessionId: str(100),
+    chatId: str(100),
+    stream: { type: 'boolean', default: false },
+    mediaIds: mediaIdList,
+  },
+} as const;
+
+export const usageParams = pathParams('orgId');
+
+export const usageQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    period: {
+      type: 'string',
+      enum: ['daily', 'weekly', 'monthly'],
+      default: 'daily',
+      'x-message': 'Invalid period. Must be: daily, weekly, monthly',
+    },
+    start: { type: 'string', format: 'date', 'x-message': 'start must be a date (YYYY-MM-DD)' },
+    end: { type: 'string', format: 'date', 'x-message': 'end must be a date (YYYY-MM-DD)' },
+  },
+} as const;
 
 const counters = {
   executions: { type: 'integer' },

@@ -10,15 +10,14 @@ import {
   OAUTH_PATHS,
   protectedResourceMetadata,
 } from '../../commands/oauth';
-import type { Schema } from '../../lib/ajv';
 import type { Config } from '../../lib/config';
 import { buildInfo } from '../../lib/version';
 import { SCOPES } from '../../models';
 import type { AppContext } from '../context';
 import { RATE_LIMIT_HEADERS, type OpenApiDocument } from '../openapi';
-import { input, type RouteSpec } from '../route';
-import { record } from '../schemas';
-import { ASSET_NAMES, serveAsset, servePage } from './reference';
+import { route, type RouteSpec } from '../route';
+import { anyObject, assetParams, sdkExamplesResponse, versionResponse } from './contract.schema';
+import { serveAsset, servePage } from './reference';
 import { sdkExamples } from './sdkExamples';
 
 /** The document and its hash, known once every route is declared. */
@@ -42,9 +41,6 @@ function cacheable(ctx: AppContext, contract: Contract): boolean {
   return false;
 }
 
-const anyObject: Schema = { type: 'object' };
-const url: Schema = { type: 'string', format: 'uri' };
-
 /**
  * @param config the public address and commit.
  * @param contract the document (read at request time: it covers these routes too).
@@ -54,7 +50,7 @@ export function contractRoutes(config: Readonly<Config>, contract: () => Contrac
   const base = config.appUrl.replace(/\/+$/, '');
   const tags = ['Contract'];
   return [
-    {
+    route({
       method: 'get',
       path: '/openapi.json',
       summary: 'The OpenAPI 3.1 contract of both surfaces',
@@ -65,8 +61,8 @@ export function contractRoutes(config: Readonly<Config>, contract: () => Contrac
         const c = contract();
         if (!cacheable(ctx, c)) ctx.body = c.document;
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/reference',
       summary: 'Interactive reference rendered from the contract (works offline)',
@@ -74,49 +70,30 @@ export function contractRoutes(config: Readonly<Config>, contract: () => Contrac
       auth: 'public',
       responses: { 200: { contentType: 'text/html', description: 'The reference page' } },
       handler: servePage,
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/reference/assets/:name',
       summary: 'Assets of the reference page',
       tags,
       auth: 'public',
-      params: {
-        type: 'object',
-        required: ['name'],
-        properties: { name: { type: 'string', enum: ASSET_NAMES } },
-      },
+      params: assetParams,
       responses: { 200: { contentType: 'application/octet-stream', description: 'The asset' } },
-      handler: (ctx) => serveAsset(ctx, input(ctx).params.name),
-    },
-    {
+      handler: (ctx, { params }) => serveAsset(ctx, params.name),
+    }),
+    route({
       method: 'get',
       path: '/sdk-examples',
       summary: 'How to generate a typed client, with curl and TypeScript examples',
       tags,
       auth: 'public',
-      responses: {
-        200: record({
-          openapi: url,
-          reference: url,
-          generate: { type: 'array', items: record({ step: { type: 'string' }, command: { type: 'string' } }) },
-          examples: {
-            type: 'array',
-            items: record({
-              name: { type: 'string' },
-              title: { type: 'string' },
-              curl: { type: 'string' },
-              typescript: { type: 'string' },
-            }),
-          },
-        }),
-      },
+      responses: { 200: sdkExamplesResponse },
       handler: (ctx) => {
         if (cacheable(ctx, contract())) return;
         ctx.body = { openapi: `${base}/api/openapi.json`, reference: `${base}/api/reference`, ...sdkExamples(base) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/agent-readiness',
       summary: 'Machine-readable manifest: auth, scopes, rate limits, contract, v1 groups, MCP, webhooks, streams',
@@ -128,30 +105,19 @@ export function contractRoutes(config: Readonly<Config>, contract: () => Contrac
         if (cacheable(ctx, c)) return;
         ctx.body = readinessManifest(base, c, config);
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/version',
       summary: 'Deployed version metadata: version, git commit, build time, contract hash',
       tags: ['Meta'],
       auth: 'public',
-      responses: {
-        200: record({
-          name: { type: 'string' },
-          version: { type: 'string' },
-          apiVersions: { type: 'string' },
-          gitCommit: { type: 'string' },
-          builtAt: { type: 'string', format: 'date-time' },
-          node: { type: 'string' },
-          startedAt: { type: 'string', format: 'date-time' },
-          contractHash: { type: 'string', pattern: '^[0-9a-f]{64}$' },
-        }),
-      },
+      responses: { 200: versionResponse },
       handler: (ctx) => {
         ctx.set('Cache-Control', 'no-cache');
         ctx.body = { ...buildInfo(config.gitCommit), contractHash: contract().hash };
       },
-    },
+    }),
   ];
 }
 
@@ -164,7 +130,7 @@ export function wellKnownRoutes(config: Readonly<Config>, contract: () => Contra
   const base = config.appUrl.replace(/\/+$/, '');
   const tags = ['Contract'];
   return [
-    {
+    route({
       method: 'get',
       path: '/.well-known/service-agent-api',
       summary: 'Well-known manifest pointing at the contract and the readiness manifest',
@@ -184,8 +150,8 @@ export function wellKnownRoutes(config: Readonly<Config>, contract: () => Contra
           oauthProtectedResource: `${base}${OAUTH_PATHS.protectedResource}`,
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: OAUTH_PATHS.metadata,
       summary: 'OAuth 2.1 authorization server metadata (RFC 8414) for MCP clients',
@@ -196,8 +162,8 @@ export function wellKnownRoutes(config: Readonly<Config>, contract: () => Contra
         if (cacheable(ctx, contract())) return;
         ctx.body = authorizationServerMetadata(base);
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: OAUTH_PATHS.protectedResource,
       summary: 'OAuth protected-resource metadata (RFC 9728) of the MCP endpoint: its authorization server, scope',
@@ -208,7 +174,7 @@ export function wellKnownRoutes(config: Readonly<Config>, contract: () => Contra
         if (cacheable(ctx, contract())) return;
         ctx.body = protectedResourceMetadata(base);
       },
-    },
+    }),
   ];
 }
 

@@ -1,6 +1,29 @@
 /** JSON Schemas of the current surface's data-block queries. */
 import type { Schema } from '../../lib/ajv';
-import { record } from '../schemas';
+import { record, requiredStr } from '../schemas';
+
+/** Longest accepted query text, in characters. */
+export const MAX_SQL_LENGTH = 100_000;
+
+/**
+ * @param maxRows the most rows a query answers (configuration).
+ * @returns the body of a query.
+ */
+export const queryBody = (maxRows: number) =>
+  record(
+    {
+      sql: requiredStr(MAX_SQL_LENGTH, {
+        description: "One SELECT; tables are workspace files by path, e.g. SELECT * FROM 'data/sales.csv'",
+      }),
+      max_rows: {
+        type: 'integer',
+        minimum: 1,
+        maximum: maxRows,
+        description: `Most rows answered (default and maximum ${maxRows})`,
+      },
+    },
+    ['max_rows']
+  );
 
 export const resultSchema: Schema = record({
   columns: {
@@ -16,3 +39,5 @@ export const resultSchema: Schema = record({
   truncated: { type: 'boolean', description: 'More rows were available than `max_rows`' },
   tables: { type: 'array', items: { type: 'string' }, description: 'The workspace files the query read' },
 });
+
+export const queryResponse = record({ result: resultSchema });

@@ -5,14 +5,11 @@
 import { queryDataBlock } from '../../commands/dataBlocks';
 import { filesDeps } from '../../commands/workspaceFiles';
 import type { Config } from '../../lib/config';
-import { input, type RouteSpec } from '../route';
-import { idParams, record, requiredStr } from '../schemas';
-import { resultSchema } from './dataBlocks.schema';
+import { route, type RouteSpec } from '../route';
+import { idParams } from '../schemas';
+import { queryBody, queryResponse } from './dataBlocks.schema';
 
 const tags = ['Data blocks'];
-
-/** Longest accepted query text, in characters. */
-export const MAX_SQL_LENGTH = 100_000;
 
 /**
  * @param config caps, storage root and the query limits.
@@ -21,7 +18,7 @@ export const MAX_SQL_LENGTH = 100_000;
 export function dataBlockRoutes(config: Readonly<Config>): RouteSpec[] {
   const deps = filesDeps(config);
   return [
-    {
+    route({
       method: 'post',
       path: '/workspaces/:id/data-blocks/query',
       summary: "Run a read-only SQL query (one SELECT) over the workspace's CSV, JSON and Parquet files",
@@ -29,24 +26,10 @@ export function dataBlockRoutes(config: Readonly<Config>): RouteSpec[] {
       auth: 'service',
       scope: 'workspaces:read',
       params: idParams,
-      body: record(
-        {
-          sql: requiredStr(MAX_SQL_LENGTH, {
-            description: "One SELECT; tables are workspace files by path, e.g. SELECT * FROM 'data/sales.csv'",
-          }),
-          max_rows: {
-            type: 'integer',
-            minimum: 1,
-            maximum: config.dataQuery.maxRows,
-            description: `Most rows answered (default and maximum ${config.dataQuery.maxRows})`,
-          },
-        },
-        ['max_rows']
-      ),
-      responses: { 200: record({ result: resultSchema }) },
+      body: queryBody(config.dataQuery.maxRows),
+      responses: { 200: queryResponse },
       errors: [422],
-      handler: async (ctx) => {
-        const { params, body } = input<{ sql: string; max_rows?: number }, unknown, { id: string }>(ctx);
+      handler: async (ctx, { params, body }) => {
         const result = await queryDataBlock(deps, config.dataQuery, ctx.state.auth, params.id, {
           sql: body.sql,
           maxRows: body.max_rows,
@@ -61,6 +44,6 @@ export function dataBlockRoutes(config: Readonly<Config>): RouteSpec[] {
           },
         };
       },
-    },
+    }),
   ];
 }

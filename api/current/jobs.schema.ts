@@ -20,7 +20,7 @@ export const JOB_REPLAY_EVENTS = 100;
 
 const jobStatus = oneOfStrings(JOB_STATUSES, 'status');
 
-export const jobCreateBody: Schema = {
+export const jobCreateBody = {
   type: 'object',
   additionalProperties: false,
   required: ['agent_id', 'goal'],
@@ -39,30 +39,31 @@ export const jobCreateBody: Schema = {
       description: 'Free key → string values, returned as given',
     },
   },
-};
+} as const;
 
-export interface JobCreateBody {
-  agent_id: string;
-  workspace_id?: string;
-  goal: string;
-  title?: string;
-  parent_job_id?: string;
-  metadata?: Record<string, string>;
-}
-
-export const jobListQuery: Schema = pageQuery({
+export const jobListQuery = pageQuery({
   status: jobStatus,
   mission_id: str(100),
   agent_id: str(100),
   chat_id: str(100),
 });
 
-const actionBody = (field: string | null, description: string, required: boolean): Schema => ({
-  type: 'object',
-  additionalProperties: false,
-  required: field && required ? [field] : [],
-  properties: field ? { [field]: requiredStr(MAX_MESSAGE_CHARS, { description }) } : {},
-});
+/**
+ * The body of a job action: at most the one text field `field` names (required or not), nothing else.
+ * @param field the field, or null (no body fields).
+ * @param description what the field holds.
+ * @param required whether the action needs it.
+ */
+export const actionBody = (field: string | null, description: string, required: boolean) =>
+  ({
+    type: 'object',
+    additionalProperties: false,
+    required: field && required ? [field] : [],
+    properties: (field ? { [field]: requiredStr(MAX_MESSAGE_CHARS, { description }) } : {}) as Record<
+      string,
+      ReturnType<typeof requiredStr>
+    >,
+  }) as const;
 export const approveBody = actionBody(
   'next_step',
   'Optional: the next step; the job runs another iteration with it instead of completing',
@@ -156,7 +157,7 @@ export const jobLineageResponse: Schema = record({
   task_id: nullableStr,
 });
 
-export const transcriptQuery: Schema = {
+export const transcriptQuery = {
   type: 'object',
   additionalProperties: false,
   properties: {
@@ -168,7 +169,7 @@ export const transcriptQuery: Schema = {
       description: 'next_cursor of the previous page (`<iteration>:<seq>`)',
     },
   },
-};
+} as const;
 export const transcriptResponse: Schema = record({
   job_id: { type: 'string' },
   events: {

@@ -6,11 +6,12 @@ import { actOnJob, createJob, findJob, jobLineage, jobTranscript, listJobs } fro
 import { jobStreamId, TERMINAL_JOB_STATUSES, type JobStatus } from '../../models';
 import { presentJob, presentJobRef } from '../../presenters/job';
 import type { JobAction } from '../../workflows/jobStates';
-import { input, type RouteSpec } from '../route';
+import { route, type RouteSpec } from '../route';
 import { idParams } from '../schemas';
 import { streamQuery, streamRecentEvents } from '../sse';
 import type { ExecutionRouteDeps } from '../deps';
 import {
+  type actionBody,
   approveBody,
   cancelBody,
   iterateBody,
@@ -25,7 +26,6 @@ import {
   resumeBody,
   transcriptQuery,
   transcriptResponse,
-  type JobCreateBody,
 } from './jobs.schema';
 
 const tags = ['Jobs'];
@@ -35,24 +35,30 @@ const tags = ['Jobs'];
  * @returns the route declarations.
  */
 export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
-  const action = (name: JobAction, body: RouteSpec['body'], field: string | null, summary: string): RouteSpec => ({
-    method: 'post',
-    path: `/jobs/:id/${name}`,
-    summary,
-    tags,
-    auth: 'service',
-    scope: 'jobs:write',
-    params: idParams,
-    body,
-    responses: { 200: jobResponse },
-    errors: [409],
-    handler: async (ctx) => {
-      const text = field ? input<Record<string, string | undefined>>(ctx).body[field] : undefined;
-      ctx.body = { job: presentJob(await actOnJob(deps, ctx.state.auth, input(ctx).params.id, name, text)) };
-    },
-  });
+  const action = (
+    name: JobAction,
+    bodySchema: ReturnType<typeof actionBody>,
+    field: string | null,
+    summary: string
+  ): RouteSpec =>
+    route({
+      method: 'post',
+      path: `/jobs/:id/${name}`,
+      summary,
+      tags,
+      auth: 'service',
+      scope: 'jobs:write',
+      params: idParams,
+      body: bodySchema,
+      responses: { 200: jobResponse },
+      errors: [409],
+      handler: async (ctx, { params, body }) => {
+        const text = field ? body[field] : undefined;
+        ctx.body = { job: presentJob(await actOnJob(deps, ctx.state.auth, params.id, name, text)) };
+      },
+    });
   return [
-    {
+    route({
       method: 'get',
       path: '/jobs',
       summary: 'List the organization’s jobs, newest first (filters: status, mission_id, agent_id, chat_id)',
@@ -61,18 +67,7 @@ export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       scope: 'jobs:read',
       query: jobListQuery,
       responses: { 200: jobListResponse },
-      handler: async (ctx) => {
-        const q = input<
-          unknown,
-          {
-            limit: number;
-            cursor?: string;
-            status?: JobStatus;
-            mission_id?: string;
-            agent_id?: string;
-            chat_id?: string;
-          }
-        >(ctx).query;
+      handler: async (ctx, { query: q }) => {
         const { items, nextCursor } = await listJobs(
           ctx.state.auth,
           { status: q.status, missionId: q.mission_id, agentId: q.agent_id, chatId: q.chat_id },
@@ -80,8 +75,8 @@ export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
         );
         ctx.body = { jobs: items.map(presentJob), next_cursor: nextCursor };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/jobs',
       summary: 'Start a job: an agent works toward a goal in a workspace, in iterations a human reviews',
@@ -90,8 +85,7 @@ export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       scope: 'jobs:write',
       body: jobCreateBody,
       responses: { 201: jobResponse },
-      handler: async (ctx) => {
-        const body = input<JobCreateBody>(ctx).body;
+      handler: async (ctx, { body }) => {
         const job = await createJob(deps, ctx.state.auth, {
           agentId: body.agent_id,
           workspaceId: body.workspace_id,
@@ -103,8 +97,8 @@ export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
         ctx.status = 201;
         ctx.body = { job: presentJob(job) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/jobs/:id',
       summary: 'A job: status, metadata, artifacts, review state, links (chat, mission, task, parent, executions)',
@@ -113,11 +107,11 @@ export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       scope: 'jobs:read',
       params: idParams,
       responses: { 200: jobResponse },
-      handler: async (ctx) => {
-        ctx.body = { job: presentJob(await findJob(ctx.state.auth, input(ctx).params.id)) };
+      handler: async (ctx, { params }) => {
+        ctx.body = { job: presentJob(await findJob(ctx.state.auth, params.id)) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/jobs/:id/events',
       summary: 'The job’s event stream: replay after Last-Event-ID (else the last 100 events), then live',
@@ -128,8 +122,8 @@ export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       query: streamQuery,
       responses: { 200: jobEventsResponse },
       events: jobStreamEvents,
-      handler: async (ctx) => {
-        const job = await findJob(ctx.state.auth, input(ctx).params.id);
+      handler: async (ctx, { params }) => {
+        const job = await findJob(ctx.state.auth, params.id);
         await streamRecentEvents(ctx, deps, {
           streamId: jobStreamId(job._id),
           replay: JOB_REPLAY_EVENTS,
@@ -138,8 +132,8 @@ export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           ended: TERMINAL_JOB_STATUSES.includes(job.status as JobStatus),
         });
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/jobs/:id/lineage',
       summary: 'Related work: the parent job, child jobs, iterations (executions) and the mission run that created it',
@@ -148,8 +142,8 @@ export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       scope: 'jobs:read',
       params: idParams,
       responses: { 200: jobLineageResponse },
-      handler: async (ctx) => {
-        const { job, parent, children } = await jobLineage(ctx.state.auth, input(ctx).params.id);
+      handler: async (ctx, { params }) => {
+        const { job, parent, children } = await jobLineage(ctx.state.auth, params.id);
         const iterations = [...job.iterations].sort((a, b) => a.n - b.n);
         ctx.body = {
           job: presentJobRef(job),
@@ -166,8 +160,8 @@ export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           task_id: job.taskId ?? null,
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/jobs/:id/transcript-events',
       summary: 'The transcript of every iteration (each execution’s events), in order, one page at a time',
@@ -177,9 +171,9 @@ export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       params: idParams,
       query: transcriptQuery,
       responses: { 200: transcriptResponse },
-      handler: async (ctx) => {
-        const { limit, cursor } = input<unknown, { limit: number; cursor?: string }>(ctx).query;
-        const page = await jobTranscript(ctx.state.auth, input(ctx).params.id, { limit, cursor });
+      handler: async (ctx, { params, query }) => {
+        const { limit, cursor } = query;
+        const page = await jobTranscript(ctx.state.auth, params.id, { limit, cursor });
         ctx.body = {
           job_id: page.job._id,
           events: page.events.map((e) => ({
@@ -192,7 +186,7 @@ export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           next_cursor: page.next,
         };
       },
-    },
+    }),
     action(
       'approve',
       approveBody,

@@ -1,14 +1,23 @@
 /** JSON Schemas of the current surface's /api/missions (the Mission record keeps the spec's camelCase names). */
 import type { Schema } from '../../lib/ajv';
 import { MISSION_STATUSES, SCHEDULE_TYPES } from '../../models/Mission';
-import { nextCursor, nullableStr, nullableTimestamp, oneOfStrings, pageQuery, record, requiredStr } from '../schemas';
+import {
+  nextCursor,
+  nullableStr,
+  nullableTimestamp,
+  oneOfStrings,
+  pageQuery,
+  pathParams,
+  record,
+  requiredStr,
+} from '../schemas';
 import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
 import { taskCreateBody, taskSchema, taskUpdateBody } from '../v1/tasks.schema';
 import { jobSchema } from './jobs.schema';
 
 const missionStatus = oneOfStrings(MISSION_STATUSES, 'status');
 
-const schedule: Schema = {
+const schedule = {
   type: 'object',
   additionalProperties: false,
   required: ['type'],
@@ -20,9 +29,9 @@ const schedule: Schema = {
     value: requiredStr(200, { description: 'The cron expression (cron) or the ISO 8601 time (once)' }),
     timezone: requiredStr(100, { description: 'IANA time zone of a cron schedule (default UTC)' }),
   },
-};
+} as const;
 
-export const missionCreateBody: Schema = {
+export const missionCreateBody = {
   type: 'object',
   additionalProperties: false,
   required: ['title', 'goal', 'agentType'],
@@ -40,24 +49,15 @@ export const missionCreateBody: Schema = {
       description: 'Where its jobs run; default: the caller’s active workspace, else the default one',
     }),
   },
-};
+} as const;
 
-export interface MissionCreateBody {
-  title: string;
-  goal: string;
-  agentType: string;
-  schedule?: { type: 'cron' | 'once' | 'manual'; value?: string; timezone?: string };
-  status?: 'active' | 'paused';
-  workspaceId?: string;
-}
-
-export const missionUpdateBody: Schema = {
+export const missionUpdateBody = {
   type: 'object',
   additionalProperties: false,
   properties: { title: requiredStr(200), goal: requiredStr(MAX_MESSAGE_CHARS), schedule, status: missionStatus },
-};
+} as const;
 
-export const missionListQuery: Schema = pageQuery({ status: missionStatus });
+export const missionListQuery = pageQuery({ status: missionStatus });
 
 export const missionSchema: Schema = record({
   id: { type: 'string' },
@@ -90,22 +90,11 @@ export const missionListResponse: Schema = record({
 });
 
 /** Mission tasks are v1 tasks (one task model, one state machine): the same bodies and record. */
-export const missionTaskCreateBody: Schema = {
-  ...taskCreateBody,
-  properties: Object.fromEntries(
-    Object.entries(taskCreateBody.properties as Record<string, Schema>).filter(([k]) => k !== 'spaceId')
-  ),
-};
-export const missionTaskUpdateBody: Schema = taskUpdateBody;
+const { spaceId: _spaceId, ...missionTaskFields } = taskCreateBody.properties;
+export const missionTaskCreateBody = { ...taskCreateBody, properties: missionTaskFields } as const;
+export const missionTaskUpdateBody = taskUpdateBody;
 export const missionTaskResponse: Schema = record({ task: taskSchema });
 export const startWorkResponse: Schema = record({ jobId: { type: 'string' }, job: jobSchema });
 
 /** `{id, taskId}` path parameters. */
-export const missionTaskParams: Schema = {
-  type: 'object',
-  required: ['id', 'taskId'],
-  properties: {
-    id: { type: 'string', minLength: 1, maxLength: 100 },
-    taskId: { type: 'string', minLength: 1, maxLength: 100 },
-  },
-};
+export const missionTaskParams = pathParams('id', 'taskId');

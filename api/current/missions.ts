@@ -12,12 +12,10 @@ import {
   updateMissionTask,
 } from '../../commands/missions';
 import { nextRunTimes, parseSchedule, scheduleInput } from '../../commands/missionSchedules';
-import type { TaskCreateInput, TaskUpdateInput } from '../../commands/tasks';
-import type { MissionStatus } from '../../models';
 import { presentJob } from '../../presenters/job';
 import { presentMission } from '../../presenters/mission';
 import { presentTask } from '../../presenters/task';
-import { input, type RouteSpec } from '../route';
+import { route, type RouteSpec } from '../route';
 import { idParams } from '../schemas';
 import type { ExecutionRouteDeps } from '../deps';
 import {
@@ -31,7 +29,6 @@ import {
   missionTaskUpdateBody,
   missionUpdateBody,
   startWorkResponse,
-  type MissionCreateBody,
 } from './missions.schema';
 
 const tags = ['Missions'];
@@ -42,7 +39,7 @@ const tags = ['Missions'];
  */
 export function missionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
   return [
-    {
+    route({
       method: 'get',
       path: '/missions',
       summary: 'List the organization’s missions, newest first (filter: status)',
@@ -51,13 +48,12 @@ export function missionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       scope: 'missions:read',
       query: missionListQuery,
       responses: { 200: missionListResponse },
-      handler: async (ctx) => {
-        const q = input<unknown, { limit: number; cursor?: string; status?: MissionStatus }>(ctx).query;
+      handler: async (ctx, { query: q }) => {
         const { items, nextCursor } = await listMissions(ctx.state.auth, { status: q.status }, q);
         ctx.body = { missions: items.map((m) => presentMission(m, null)), next_cursor: nextCursor };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/missions',
       summary: 'Create a mission: a goal, an agent and a schedule (cron, once, or manual) on a Temporal Schedule',
@@ -66,16 +62,15 @@ export function missionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       scope: 'missions:write',
       body: missionCreateBody,
       responses: { 201: missionResponse },
-      handler: async (ctx) => {
-        const body = input<MissionCreateBody>(ctx).body;
+      handler: async (ctx, { body }) => {
         const schedule = scheduleInput(body.schedule);
         parseSchedule(schedule); // 400 before anything is written
         const mission = await createMission(deps, ctx.state.auth, { ...body, schedule });
         ctx.status = 201;
         ctx.body = { mission: presentMission(mission, await nextRunTimes(deps, mission)) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/missions/:id',
       summary: 'A mission, with its next run times from its Temporal Schedule',
@@ -84,12 +79,12 @@ export function missionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       scope: 'missions:read',
       params: idParams,
       responses: { 200: missionResponse },
-      handler: async (ctx) => {
-        const mission = await findMission(ctx.state.auth, input(ctx).params.id);
+      handler: async (ctx, { params }) => {
+        const mission = await findMission(ctx.state.auth, params.id);
         ctx.body = { mission: presentMission(mission, await nextRunTimes(deps, mission)) };
       },
-    },
-    {
+    }),
+    route({
       method: 'patch',
       path: '/missions/:id',
       summary: 'Update a mission: title, goal, schedule, status (`paused` pauses its Schedule, `active` resumes it)',
@@ -99,16 +94,15 @@ export function missionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       params: idParams,
       body: missionUpdateBody,
       responses: { 200: missionResponse },
-      handler: async (ctx) => {
-        const body = input<Omit<MissionCreateBody, 'agentType' | 'workspaceId'>>(ctx).body;
-        const mission = await updateMission(deps, ctx.state.auth, input(ctx).params.id, {
+      handler: async (ctx, { params, body }) => {
+        const mission = await updateMission(deps, ctx.state.auth, params.id, {
           ...body,
           schedule: scheduleInput(body.schedule),
         });
         ctx.body = { mission: presentMission(mission, await nextRunTimes(deps, mission)) };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/missions/:id/tasks',
       summary: 'Add a task to a mission (a task like the v1 tasks, linked to the mission)',
@@ -118,13 +112,13 @@ export function missionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       params: idParams,
       body: missionTaskCreateBody,
       responses: { 201: missionTaskResponse },
-      handler: async (ctx) => {
-        const task = await addMissionTask(ctx.state.auth, input(ctx).params.id, input<TaskCreateInput>(ctx).body);
+      handler: async (ctx, { params, body }) => {
+        const task = await addMissionTask(deps, ctx.state.auth, params.id, body);
         ctx.status = 201;
         ctx.body = { task: presentTask(task) };
       },
-    },
-    {
+    }),
+    route({
       method: 'patch',
       path: '/missions/:id/tasks/:taskId',
       summary: 'Update a mission task (status moves follow the v1 task state machine)',
@@ -135,13 +129,13 @@ export function missionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       body: missionTaskUpdateBody,
       responses: { 200: missionTaskResponse },
       errors: [409],
-      handler: async (ctx) => {
-        const { id, taskId } = input<unknown, unknown, { id: string; taskId: string }>(ctx).params;
-        const task = await updateMissionTask(ctx.state.auth, id, taskId, input<TaskUpdateInput>(ctx).body);
+      handler: async (ctx, { params, body }) => {
+        const { id, taskId } = params;
+        const task = await updateMissionTask(deps, ctx.state.auth, id, taskId, body);
         ctx.body = { task: presentTask(task) };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/missions/:id/tasks/:taskId/start-work',
       summary: 'Start a job for a mission task (linked to the mission and the task); a pending task moves on',
@@ -150,12 +144,12 @@ export function missionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       scope: 'missions:write',
       params: missionTaskParams,
       responses: { 201: startWorkResponse },
-      handler: async (ctx) => {
-        const { id, taskId } = input<unknown, unknown, { id: string; taskId: string }>(ctx).params;
+      handler: async (ctx, { params }) => {
+        const { id, taskId } = params;
         const job = await startTaskWork(deps, ctx.state.auth, id, taskId);
         ctx.status = 201;
         ctx.body = { jobId: job._id, job: presentJob(job) };
       },
-    },
+    }),
   ];
 }

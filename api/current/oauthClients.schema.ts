@@ -15,3 +15,6 @@ export const clientSchema: Schema = record({
   created_at: timestamp,
   expires_at: { ...nullableTimestamp, description: 'When the client expires unless it is used again' },
 });
+
+export const clientListResponse = record({ clients: { type: 'array', items: clientSchema } });
+export const clientDeletedResponse = record({ id: { type: 'string' }, deleted: { const: true } });

@@ -4,16 +4,16 @@
  * and every token it was issued; deleting a client of people ends every grant of this organization's members.
  */
 import { deleteOAuthClient, listOAuthClients } from '../../commands/oauthClients';
-import { input, type RouteSpec } from '../route';
-import { idParams, record } from '../schemas';
-import { clientSchema } from './oauthClients.schema';
+import { route, type RouteSpec } from '../route';
+import { idParams } from '../schemas';
+import { clientDeletedResponse, clientListResponse } from './oauthClients.schema';
 
 const tags = ['OAuth'];
 
 /** @returns the route declarations. */
 export function oauthClientRoutes(): RouteSpec[] {
   return [
-    {
+    route({
       method: 'get',
       path: '/oauth-clients',
       summary:
@@ -21,12 +21,12 @@ export function oauthClientRoutes(): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'mcp',
-      responses: { 200: record({ clients: { type: 'array', items: clientSchema } }) },
+      responses: { 200: clientListResponse },
       handler: async (ctx) => {
         ctx.body = { clients: await listOAuthClients(ctx.state.auth.organizationId) };
       },
-    },
-    {
+    }),
+    route({
       method: 'delete',
       path: '/oauth-clients/:id',
       summary: 'Delete an OAuth client of the organization (a client of people: revoke what its members granted it)',
@@ -34,12 +34,12 @@ export function oauthClientRoutes(): RouteSpec[] {
       auth: 'service',
       scope: 'mcp',
       params: idParams,
-      responses: { 200: record({ id: { type: 'string' }, deleted: { const: true } }) },
-      handler: async (ctx) => {
-        const { id } = input<unknown, unknown, { id: string }>(ctx).params;
+      responses: { 200: clientDeletedResponse },
+      handler: async (ctx, { params }) => {
+        const { id } = params;
         await deleteOAuthClient(ctx.state.auth.organizationId, id);
         ctx.body = { id, deleted: true };
       },
-    },
+    }),
   ];
 }

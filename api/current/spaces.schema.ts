@@ -10,7 +10,7 @@ export const ENV_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]{0,127}$';
 /** The fields of the `git` type: the mount of `POST /api/workspaces/{id}/repos`, in this body's camelCase. */
 export const GIT_INIT_FIELDS = ['url', 'branch', 'path', 'depth', 'credentialsEnv'] as const;
 
-export const spaceInitBody: Schema = {
+export const spaceInitBody = {
   type: 'object',
   additionalProperties: false,
   required: ['type'],
@@ -33,7 +33,7 @@ export const spaceInitBody: Schema = {
       description: '`git` only: a space environment variable holding an access token (sent as HTTP basic auth)',
     },
   },
-};
+} as const;
 
 export const spaceInitResponse: Schema = record(
   {
@@ -47,7 +47,7 @@ export const spaceInitResponse: Schema = record(
   ['repo', 'eventsUrl']
 );
 
-export const spaceEnvironmentBody: Schema = {
+export const spaceEnvironmentBody = {
   type: 'object',
   additionalProperties: false,
   required: ['environmentVariables'],
@@ -63,7 +63,7 @@ export const spaceEnvironmentBody: Schema = {
       description: 'Name → value (null removes the variable). Values are encrypted at rest and never returned.',
     },
   },
-};
+} as const;
 
 export const spaceEnvironmentResponse: Schema = record({
   success: { type: 'boolean' },

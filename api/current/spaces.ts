@@ -2,12 +2,12 @@
  * The client-library space endpoints on the current surface's prefix: POST /api/spaces/{id}/init and
  * POST|GET /api/spaces/{id}/environment (`td_` or `svc_` tokens).
  */
-import { findModifiableSpace, initSpace, setSpaceEnvironment, type SpaceInitInput } from '../../commands/spaces';
-import { initGitSpace, type RepoInput } from '../../commands/workspaceRepos';
+import { findModifiableSpace, initSpace, setSpaceEnvironment } from '../../commands/spaces';
+import { initGitSpace } from '../../commands/workspaceRepos';
 import { ValidationError } from '../../lib/errors';
 import { presentRepo, repoEventsUrl } from '../../presenters/workspaceRepo';
 import type { AppDeps } from '../deps';
-import { input, type RouteSpec } from '../route';
+import { route, type RouteSpec } from '../route';
 import {
   GIT_INIT_FIELDS,
   spaceEnvironmentBody,
@@ -30,7 +30,7 @@ const spaceIdParams = {
  */
 export function spaceClientRoutes(deps: Pick<AppDeps, 'config' | 'temporal'>): RouteSpec[] {
   return [
-    {
+    route({
       method: 'post',
       path: '/spaces/:spaceId/init',
       summary: 'Initialize the space once: empty, readme, starterKit, or git (a durable clone of an https repository)',
@@ -41,9 +41,9 @@ export function spaceClientRoutes(deps: Pick<AppDeps, 'config' | 'temporal'>): R
       body: spaceInitBody,
       responses: { 200: spaceInitResponse },
       errors: [409],
-      handler: async (ctx) => {
-        const { spaceId } = input<unknown, unknown, { spaceId: string }>(ctx).params;
-        const { type, orgId, spaceName, ...mount } = input<SpaceInitInput & Partial<RepoInput>>(ctx).body;
+      handler: async (ctx, { params, body }) => {
+        const { spaceId } = params;
+        const { type, orgId, spaceName, ...mount } = body;
         if (type === 'git') {
           const repo = await initGitSpace(deps, ctx.state.auth, spaceId, { orgId, spaceName, ...mount });
           ctx.body = {
@@ -61,8 +61,8 @@ export function spaceClientRoutes(deps: Pick<AppDeps, 'config' | 'temporal'>): R
         const files = await initSpace(ctx.state.auth, spaceId, { type, orgId, spaceName }, deps.config);
         ctx.body = { success: true, spaceId, type, files };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/spaces/:spaceId/environment',
       summary: 'Set environment variables (encrypted at rest; null removes one)',
@@ -72,9 +72,9 @@ export function spaceClientRoutes(deps: Pick<AppDeps, 'config' | 'temporal'>): R
       params: spaceIdParams,
       body: spaceEnvironmentBody,
       responses: { 200: spaceEnvironmentResponse },
-      handler: async (ctx) => {
-        const { spaceId } = input<unknown, unknown, { spaceId: string }>(ctx).params;
-        const { environmentVariables } = input<{ environmentVariables: Record<string, string | null> }>(ctx).body;
+      handler: async (ctx, { params, body }) => {
+        const { spaceId } = params;
+        const { environmentVariables } = body;
         const variables = await setSpaceEnvironment(
           ctx.state.auth,
           spaceId,
@@ -86,8 +86,8 @@ export function spaceClientRoutes(deps: Pick<AppDeps, 'config' | 'temporal'>): R
           variables: variables.map((v) => ({ name: v.name, updatedAt: v.updatedAt.toISOString() })),
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/spaces/:spaceId/environment',
       summary: 'List environment variable names (never values)',
@@ -96,16 +96,13 @@ export function spaceClientRoutes(deps: Pick<AppDeps, 'config' | 'temporal'>): R
       scope: 'workspaces:read',
       params: spaceIdParams,
       responses: { 200: spaceEnvironmentResponse },
-      handler: async (ctx) => {
-        const space = await findModifiableSpace(
-          ctx.state.auth,
-          input<unknown, unknown, { spaceId: string }>(ctx).params.spaceId
-        );
+      handler: async (ctx, { params }) => {
+        const space = await findModifiableSpace(ctx.state.auth, params.spaceId);
         ctx.body = {
           success: true,
           variables: space.environment.map((v) => ({ name: v.name, updatedAt: v.updatedAt.toISOString() })),
         };
       },
-    },
+    }),
   ];
 }

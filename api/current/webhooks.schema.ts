@@ -3,13 +3,13 @@ import { SERVICE_EVENT_TYPES } from '../../commands/serviceEvents';
 import type { Schema } from '../../lib/ajv';
 import { DELIVERY_STATUSES } from '../../models/WebhookDelivery';
 import { WEBHOOK_POLICY } from '../../workflows/webhookPolicy';
-import { httpUrl, nullableTimestamp, record, timestamp } from '../schemas';
+import { httpUrl, nullableTimestamp, record, requiredStr, timestamp } from '../schemas';
 
-const eventType: Schema = {
+const eventType = {
   type: 'string',
   enum: [...SERVICE_EVENT_TYPES],
   'x-message': `Invalid event type. Must be one of: ${SERVICE_EVENT_TYPES.join(', ')}`,
-};
+} as const;
 
 export const integrationSchema: Schema = record({
   url: { type: ['string', 'null'], description: 'The destination; null until the first PUT' },
@@ -36,7 +36,7 @@ export const secretSchema: Schema = {
   description: 'The signing secret in clear (`whsec_…`): shown only in this answer; the HMAC key is the whole string',
 };
 
-export const integrationBody: Schema = {
+export const integrationBody = {
   type: 'object',
   additionalProperties: false,
   required: ['url'],
@@ -50,9 +50,9 @@ export const integrationBody: Schema = {
       description: 'Event types delivered; null or absent: all',
     },
   },
-};
+} as const;
 
-export const rotateBody: Schema = {
+export const rotateBody = {
   type: 'object',
   additionalProperties: false,
   properties: {
@@ -63,7 +63,7 @@ export const rotateBody: Schema = {
       description: 'How long the previous secret still signs (one `v1=` per valid secret); default 0: it stops at once',
     },
   },
-};
+} as const;
 
 export const testResultSchema: Schema = record({
   event_id: { type: 'string' },
@@ -106,3 +106,20 @@ export const deliverySchema: Schema = record({
   created_at: timestamp,
   updated_at: timestamp,
 });
+
+/** Deliveries listed at most (newest first). */
+export const MAX_DELIVERIES_LISTED = 100;
+
+export const integrationResponse = record({ integration: integrationSchema });
+export const integrationCreatedResponse = record({ integration: integrationSchema, signing_secret: secretSchema });
+export const testResponse = record({ result: testResultSchema });
+export const deliveryListQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    limit: { type: 'integer', minimum: 1, maximum: MAX_DELIVERIES_LISTED, description: 'Default 50' },
+  },
+} as const;
+export const deliveryListResponse = record({ deliveries: { type: 'array', items: deliverySchema } });
+export const redeliverParams = record({ eventId: requiredStr(100) });
+export const redeliverResponse = record({ event_id: { type: 'string' }, run: { type: 'integer' } });

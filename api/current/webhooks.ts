@@ -13,24 +13,22 @@ import {
   redeliver,
   rotateSigningSecret,
   sendTestDelivery,
-  type IntegrationInput,
 } from '../../commands/webhooks';
 import type { AppDeps } from '../deps';
-import { input, type RouteSpec } from '../route';
-import { record, requiredStr } from '../schemas';
+import { route, type RouteSpec } from '../route';
 import {
-  deliverySchema,
+  deliveryListQuery,
+  deliveryListResponse,
   integrationBody,
-  integrationSchema,
+  integrationCreatedResponse,
+  integrationResponse,
+  redeliverParams,
+  redeliverResponse,
   rotateBody,
-  secretSchema,
-  testResultSchema,
+  testResponse,
 } from './webhooks.schema';
 
 const tags = ['Webhooks'];
-
-/** Deliveries listed at most (newest first). */
-export const MAX_DELIVERIES_LISTED = 100;
 
 /**
  * @param deps app dependencies.
@@ -38,7 +36,7 @@ export const MAX_DELIVERIES_LISTED = 100;
  */
 export function webhookRoutes(deps: AppDeps): RouteSpec[] {
   return [
-    {
+    route({
       method: 'get',
       path: '/messaging-integration',
       summary:
@@ -46,13 +44,13 @@ export function webhookRoutes(deps: AppDeps): RouteSpec[] {
       tags,
       auth: 'service',
       scope: 'webhooks:read',
-      responses: { 200: record({ integration: integrationSchema }) },
+      responses: { 200: integrationResponse },
       handler: async (ctx) => {
         const doc = await findIntegration(ctx.state.auth);
         ctx.body = { integration: doc ? presentIntegration(doc) : presentUnconfiguredIntegration() };
       },
-    },
-    {
+    }),
+    route({
       method: 'put',
       path: '/messaging-integration',
       summary: 'Set the https destination and enable delivery (the first PUT creates and shows the signing secret)',
@@ -61,23 +59,19 @@ export function webhookRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'webhooks:write',
       body: integrationBody,
       responses: {
-        200: record({ integration: integrationSchema }),
-        201: record({ integration: integrationSchema, signing_secret: secretSchema }),
+        200: integrationResponse,
+        201: integrationCreatedResponse,
       },
       errors: [500],
-      handler: async (ctx) => {
-        const { integration, signingSecret, created } = await putIntegration(
-          ctx.state.auth,
-          input<IntegrationInput>(ctx).body,
-          deps.config
-        );
+      handler: async (ctx, { body }) => {
+        const { integration, signingSecret, created } = await putIntegration(ctx.state.auth, body, deps.config);
         ctx.status = created ? 201 : 200;
         ctx.body = created
           ? { integration: presentIntegration(integration), signing_secret: signingSecret }
           : { integration: presentIntegration(integration) };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/messaging-integration/signing-secret/rotate',
       summary: 'Rotate the HMAC-SHA256 signing secret (the new one is shown once)',
@@ -85,9 +79,8 @@ export function webhookRoutes(deps: AppDeps): RouteSpec[] {
       auth: 'service',
       scope: 'webhooks:write',
       body: rotateBody,
-      responses: { 200: record({ integration: integrationSchema, signing_secret: secretSchema }) },
-      handler: async (ctx) => {
-        const body = input<{ grace_period_seconds?: number }>(ctx).body;
+      responses: { 200: integrationCreatedResponse },
+      handler: async (ctx, { body }) => {
         const { integration, signingSecret } = await rotateSigningSecret(
           ctx.state.auth,
           body.grace_period_seconds ?? 0,
@@ -95,56 +88,50 @@ export function webhookRoutes(deps: AppDeps): RouteSpec[] {
         );
         ctx.body = { integration: presentIntegration(integration), signing_secret: signingSecret };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/messaging-integration/test',
       summary: 'Send a signed `test` delivery now; the answer reports the receiver’s status and latency',
       tags,
       auth: 'service',
       scope: 'webhooks:write',
-      responses: { 200: record({ result: testResultSchema }) },
+      responses: { 200: testResponse },
       handler: async (ctx) => {
         ctx.body = { result: await sendTestDelivery(ctx.state.auth, deps) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/messaging-integration/deliveries',
       summary: 'The delivery log: the latest deliveries, newest first, each with its attempts',
       tags,
       auth: 'service',
       scope: 'webhooks:read',
-      query: {
-        type: 'object',
-        additionalProperties: false,
-        properties: {
-          limit: { type: 'integer', minimum: 1, maximum: MAX_DELIVERIES_LISTED, description: 'Default 50' },
-        },
-      },
-      responses: { 200: record({ deliveries: { type: 'array', items: deliverySchema } }) },
-      handler: async (ctx) => {
-        const { limit } = input<unknown, { limit?: number }>(ctx).query;
+      query: deliveryListQuery,
+      responses: { 200: deliveryListResponse },
+      handler: async (ctx, { query }) => {
+        const { limit } = query;
         const docs = await listDeliveries(ctx.state.auth, limit ?? 50);
         ctx.body = { deliveries: docs.map(presentDelivery) };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/messaging-integration/deliveries/:eventId/redeliver',
       summary: 'Deliver an event again (a new run, attempts numbered from 1)',
       tags,
       auth: 'service',
       scope: 'webhooks:write',
-      params: record({ eventId: requiredStr(100) }),
-      responses: { 202: record({ event_id: { type: 'string' }, run: { type: 'integer' } }) },
+      params: redeliverParams,
+      responses: { 202: redeliverResponse },
       errors: [409],
-      handler: async (ctx) => {
-        const { eventId } = input<unknown, unknown, { eventId: string }>(ctx).params;
+      handler: async (ctx, { params }) => {
+        const { eventId } = params;
         const run = await redeliver(ctx.state.auth, eventId, deps.temporal);
         ctx.status = 202;
         ctx.body = { event_id: eventId, run };
       },
-    },
+    }),
   ];
 }

@@ -5,7 +5,7 @@
  * Schemas: workspaceFiles.schema.ts; the public JSON: presenters/workspaceFile.ts.
  */
 import type { Readable } from 'node:stream';
-import { previewFile, PREVIEW_DEFAULT_BYTES, PREVIEW_MAX_BYTES } from '../../commands/filePreview';
+import { previewFile } from '../../commands/filePreview';
 import {
   deleteFile,
   filesDeps,
@@ -16,33 +16,37 @@ import {
   writeFile,
   type FilesDeps,
 } from '../../commands/workspaceFiles';
-import {
-  createApp,
-  createShare,
-  openAppFile,
-  openSharedFile,
-  revokeLink,
-  SHARE_DEFAULT_SECONDS,
-  SHARE_MAX_SECONDS,
-} from '../../commands/workspaceLinks';
+import { createApp, createShare, openAppFile, openSharedFile, revokeLink } from '../../commands/workspaceLinks';
 import type { Config } from '../../lib/config';
 import { contentTypeHeader, mediaTypeOf } from '../../lib/contentTypes';
 import { UnsupportedContentEncodingError } from '../../lib/errors';
 import type { FileEntry } from '../../lib/fileStorage';
-import { MAX_PATH_LENGTH } from '../../lib/workspace';
 import { presentEntry, presentLink, presentPreview } from '../../presenters/workspaceFile';
 import type { AppContext } from '../context';
 import { sendFile } from '../download';
-import { input, type RouteSpec } from '../route';
-import { idParams, record, requiredStr, timestamp } from '../schemas';
+import { route, type RouteSpec } from '../route';
+import { idParams } from '../schemas';
 import {
+  appBody,
+  appFileParams,
+  appResponse,
   binary,
-  entrySchema,
+  deletedResponse,
+  deleteQuery,
+  directoryBody,
+  directoryResponse,
   fileQuery,
-  linkSchema,
-  pathField,
-  previewSchema,
-  requiredPath,
+  fileResponse,
+  linkParams,
+  listingQuery,
+  listingResponse,
+  moveBody,
+  previewBody,
+  previewResponse,
+  revokedResponse,
+  shareBody,
+  shareResponse,
+  tokenParams,
 } from './workspaceFiles.schema';
 
 const tags = ['Workspace files'];
@@ -85,7 +89,7 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
   const deps = filesDeps(config);
   const base = config.appUrl.replace(/\/+$/, '');
   return [
-    {
+    route({
       method: 'get',
       path: '/workspaces/:id/files',
       summary: 'List a directory of the workspace (`path`, default the root)',
@@ -93,19 +97,14 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       auth: 'service',
       scope: 'workspaces:read',
       params: idParams,
-      query: {
-        type: 'object',
-        additionalProperties: false,
-        properties: { path: pathField('The directory; empty or `.` for the workspace root') },
-      },
-      responses: { 200: record({ path: { type: 'string' }, entries: { type: 'array', items: entrySchema } }) },
-      handler: async (ctx) => {
-        const { params, query } = input<unknown, { path?: string }>(ctx);
+      query: listingQuery,
+      responses: { 200: listingResponse },
+      handler: async (ctx, { params, query }) => {
         const listing = await listFiles(deps, ctx.state.auth, params.id, query.path ?? '');
         ctx.body = { path: listing.path, entries: listing.entries.map(presentEntry) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/workspaces/:id/files/content',
       summary: 'Read a file of the workspace (its bytes)',
@@ -115,12 +114,11 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       params: idParams,
       query: fileQuery,
       responses: { 200: binary('The file, with its Content-Type and Content-Disposition') },
-      handler: async (ctx) => {
-        const { params, query } = input<unknown, { path: string }>(ctx);
+      handler: async (ctx, { params, query }) => {
         sendWorkspaceFile(ctx, await readFile(deps, ctx.state.auth, params.id, query.path), 'private, no-store');
       },
-    },
-    {
+    }),
+    route({
       method: 'put',
       path: '/workspaces/:id/files/content',
       summary: 'Write (upload) a file: the body is its bytes; parents are created, an existing file replaced',
@@ -130,10 +128,9 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       params: idParams,
       query: fileQuery,
       rawBody: { contentType: 'application/octet-stream', description: "The file's bytes (any Content-Type)" },
-      responses: { 200: record({ file: entrySchema }), 201: record({ file: entrySchema }) },
+      responses: { 200: fileResponse, 201: fileResponse },
       errors: [409],
-      handler: async (ctx) => {
-        const { params, query } = input<unknown, { path: string }>(ctx);
+      handler: async (ctx, { params, query }) => {
         const coding = ctx.get('content-encoding').trim().toLowerCase();
         if (coding !== '' && coding !== 'identity')
           throw new UnsupportedContentEncodingError('Uploads take no Content-Encoding: send the bytes as they are');
@@ -143,8 +140,8 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
         ctx.status = done.created ? 201 : 200;
         ctx.body = { file: presentEntry(done.entry) };
       },
-    },
-    {
+    }),
+    route({
       method: 'delete',
       path: '/workspaces/:id/files',
       summary: 'Delete a file or a directory (a non-empty directory only with `recursive=true`)',
@@ -152,24 +149,15 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       auth: 'service',
       scope: 'workspaces:write',
       params: idParams,
-      query: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['path'],
-        properties: {
-          path: requiredPath('The file or directory'),
-          recursive: { type: 'boolean', default: false, description: 'Delete a directory with its content' },
-        },
-      },
-      responses: { 200: record({ deleted: { type: 'boolean' }, path: { type: 'string' } }) },
+      query: deleteQuery,
+      responses: { 200: deletedResponse },
       errors: [409],
-      handler: async (ctx) => {
-        const { params, query } = input<unknown, { path: string; recursive: boolean }>(ctx);
+      handler: async (ctx, { params, query }) => {
         await deleteFile(deps, ctx.state.auth, params.id, query.path, query.recursive);
         ctx.body = { deleted: true, path: query.path };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/workspaces/:id/files/directory',
       summary: 'Create a directory (and its parents); 200 when it already exists',
@@ -177,20 +165,16 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       auth: 'service',
       scope: 'workspaces:write',
       params: idParams,
-      body: record({ path: requiredPath('The directory') }),
-      responses: {
-        200: record({ created: { type: 'boolean' }, directory: entrySchema }),
-        201: record({ created: { type: 'boolean' }, directory: entrySchema }),
-      },
+      body: directoryBody,
+      responses: { 200: directoryResponse, 201: directoryResponse },
       errors: [409],
-      handler: async (ctx) => {
-        const { params, body } = input<{ path: string }>(ctx);
+      handler: async (ctx, { params, body }) => {
         const done = await makeDirectory(deps, ctx.state.auth, params.id, body.path);
         ctx.status = done.created ? 201 : 200;
         ctx.body = { created: done.created, directory: presentEntry(done.entry) };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/workspaces/:id/files/move',
       summary: 'Move or rename a file or directory (an existing destination only with `overwrite`)',
@@ -198,22 +182,14 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       auth: 'service',
       scope: 'workspaces:write',
       params: idParams,
-      body: record(
-        {
-          from: requiredPath('The file or directory to move'),
-          to: requiredPath('Its new path'),
-          overwrite: { type: 'boolean', description: 'Replace an existing destination (default false: 409)' },
-        },
-        ['overwrite']
-      ),
-      responses: { 200: record({ file: entrySchema }) },
+      body: moveBody,
+      responses: { 200: fileResponse },
       errors: [409],
-      handler: async (ctx) => {
-        const { params, body } = input<{ from: string; to: string; overwrite?: boolean }>(ctx);
+      handler: async (ctx, { params, body }) => {
         ctx.body = { file: presentEntry(await moveFile(deps, ctx.state.auth, params.id, body)) };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/workspaces/:id/files/preview',
       summary: 'Preview a file: text with its detected type, image dimensions and thumbnail, or metadata',
@@ -221,26 +197,14 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       auth: 'service',
       scope: 'workspaces:read',
       params: idParams,
-      body: record(
-        {
-          path: requiredPath('The file'),
-          max_bytes: {
-            type: 'integer',
-            minimum: 1,
-            maximum: PREVIEW_MAX_BYTES,
-            description: `Bytes of text to return (default ${PREVIEW_DEFAULT_BYTES})`,
-          },
-        },
-        ['max_bytes']
-      ),
-      responses: { 200: record({ preview: previewSchema }) },
-      handler: async (ctx) => {
-        const { params, body } = input<{ path: string; max_bytes?: number }>(ctx);
+      body: previewBody,
+      responses: { 200: previewResponse },
+      handler: async (ctx, { params, body }) => {
         const preview = await previewFile(deps, ctx.state.auth, params.id, body.path, body.max_bytes);
         ctx.body = { preview: presentPreview(preview) };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/workspaces/:id/files/share',
       summary: 'Share a file at a public, expiring URL (shown once; revoke with DELETE …/shares/{shareId})',
@@ -248,54 +212,29 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       auth: 'service',
       scope: 'workspaces:write',
       params: idParams,
-      body: record(
-        {
-          path: requiredPath('The file'),
-          expires_in_seconds: {
-            type: 'integer',
-            minimum: 1,
-            maximum: SHARE_MAX_SECONDS,
-            description: `Lifetime of the URL (default ${SHARE_DEFAULT_SECONDS} s)`,
-          },
-        },
-        ['expires_in_seconds']
-      ),
-      responses: { 201: record({ share: linkSchema('share') }) },
-      handler: async (ctx) => {
-        const { params, body } = input<{ path: string; expires_in_seconds?: number }>(ctx);
+      body: shareBody,
+      responses: { 201: shareResponse },
+      handler: async (ctx, { params, body }) => {
         const created = await createShare(deps, ctx.state.auth, params.id, body, base);
         ctx.status = 201;
         ctx.body = { share: presentLink(created) };
       },
-    },
-    {
+    }),
+    route({
       method: 'delete',
       path: '/workspaces/:id/shares/:shareId',
       summary: 'Revoke a file share or an app (its URL then answers 410)',
       tags,
       auth: 'service',
       scope: 'workspaces:write',
-      params: {
-        type: 'object',
-        required: ['id', 'shareId'],
-        properties: {
-          id: { type: 'string', minLength: 1, maxLength: 100 },
-          shareId: {
-            type: 'string',
-            minLength: 1,
-            maxLength: 100,
-            description: 'A share (`shr_…`) or app (`app_…`) id',
-          },
-        },
-      },
-      responses: { 200: record({ id: { type: 'string' }, revoked_at: timestamp }) },
-      handler: async (ctx) => {
-        const { params } = input<unknown, unknown, { id: string; shareId: string }>(ctx);
+      params: linkParams,
+      responses: { 200: revokedResponse },
+      handler: async (ctx, { params }) => {
         const link = await revokeLink(ctx.state.auth, params.id, params.shareId);
         ctx.body = { id: link._id, revoked_at: link.revokedAt!.toISOString() };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/workspaces/:id/apps',
       summary: 'Create a workspace app: a static site served from a folder at a public URL with its own token',
@@ -303,79 +242,58 @@ export function workspaceFileRoutes(config: Readonly<Config>): RouteSpec[] {
       auth: 'service',
       scope: 'workspaces:write',
       params: idParams,
-      body: record({
-        name: requiredStr(200),
-        path: requiredPath(
-          'The folder served (not the workspace root, not a hidden folder); its index.html is the home page'
-        ),
-      }),
-      responses: { 201: record({ app: linkSchema('app') }) },
-      handler: async (ctx) => {
-        const { params, body } = input<{ name: string; path: string }>(ctx);
-        const created = await createApp(deps, ctx.state.auth, params.id, { name: body.name, path: body.path }, base);
+      body: appBody,
+      responses: { 201: appResponse },
+      handler: async (ctx, { params, body }) => {
+        const created = await createApp(deps, ctx.state.auth, params.id, body, base);
         ctx.status = 201;
         ctx.body = { app: presentLink(created) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/shares/:token',
       summary: 'A shared file (public; 410 once expired or revoked)',
       tags,
       auth: 'public',
-      params: {
-        type: 'object',
-        required: ['token'],
-        properties: { token: { type: 'string', minLength: 1, maxLength: 100 } },
-      },
+      params: tokenParams,
       responses: { 200: binary('The file, with its Content-Type and Content-Disposition') },
       errors: [410],
-      handler: async (ctx) => {
-        sendWorkspaceFile(ctx, await openSharedFile(deps, input(ctx).params.token), 'private, no-store');
+      handler: async (ctx, { params }) => {
+        sendWorkspaceFile(ctx, await openSharedFile(deps, params.token), 'private, no-store');
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/apps/:token',
       summary: 'A workspace app’s home page (public; redirects to the URL with a trailing slash)',
       tags,
       auth: 'public',
-      params: {
-        type: 'object',
-        required: ['token'],
-        properties: { token: { type: 'string', minLength: 1, maxLength: 100 } },
-      },
+      params: tokenParams,
       responses: {
         200: { contentType: 'text/html', description: 'The app folder’s index.html' },
         308: { contentType: 'text/plain', description: 'To the same URL with a trailing slash' },
       },
       errors: [410],
-      handler: async (ctx) => serveApp(ctx, deps, base, input(ctx).params.token, ''),
-    },
-    {
+      handler: async (ctx, { params }) => serveApp(ctx, deps, base, params.token, ''),
+    }),
+    route({
       method: 'get',
       path: '/apps/:token/*path',
       summary: 'A file of a workspace app (public; a folder serves its index.html, never a listing)',
       tags,
       auth: 'public',
-      params: {
-        type: 'object',
-        required: ['token', 'path'],
-        properties: {
-          token: { type: 'string', minLength: 1, maxLength: 100 },
-          path: { type: 'string', maxLength: MAX_PATH_LENGTH, description: 'The file inside the app (may hold `/`)' },
-        },
-      },
+      params: appFileParams,
       responses: {
         200: binary('The file, with its Content-Type and the app’s Content-Security-Policy'),
         308: { contentType: 'text/plain', description: 'A folder asked for without its trailing slash: to it' },
       },
       errors: [410],
-      handler: async (ctx) => {
-        const { token, path } = input(ctx).params;
+      handler: async (ctx, { params }) => {
+        const { token, path } = params;
         await serveApp(ctx, deps, base, token, path);
       },
-    },
+    }),
   ];
 }
 

@@ -4,7 +4,19 @@
  */
 import type { Schema } from '../../lib/ajv';
 import { REPO_STATUSES } from '../../models/WorkspaceRepo';
-import { expiredEvent, nullableStr, nullableTimestamp, record, timestamp } from '../schemas';
+import { MAX_PATH_LENGTH } from '../../lib/workspace';
+import {
+  expiredEvent,
+  httpUrl,
+  nextCursor,
+  nullableStr,
+  nullableTimestamp,
+  pathParams,
+  record,
+  requiredStr,
+  str,
+  timestamp,
+} from '../schemas';
 
 export const repoSchema: Schema = record({
   id: { type: 'string' },
@@ -21,14 +33,26 @@ export const repoSchema: Schema = record({
   created_at: timestamp,
 });
 
-export const repoParams: Schema = {
-  type: 'object',
-  required: ['id', 'repoId'],
-  properties: {
-    id: { type: 'string', minLength: 1, maxLength: 100 },
-    repoId: { type: 'string', minLength: 1, maxLength: 100 },
+export const repoParams = pathParams('id', 'repoId');
+
+export const repoCreateBody = record(
+  {
+    url: httpUrl(),
+    branch: str(200, { description: 'Default: the remote’s default branch' }),
+    path: str(MAX_PATH_LENGTH, { description: 'The folder (default: the URL’s last segment without .git)' }),
+    depth: { type: 'integer', minimum: 1, maximum: 1000, description: 'History depth (default 1)' },
+    credentials_env: str(200, {
+      description: 'A space environment variable holding an access token (sent as HTTP basic auth)',
+    }),
   },
-};
+  ['branch', 'path', 'depth', 'credentials_env']
+);
+
+export const cloneBody = record({ repo_id: requiredStr(100) });
+
+export const repoResponse = record({ repo: repoSchema });
+export const cloneResponse = record({ repo: repoSchema, events_url: { type: 'string' } });
+export const repoListResponse = record({ repos: { type: 'array', items: repoSchema }, next_cursor: nextCursor });
 
 /** The events of a repository's clone stream. */
 export const repoEvents: Record<string, Schema> = {

@@ -3,14 +3,21 @@
  * durably, list a workspace's mounts, read one's state, and follow the clone's progress as a stream.
  */
 import { createRepo, findRepo, listRepos, startClone } from '../../commands/workspaceRepos';
-import { MAX_PATH_LENGTH } from '../../lib/workspace';
 import { repoStreamId } from '../../models';
 import { presentRepo, repoEventsUrl } from '../../presenters/workspaceRepo';
 import type { AppDeps } from '../deps';
-import { input, type RouteSpec } from '../route';
-import { httpUrl, idParams, nextCursor, pageQuery, record, requiredStr, str } from '../schemas';
+import { route, type RouteSpec } from '../route';
+import { idParams, pageQuery } from '../schemas';
 import { requestedLastEventId, streamEvents, streamQuery } from '../sse';
-import { repoEvents, repoParams, repoSchema } from './workspaceRepos.schema';
+import {
+  cloneBody,
+  cloneResponse,
+  repoCreateBody,
+  repoEvents,
+  repoListResponse,
+  repoParams,
+  repoResponse,
+} from './workspaceRepos.schema';
 
 const tags = ['Workspace repositories'];
 
@@ -20,7 +27,7 @@ const tags = ['Workspace repositories'];
  */
 export function workspaceRepoRoutes(deps: AppDeps): RouteSpec[] {
   return [
-    {
+    route({
       method: 'post',
       path: '/workspaces/:id/repos',
       summary: 'Add a repository mount: an https git URL, a branch and the folder it is cloned into',
@@ -28,25 +35,9 @@ export function workspaceRepoRoutes(deps: AppDeps): RouteSpec[] {
       auth: 'service',
       scope: 'workspaces:write',
       params: idParams,
-      body: record(
-        {
-          url: httpUrl(),
-          branch: str(200, { description: 'Default: the remote’s default branch' }),
-          path: str(MAX_PATH_LENGTH, { description: 'The folder (default: the URL’s last segment without .git)' }),
-          depth: { type: 'integer', minimum: 1, maximum: 1000, description: 'History depth (default 1)' },
-          credentials_env: str(200, {
-            description: 'A space environment variable holding an access token (sent as HTTP basic auth)',
-          }),
-        },
-        ['branch', 'path', 'depth', 'credentials_env']
-      ),
-      responses: { 201: record({ repo: repoSchema }) },
-      handler: async (ctx) => {
-        const { params, body } = input<
-          { url: string; branch?: string; path?: string; depth?: number; credentials_env?: string },
-          unknown,
-          { id: string }
-        >(ctx);
+      body: repoCreateBody,
+      responses: { 201: repoResponse },
+      handler: async (ctx, { params, body }) => {
         const repo = await createRepo(deps.config, ctx.state.auth, params.id, {
           url: body.url,
           branch: body.branch,
@@ -57,8 +48,8 @@ export function workspaceRepoRoutes(deps: AppDeps): RouteSpec[] {
         ctx.status = 201;
         ctx.body = { repo: presentRepo(repo) };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/workspaces/:id/repos/clone',
       summary: 'Clone a repository mount durably (progress on …/repos/{repoId}/events; 409 once cloned)',
@@ -66,17 +57,16 @@ export function workspaceRepoRoutes(deps: AppDeps): RouteSpec[] {
       auth: 'service',
       scope: 'workspaces:write',
       params: idParams,
-      body: record({ repo_id: requiredStr(100) }),
-      responses: { 202: record({ repo: repoSchema, events_url: { type: 'string' } }) },
+      body: cloneBody,
+      responses: { 202: cloneResponse },
       errors: [409],
-      handler: async (ctx) => {
-        const { params, body } = input<{ repo_id: string }, unknown, { id: string }>(ctx);
+      handler: async (ctx, { params, body }) => {
         const repo = await startClone(deps, ctx.state.auth, params.id, body.repo_id);
         ctx.status = 202;
         ctx.body = { repo: presentRepo(repo), events_url: repoEventsUrl(repo) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/workspaces/:id/repos',
       summary: 'List the workspace’s repository mounts, newest first, each with the state of its clone',
@@ -85,14 +75,13 @@ export function workspaceRepoRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'workspaces:read',
       params: idParams,
       query: pageQuery(),
-      responses: { 200: record({ repos: { type: 'array', items: repoSchema }, next_cursor: nextCursor }) },
-      handler: async (ctx) => {
-        const { params, query } = input<unknown, { limit: number; cursor?: string }, { id: string }>(ctx);
+      responses: { 200: repoListResponse },
+      handler: async (ctx, { params, query }) => {
         const { items, nextCursor: next } = await listRepos(ctx.state.auth, params.id, query);
         ctx.body = { repos: items.map(presentRepo), next_cursor: next };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/workspaces/:id/repos/:repoId',
       summary: 'A repository mount and the state of its clone',
@@ -100,13 +89,12 @@ export function workspaceRepoRoutes(deps: AppDeps): RouteSpec[] {
       auth: 'service',
       scope: 'workspaces:read',
       params: repoParams,
-      responses: { 200: record({ repo: repoSchema }) },
-      handler: async (ctx) => {
-        const { params } = input<unknown, unknown, { id: string; repoId: string }>(ctx);
+      responses: { 200: repoResponse },
+      handler: async (ctx, { params }) => {
         ctx.body = { repo: presentRepo(await findRepo(ctx.state.auth, params.id, params.repoId)) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/workspaces/:id/repos/:repoId/events',
       summary: 'The clone’s progress stream: replay after Last-Event-ID, then live, until completed or failed',
@@ -117,8 +105,7 @@ export function workspaceRepoRoutes(deps: AppDeps): RouteSpec[] {
       query: streamQuery,
       responses: { 200: { sse: true, description: 'text/event-stream: the clone’s events' } },
       events: repoEvents,
-      handler: async (ctx) => {
-        const { params } = input<unknown, unknown, { id: string; repoId: string }>(ctx);
+      handler: async (ctx, { params }) => {
         const repo = await findRepo(ctx.state.auth, params.id, params.repoId);
         const streamId = repoStreamId(repo._id);
         await streamEvents(ctx, {
@@ -131,6 +118,6 @@ export function workspaceRepoRoutes(deps: AppDeps): RouteSpec[] {
           ended: repo.status === 'ready' || repo.status === 'failed',
         });
       },
-    },
+    }),
   ];
 }

@@ -16,7 +16,7 @@ export const workspaceSchema: Schema = record({
   updated_at: timestamp,
 });
 
-export const workspaceCreateBody: Schema = {
+export const workspaceCreateBody = {
   type: 'object',
   additionalProperties: false,
   required: ['name'],
@@ -25,4 +25,10 @@ export const workspaceCreateBody: Schema = {
     description: str(5000),
     visibility: { ...spaceVisibility, description: 'Default `organization`' },
   },
-};
+} as const;
+
+export const workspaceResponse = record({ workspace: workspaceSchema });
+export const workspaceSelectedResponse = record({
+  active_workspace_id: { type: 'string' },
+  workspace: workspaceSchema,
+});

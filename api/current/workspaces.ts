@@ -2,18 +2,18 @@
  * /api/workspaces, the part chats need: create a workspace (the v1 space record, so it is visible on both
  * surfaces) and select the caller's active workspace.
  */
-import { createSpace, selectWorkspace, type SpaceInput } from '../../commands/spaces';
+import { createSpace, selectWorkspace } from '../../commands/spaces';
 import { presentWorkspace } from '../../presenters/space';
-import { input, type RouteSpec } from '../route';
-import { idParams, record } from '../schemas';
-import { workspaceCreateBody, workspaceSchema } from './workspaces.schema';
+import { route, type RouteSpec } from '../route';
+import { idParams } from '../schemas';
+import { workspaceCreateBody, workspaceResponse, workspaceSelectedResponse } from './workspaces.schema';
 
 const tags = ['Workspaces'];
 
 /** @returns the route declarations. */
 export function workspaceRoutes(): RouteSpec[] {
   return [
-    {
+    route({
       method: 'post',
       path: '/workspaces',
       summary: 'Create a workspace (the same record as a v1 space)',
@@ -21,14 +21,14 @@ export function workspaceRoutes(): RouteSpec[] {
       auth: 'service',
       scope: 'workspaces:write',
       body: workspaceCreateBody,
-      responses: { 201: record({ workspace: workspaceSchema }) },
-      handler: async (ctx) => {
-        const space = await createSpace(ctx.state.auth, input<SpaceInput>(ctx).body);
+      responses: { 201: workspaceResponse },
+      handler: async (ctx, { body }) => {
+        const space = await createSpace(ctx.state.auth, body);
         ctx.status = 201;
         ctx.body = { workspace: presentWorkspace(space) };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/workspaces/:id/select',
       summary: 'Make a workspace the caller’s active one (used when a chat or execution names none)',
@@ -36,13 +36,11 @@ export function workspaceRoutes(): RouteSpec[] {
       auth: 'service',
       scope: 'workspaces:write',
       params: idParams,
-      responses: {
-        200: record({ active_workspace_id: { type: 'string' }, workspace: workspaceSchema }),
-      },
-      handler: async (ctx) => {
-        const space = await selectWorkspace(ctx.state.auth, input(ctx).params.id);
+      responses: { 200: workspaceSelectedResponse },
+      handler: async (ctx, { params }) => {
+        const space = await selectWorkspace(ctx.state.auth, params.id);
         ctx.body = { active_workspace_id: space._id, workspace: presentWorkspace(space) };
       },
-    },
+    }),
   ];
 }

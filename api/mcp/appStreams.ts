@@ -5,12 +5,11 @@
  * it (the URL is the credential).
  */
 import { verifyJobEventsToken } from '../../commands/appStreams';
-import type { Schema } from '../../lib/ajv';
 import { NotFoundError, UnauthorizedError } from '../../lib/errors';
 import type { LoggedEvent } from '../../commands/eventLog';
 import { Job, jobStreamId, TERMINAL_JOB_STATUSES, type JobStatus } from '../../models';
-import type { AppContext } from '../context';
-import { input, type RouteSpec } from '../route';
+import { route, type RouteSpec } from '../route';
+import { pathParams } from '../schemas';
 import { lastEventIdSchema, requestedLastEventId, streamEvents } from '../sse';
 import type { ExecutionRouteDeps } from '../deps';
 
@@ -18,12 +17,8 @@ import type { ExecutionRouteDeps } from '../deps';
 const isJobTerminal = (e: LoggedEvent): boolean =>
   e.event === 'job.status' && TERMINAL_JOB_STATUSES.includes((e.data as { status: JobStatus }).status);
 
-const params: Schema = {
-  type: 'object',
-  required: ['jobId'],
-  properties: { jobId: { type: 'string', minLength: 1, maxLength: 100 } },
-};
-const query: Schema = {
+const params = pathParams('jobId');
+const query = {
   type: 'object',
   additionalProperties: false,
   required: ['token'],
@@ -31,7 +26,7 @@ const query: Schema = {
     token: { type: 'string', minLength: 1, maxLength: 2000, description: 'The signed URL’s token' },
     lastEventId: lastEventIdSchema,
   },
-};
+} as const;
 
 /**
  * @param deps app dependencies.
@@ -39,7 +34,7 @@ const query: Schema = {
  */
 export function appStreamRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
   return [
-    {
+    route({
       method: 'get',
       path: '/mcp-app/jobs/:jobId/events',
       summary: 'A job’s event stream for an embedded MCP app, authorized by its signed URL (no bearer token)',
@@ -49,9 +44,7 @@ export function appStreamRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       query,
       responses: { 200: { sse: true, description: 'The job’s events: replay after Last-Event-ID, then live' } },
       errors: [401, 404],
-      handler: async (ctx: AppContext) => {
-        const { jobId } = input<unknown, unknown, { jobId: string }>(ctx).params;
-        const { token } = input<unknown, { token: string }>(ctx).query;
+      handler: async (ctx, { params: { jobId }, query: { token } }) => {
         const verified = await verifyJobEventsToken(deps.config, jobId, token);
         if (verified === 'expired') throw new UnauthorizedError('Signature expired');
         if (verified === 'invalid') throw new UnauthorizedError('Invalid signature');
@@ -71,6 +64,6 @@ export function appStreamRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           ended: TERMINAL_JOB_STATUSES.includes(job.status),
         });
       },
-    },
+    }),
   ];
 }

@@ -8,7 +8,8 @@ import type { Schema } from '../../lib/ajv';
 import { pageQueryProperties } from '../../lib/pagination';
 import { MISSION_STATUSES, type MissionStatus } from '../../models';
 import { presentMission } from '../../presenters/mission';
-import { missionCreateBody, type MissionCreateBody } from '../current/missions.schema';
+import { missionCreateBody } from '../current/missions.schema';
+import type { Validated } from '../schemas';
 import type { McpTool } from './tool';
 
 /** @returns the mission tools. */
@@ -44,7 +45,7 @@ export function missionTools(): McpTool[] {
         'each run starts a job (as POST /api/missions).',
       inputSchema: missionCreateBody,
       call: async (args, ctx) => {
-        const body = args as unknown as MissionCreateBody;
+        const body = args as unknown as Validated<typeof missionCreateBody>;
         const schedule = scheduleInput(body.schedule);
         parseSchedule(schedule);
         const mission = await createMission(ctx.deps, ctx.auth, { ...body, schedule });

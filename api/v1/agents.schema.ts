@@ -1,5 +1,4 @@
 /** JSON Schemas of /api/v1/agents (requests and responses). */
-import type { AgentInput } from '../../commands/agents';
 import type { Schema } from '../../lib/ajv';
 import { AGENT_VISIBILITIES } from '../../models/Agent';
 import { nextCursor, record, requiredStr, str, strArray, timestamp } from '../schemas';
@@ -9,7 +8,7 @@ import { builtInToolList, skillIdList } from './skills.schema';
 
 export const VISIBILITY_MESSAGE = 'Invalid visibility value. Must be: private, organization, public, or unlisted';
 
-const visibility: Schema = { type: 'string', enum: [...AGENT_VISIBILITIES], 'x-message': VISIBILITY_MESSAGE };
+const visibility = { type: 'string', enum: [...AGENT_VISIBILITIES], 'x-message': VISIBILITY_MESSAGE } as const;
 
 /** Limits: generous caps, well above the spec's recommendations (name < 50, prompt < 2000). */
 export const AGENT_LIMITS = { name: 200, role: 200, systemPrompt: 100_000, model: 200 } as const;
@@ -18,7 +17,7 @@ export const AGENT_LIMITS = { name: 200, role: 200, systemPrompt: 100_000, model
 export const ADVANCED_TOOLS = builtInToolList('Built-in tools the agent asks for beyond the default ones');
 
 /** An agent's `subAgentIds` (`sub_agent_ids` on the current surface) [docs/decisions.md "Sub-agents"]. */
-export const subAgentIdList: Schema = {
+export const subAgentIdList = {
   type: 'array',
   maxItems: MAX_SUB_AGENTS,
   uniqueItems: true,
@@ -27,9 +26,9 @@ export const subAgentIdList: Schema = {
   description:
     'Agents of the organization this agent may hand tasks to through its `delegate_to_agent` tool (each a live ' +
     'agent the caller can see)',
-};
+} as const;
 
-export const agentCreateBody: Schema = {
+export const agentCreateBody = {
   type: 'object',
   additionalProperties: false,
   required: ['name'],
@@ -52,12 +51,9 @@ export const agentCreateBody: Schema = {
     subAgentIds: subAgentIdList,
     tags: strArray(),
   },
-};
+} as const;
 
-/** The create body: the agent's fields, with `system_message` accepted as an alias of `systemPrompt`. */
-export type AgentCreateBody = Omit<AgentInput, 'systemPrompt'> & { systemPrompt?: string; system_message?: string };
-
-export const agentUpdateBody: Schema = {
+export const agentUpdateBody = {
   type: 'object',
   additionalProperties: false,
   properties: {
@@ -71,19 +67,7 @@ export const agentUpdateBody: Schema = {
     mcpServerIds: mcpServerIdList,
     subAgentIds: subAgentIdList,
   },
-};
-
-export interface AgentUpdateBody {
-  name?: string;
-  role?: string;
-  systemPrompt?: string;
-  system_message?: string;
-  visibility?: (typeof AGENT_VISIBILITIES)[number];
-  skillIds?: string[];
-  advanced_tools?: string[];
-  mcpServerIds?: string[];
-  subAgentIds?: string[];
-}
+} as const;
 
 export const agentSchema: Schema = record(
   {

@@ -15,7 +15,7 @@ import { checkMcpServerIds } from '../../commands/mcpServers';
 import { checkSkillIds } from '../../commands/skills';
 import { ValidationError } from '../../lib/errors';
 import { presentAgent } from '../../presenters/agent';
-import { input, type RouteSpec } from '../route';
+import { route, type RouteSpec } from '../route';
 import { idParams, pageQuery, successMessage } from '../schemas';
 import {
   agentCreateBody,
@@ -23,8 +23,6 @@ import {
   agentListResponse,
   agentReadResponse,
   agentUpdateBody,
-  type AgentCreateBody,
-  type AgentUpdateBody,
 } from './agents.schema';
 
 const tags = ['Agents'];
@@ -32,7 +30,7 @@ const tags = ['Agents'];
 /** @returns the route declarations. */
 export function agentRoutes(): RouteSpec[] {
   return [
-    {
+    route({
       method: 'get',
       path: '/agents',
       summary: 'List agents of the organization (archived excluded)',
@@ -40,13 +38,12 @@ export function agentRoutes(): RouteSpec[] {
       auth: 'v1',
       query: pageQuery(),
       responses: { 200: agentListResponse },
-      handler: async (ctx) => {
-        const { query } = input<unknown, { limit: number; cursor?: string }>(ctx);
+      handler: async (ctx, { query }) => {
         const { items, total, nextCursor } = await listAgents(ctx.state.auth, query);
         ctx.body = { success: true, agents: items.map(presentAgent), total, nextCursor };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/agents',
       summary: 'Create an agent (with a first chat in the default space)',
@@ -54,8 +51,8 @@ export function agentRoutes(): RouteSpec[] {
       auth: 'v1',
       body: agentCreateBody,
       responses: { 200: agentCreateResponse },
-      handler: async (ctx) => {
-        const { system_message: alias, systemPrompt, ...rest } = input<AgentCreateBody>(ctx).body;
+      handler: async (ctx, { body }) => {
+        const { system_message: alias, systemPrompt, ...rest } = body;
         const prompt = systemPrompt ?? alias;
         if (!prompt) throw new ValidationError('Missing required field: systemPrompt');
         await checkSkillIds(ctx.state.auth, rest.skillIds ?? [], 'skillIds');
@@ -71,8 +68,8 @@ export function agentRoutes(): RouteSpec[] {
           chatUrl: `/${agent.organizationId}/spaces/${agent.spaceId}/chats/${agent.chatId}`,
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/agents/:id',
       summary: 'Read an agent',
@@ -80,12 +77,12 @@ export function agentRoutes(): RouteSpec[] {
       auth: 'v1',
       params: idParams,
       responses: { 200: agentReadResponse },
-      handler: async (ctx) => {
-        const agent = await findVisibleAgent(ctx.state.auth, input(ctx).params.id);
+      handler: async (ctx, { params }) => {
+        const agent = await findVisibleAgent(ctx.state.auth, params.id);
         ctx.body = { success: true, agent: presentAgent(agent) };
       },
-    },
-    {
+    }),
+    route({
       method: 'patch',
       path: '/agents/:id',
       summary:
@@ -95,10 +92,10 @@ export function agentRoutes(): RouteSpec[] {
       params: idParams,
       body: agentUpdateBody,
       responses: { 200: successMessage },
-      handler: async (ctx) => {
-        const { system_message: alias, systemPrompt, ...rest } = input<AgentUpdateBody>(ctx).body;
+      handler: async (ctx, { params, body }) => {
+        const { system_message: alias, systemPrompt, ...rest } = body;
         const prompt = systemPrompt ?? alias;
-        const { id } = input(ctx).params;
+        const { id } = params;
         if (rest.skillIds || rest.mcpServerIds || rest.subAgentIds) {
           await findModifiableAgent(ctx.state.auth, id); // 404 / 403 before the skills are looked at
           if (rest.skillIds) await checkSkillIds(ctx.state.auth, rest.skillIds, 'skillIds');
@@ -111,8 +108,8 @@ export function agentRoutes(): RouteSpec[] {
         });
         ctx.body = { success: true, message: 'Agent updated successfully' };
       },
-    },
-    {
+    }),
+    route({
       method: 'delete',
       path: '/agents/:id',
       summary: 'Archive an agent (soft delete; history kept; no restore)',
@@ -120,10 +117,10 @@ export function agentRoutes(): RouteSpec[] {
       auth: 'v1',
       params: idParams,
       responses: { 200: successMessage },
-      handler: async (ctx) => {
-        await archiveAgent(ctx.state.auth, input(ctx).params.id);
+      handler: async (ctx, { params }) => {
+        await archiveAgent(ctx.state.auth, params.id);
         ctx.body = { success: true, message: 'Agent deleted successfully' };
       },
-    },
+    }),
   ];
 }

@@ -19,7 +19,7 @@ import {
 /** Largest user message accepted. */
 export const MAX_MESSAGE_CHARS = 100_000;
 
-export const executeBody: Schema = {
+export const executeBody = {
   type: 'object',
   additionalProperties: false,
   required: ['message'],
@@ -31,16 +31,7 @@ export const executeBody: Schema = {
     stream: { type: 'boolean', default: false, description: 'Answer as text/event-stream' },
     mediaIds: mediaIdList,
   },
-};
-
-export interface ExecuteBody {
-  message: string;
-  spaceId?: string;
-  sessionId?: string;
-  chatId?: string;
-  stream: boolean;
-  mediaIds?: string[];
-}
+} as const;
 
 export const executeResponse: Schema = record({
   success: { type: 'boolean' },
@@ -156,7 +147,7 @@ export const executionSchema: Schema = record({
 
 export const executionResponse: Schema = record({ success: { type: 'boolean' }, execution: executionSchema });
 
-export const executionListQuery: Schema = pageQuery({
+export const executionListQuery = pageQuery({
   agentId: str(100),
   status: oneOfStrings(EXECUTION_STATUSES, 'status'),
 });

@@ -13,7 +13,7 @@ import { TERMINAL_EXECUTION_STATUSES, type ExecutionDoc, type ExecutionStatus } 
 import { presentExecution } from '../../presenters/execution';
 import type { ExecutionRouteDeps } from '../deps';
 import { clientGone, isExecutionTerminal, replyToExecution } from '../executionReply';
-import { input, type RouteSpec } from '../route';
+import { route, type RouteSpec } from '../route';
 import { idParams } from '../schemas';
 import { lastEventId, streamEvents, streamQuery, wantsEventStream } from '../sse';
 import {
@@ -25,7 +25,6 @@ import {
   executionTreeResponse,
   executionStreamEvents,
   sseResponse,
-  type ExecuteBody,
 } from './executions.schema';
 
 const tags = ['Executions'];
@@ -56,7 +55,7 @@ function buildTree(root: ExecutionDoc, all: ExecutionDoc[]): Node {
  */
 export function executionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
   return [
-    {
+    route({
       method: 'post',
       path: '/agents/:id/execute',
       summary: 'Execute an agent: JSON reply, or text/event-stream with `stream: true` / `Accept: text/event-stream`',
@@ -68,12 +67,11 @@ export function executionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       streams: true,
       events: executionStreamEvents,
       errors: [409],
-      handler: async (ctx) => {
-        const body = input<ExecuteBody>(ctx).body;
+      handler: async (ctx, { params, body }) => {
         const exec = await startExecution(
           deps,
           ctx.state.auth,
-          input(ctx).params.id,
+          params.id,
           {
             message: body.message,
             spaceId: body.spaceId,
@@ -86,8 +84,8 @@ export function executionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
         );
         await replyToExecution(deps, ctx, exec, body.stream || wantsEventStream(ctx));
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/executions',
       summary: 'List executions of the organization (optionally of one agent), newest first',
@@ -95,16 +93,13 @@ export function executionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       auth: 'v1',
       query: executionListQuery,
       responses: { 200: executionListResponse },
-      handler: async (ctx) => {
-        const { limit, cursor, agentId, status } = input<
-          unknown,
-          { limit: number; cursor?: string; agentId?: string; status?: string }
-        >(ctx).query;
+      handler: async (ctx, { query }) => {
+        const { limit, cursor, agentId, status } = query;
         const { items, nextCursor } = await listExecutions(ctx.state.auth, { agentId, status }, { limit, cursor });
         ctx.body = { success: true, executions: items.map(presentExecution), nextCursor };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/executions/:id',
       summary: 'Execution details',
@@ -112,14 +107,14 @@ export function executionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       auth: 'v1',
       params: idParams,
       responses: { 200: executionResponse },
-      handler: async (ctx) => {
+      handler: async (ctx, { params }) => {
         ctx.body = {
           success: true,
-          execution: presentExecution(await findExecution(ctx.state.auth, input(ctx).params.id)),
+          execution: presentExecution(await findExecution(ctx.state.auth, params.id)),
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/executions/:id/tree',
       summary: 'The execution and its descendants',
@@ -127,12 +122,12 @@ export function executionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       auth: 'v1',
       params: idParams,
       responses: { 200: executionTreeResponse },
-      handler: async (ctx) => {
-        const { root, all } = await executionTree(ctx.state.auth, input(ctx).params.id);
+      handler: async (ctx, { params }) => {
+        const { root, all } = await executionTree(ctx.state.auth, params.id);
         ctx.body = { success: true, tree: buildTree(root, all) };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/executions/:id/cancel',
       summary: 'Cancel a pending or running execution (aborts the model request)',
@@ -140,12 +135,12 @@ export function executionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       auth: 'v1',
       params: idParams,
       responses: { 200: executionResponse },
-      handler: async (ctx) => {
-        const exec = await cancelExecution(deps, ctx.state.auth, input(ctx).params.id);
+      handler: async (ctx, { params }) => {
+        const exec = await cancelExecution(deps, ctx.state.auth, params.id);
         ctx.body = { success: true, execution: presentExecution(exec) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/executions/:id/stream',
       summary:
@@ -156,9 +151,9 @@ export function executionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       query: streamQuery,
       responses: { 200: sseResponse },
       events: executionStreamEvents,
-      handler: async (ctx) => {
+      handler: async (ctx, { params }) => {
         const afterSeq = lastEventId(ctx);
-        const exec = await findExecution(ctx.state.auth, input(ctx).params.id);
+        const exec = await findExecution(ctx.state.auth, params.id);
         await streamEvents(ctx, {
           streamId: exec._id,
           afterSeq,
@@ -169,6 +164,6 @@ export function executionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           ended: TERMINAL_EXECUTION_STATUSES.includes(exec.status as ExecutionStatus),
         });
       },
-    },
+    }),
   ];
 }

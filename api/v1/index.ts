@@ -22,7 +22,7 @@ export function v1Routes(deps: ExecutionRouteDeps): RouteSpec[] {
   return [
     ...agentRoutes(),
     ...executionRoutes(deps),
-    ...taskRoutes(),
+    ...taskRoutes(deps),
     ...spaceRoutes(deps),
     ...keyRoutes(),
     ...profileRoutes(),

@@ -19,13 +19,13 @@ export const MCP_SERVER_LIMITS = {
 export const MAX_AGENT_MCP_SERVERS = 20;
 
 /** An agent's MCP servers: ids of the organization's MCP server instances. */
-export const mcpServerIdList: Schema = idList(
+export const mcpServerIdList = idList(
   MAX_AGENT_MCP_SERVERS,
   'MCP server instances (ids, /api/v1/mcp-servers) whose tools the agent may call, besides those its skills ' +
     'require; each must be one of the organization'
 );
 
-const headers: Schema = {
+const headers = {
   type: ['object', 'null'],
   maxProperties: MCP_SERVER_LIMITS.headers,
   propertyNames: {
@@ -42,18 +42,18 @@ const headers: Schema = {
   description:
     'Headers sent with every request to the server (e.g. `Authorization`); sealed at rest and never returned (the ' +
     'record shows their names). On update they replace the stored ones; null or `{}` removes them',
-};
+} as const;
 
-const allowedTools: Schema = {
+const allowedTools = {
   type: ['array', 'null'],
   maxItems: MCP_SERVER_LIMITS.allowedTools,
   uniqueItems: true,
   items: { type: 'string', minLength: 1, maxLength: MCP_SERVER_LIMITS.toolName },
   'x-message': 'Field {field} must list distinct tool names',
   description: 'The server’s tools agents may call (null or absent: all of them)',
-};
+} as const;
 
-const properties: Record<string, Schema> = {
+const properties = {
   name: kebabName(MCP_SERVER_LIMITS.name, 'an MCP server name', {
     description: 'Unique in the organization, kebab-case; skills’ `requiredMCPs` refer to it',
   }),
@@ -64,20 +64,20 @@ const properties: Record<string, Schema> = {
   },
   headers,
   allowedTools,
-};
+} as const;
 
-export const mcpServerCreateBody: Schema = {
+export const mcpServerCreateBody = {
   type: 'object',
   additionalProperties: false,
   required: ['name', 'url'],
   properties,
-};
+} as const;
 
-export const mcpServerUpdateBody: Schema = {
+export const mcpServerUpdateBody = {
   type: 'object',
   additionalProperties: false,
   properties: { ...properties, name: { ...properties.name, minLength: 1 }, url: properties.url },
-};
+} as const;
 
 export const mcpServerSchema: Schema = record({
   id: { type: 'string' },
@@ -97,7 +97,7 @@ export const mcpServerSchema: Schema = record({
 });
 
 export const mcpServerResponse: Schema = record({ success: { type: 'boolean' }, mcpServer: mcpServerSchema });
-export const mcpServerListQuery: Schema = pageQuery();
+export const mcpServerListQuery = pageQuery();
 export const mcpServerListResponse: Schema = record({
   success: { type: 'boolean' },
   mcpServers: { type: 'array', items: mcpServerSchema },

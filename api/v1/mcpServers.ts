@@ -11,11 +11,10 @@ import {
   listMcpServers,
   mcpServerTools,
   updateMcpServer,
-  type McpServerInput,
 } from '../../commands/mcpServers';
 import type { Config } from '../../lib/config';
 import { presentMcpServer } from '../../presenters/mcpServer';
-import { input, type RouteSpec } from '../route';
+import { route, type RouteSpec } from '../route';
 import { idParams, successMessage } from '../schemas';
 import {
   mcpServerCreateBody,
@@ -35,7 +34,7 @@ const tags = ['MCP servers'];
 export function mcpServerRoutes(deps: { config: Readonly<Config> }): RouteSpec[] {
   const { config } = deps;
   return [
-    {
+    route({
       method: 'get',
       path: '/mcp-servers',
       summary: 'List the organization’s MCP server instances, newest first',
@@ -43,13 +42,12 @@ export function mcpServerRoutes(deps: { config: Readonly<Config> }): RouteSpec[]
       auth: 'v1',
       query: mcpServerListQuery,
       responses: { 200: mcpServerListResponse },
-      handler: async (ctx) => {
-        const page = input<unknown, { limit: number; cursor?: string }>(ctx).query;
+      handler: async (ctx, { query: page }) => {
         const { items, nextCursor } = await listMcpServers(ctx.state.auth, page);
         ctx.body = { success: true, mcpServers: items.map(presentMcpServer), nextCursor };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/mcp-servers',
       summary: 'Register a remote MCP server (streamable HTTP); its name is unique in the organization (409)',
@@ -58,12 +56,12 @@ export function mcpServerRoutes(deps: { config: Readonly<Config> }): RouteSpec[]
       body: mcpServerCreateBody,
       responses: { 200: mcpServerResponse },
       errors: [409],
-      handler: async (ctx) => {
-        const doc = await createMcpServer(ctx.state.auth, config, input<McpServerInput>(ctx).body);
+      handler: async (ctx, { body }) => {
+        const doc = await createMcpServer(ctx.state.auth, config, body);
         ctx.body = { success: true, mcpServer: presentMcpServer(doc) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/mcp-servers/:id',
       summary: 'Read an MCP server instance (header names only, never their values)',
@@ -71,12 +69,12 @@ export function mcpServerRoutes(deps: { config: Readonly<Config> }): RouteSpec[]
       auth: 'v1',
       params: idParams,
       responses: { 200: mcpServerResponse },
-      handler: async (ctx) => {
-        const doc = await findMcpServer(ctx.state.auth, input(ctx).params.id);
+      handler: async (ctx, { params }) => {
+        const doc = await findMcpServer(ctx.state.auth, params.id);
         ctx.body = { success: true, mcpServer: presentMcpServer(doc) };
       },
-    },
-    {
+    }),
+    route({
       method: 'patch',
       path: '/mcp-servers/:id',
       summary: 'Update an MCP server instance (omitted fields unchanged; `headers` replaces them all)',
@@ -86,13 +84,12 @@ export function mcpServerRoutes(deps: { config: Readonly<Config> }): RouteSpec[]
       body: mcpServerUpdateBody,
       responses: { 200: mcpServerResponse },
       errors: [409],
-      handler: async (ctx) => {
-        const changes = input<Partial<McpServerInput>>(ctx).body;
-        const doc = await updateMcpServer(ctx.state.auth, config, input(ctx).params.id, changes);
+      handler: async (ctx, { params, body: changes }) => {
+        const doc = await updateMcpServer(ctx.state.auth, config, params.id, changes);
         ctx.body = { success: true, mcpServer: presentMcpServer(doc) };
       },
-    },
-    {
+    }),
+    route({
       method: 'delete',
       path: '/mcp-servers/:id',
       summary: 'Delete an MCP server instance; agents no longer get its tools',
@@ -100,12 +97,12 @@ export function mcpServerRoutes(deps: { config: Readonly<Config> }): RouteSpec[]
       auth: 'v1',
       params: idParams,
       responses: { 200: successMessage },
-      handler: async (ctx) => {
-        await deleteMcpServer(ctx.state.auth, input(ctx).params.id);
+      handler: async (ctx, { params }) => {
+        await deleteMcpServer(ctx.state.auth, params.id);
         ctx.body = { success: true, message: 'MCP server deleted successfully' };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/mcp-servers/:id/tools',
       summary:
@@ -115,8 +112,8 @@ export function mcpServerRoutes(deps: { config: Readonly<Config> }): RouteSpec[]
       auth: 'v1',
       params: idParams,
       responses: { 200: mcpServerToolsResponse },
-      handler: async (ctx) => {
-        const doc = await findMcpServer(ctx.state.auth, input(ctx).params.id);
+      handler: async (ctx, { params }) => {
+        const doc = await findMcpServer(ctx.state.auth, params.id);
         const listed = await mcpServerTools(config, doc);
         ctx.body = listed.ok
           ? {
@@ -133,6 +130,6 @@ export function mcpServerRoutes(deps: { config: Readonly<Config> }): RouteSpec[]
             }
           : { success: true, reachable: false, tools: [], error: { reason: listed.reason, message: listed.message } };
       },
-    },
+    }),
   ];
 }

@@ -23,7 +23,7 @@ export const mediaUploadBody: Schema = {
 };
 
 /** An execute body's media: ids of the organization's media, sent to the model with the message. */
-export const mediaIdList: Schema = idList(
+export const mediaIdList = idList(
   MAX_EXECUTION_MEDIA,
   'Media of the organization (ids from POST /api/v1/media) the model gets with the message: images as image ' +
     'blocks, text files as text, PDFs as documents (Anthropic models only); at most ' +

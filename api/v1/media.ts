@@ -17,7 +17,7 @@ import { UnsupportedContentEncodingError } from '../../lib/errors';
 import { presentMedia } from '../../presenters/media';
 import { sendFile } from '../download';
 import { readFilePart } from '../multipart';
-import { input, type RouteSpec } from '../route';
+import { route, type RouteSpec } from '../route';
 import { idParams, pageQuery, successMessage } from '../schemas';
 import { MEDIA_FILE_FIELD, mediaListResponse, mediaResponse, mediaUploadBody } from './media.schema';
 
@@ -33,7 +33,7 @@ const MULTIPART_OVERHEAD = 64 * 1024;
 export function mediaRoutes(config: Readonly<Config>): RouteSpec[] {
   const deps = mediaDeps(config);
   return [
-    {
+    route({
       method: 'post',
       path: '/media',
       summary: 'Upload a medium (multipart/form-data, one file part named `file`); its type is read from its content',
@@ -58,8 +58,8 @@ export function mediaRoutes(config: Readonly<Config>): RouteSpec[] {
         const media = await createMedia(deps, auth, result, { name: part.filename, contentType: part.mimeType });
         ctx.body = { success: true, media: presentMedia(media) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/media',
       summary: 'List the organization’s media, newest first',
@@ -67,13 +67,12 @@ export function mediaRoutes(config: Readonly<Config>): RouteSpec[] {
       auth: 'v1',
       query: pageQuery(),
       responses: { 200: mediaListResponse },
-      handler: async (ctx) => {
-        const page = input<unknown, { limit: number; cursor?: string }>(ctx).query;
+      handler: async (ctx, { query: page }) => {
         const { items, total, nextCursor } = await listMedia(ctx.state.auth, page);
         ctx.body = { success: true, media: items.map(presentMedia), total, nextCursor };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/media/:id',
       summary: 'Read a medium’s metadata',
@@ -81,11 +80,11 @@ export function mediaRoutes(config: Readonly<Config>): RouteSpec[] {
       auth: 'v1',
       params: idParams,
       responses: { 200: mediaResponse },
-      handler: async (ctx) => {
-        ctx.body = { success: true, media: presentMedia(await findMedia(ctx.state.auth, input(ctx).params.id)) };
+      handler: async (ctx, { params }) => {
+        ctx.body = { success: true, media: presentMedia(await findMedia(ctx.state.auth, params.id)) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/media/:id/content',
       summary: 'Download a medium’s content (its Content-Type, Content-Disposition with its name)',
@@ -95,13 +94,13 @@ export function mediaRoutes(config: Readonly<Config>): RouteSpec[] {
       responses: {
         200: { contentType: 'application/octet-stream', description: 'The bytes, with the medium’s Content-Type' },
       },
-      handler: async (ctx) => {
-        const { media, content } = await openMedia(deps, ctx.state.auth, input(ctx).params.id);
+      handler: async (ctx, { params }) => {
+        const { media, content } = await openMedia(deps, ctx.state.auth, params.id);
         const file = { name: media.name, mediaType: media.contentType, size: media.size, content };
         sendFile(ctx, file, 'private, no-store');
       },
-    },
-    {
+    }),
+    route({
       method: 'delete',
       path: '/media/:id',
       summary: 'Delete a medium (its file and record); the uploader or an owner/admin',
@@ -109,10 +108,10 @@ export function mediaRoutes(config: Readonly<Config>): RouteSpec[] {
       auth: 'v1',
       params: idParams,
       responses: { 200: successMessage },
-      handler: async (ctx) => {
-        await deleteMedia(deps, ctx.state.auth, input(ctx).params.id);
+      handler: async (ctx, { params }) => {
+        await deleteMedia(deps, ctx.state.auth, params.id);
         ctx.body = { success: true, message: 'Media deleted successfully' };
       },
-    },
+    }),
   ];
 }

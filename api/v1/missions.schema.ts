@@ -6,12 +6,7 @@ import type { Schema } from '../../lib/ajv';
 import { nextCursor, record } from '../schemas';
 import { missionSchema } from '../current/missions.schema';
 
-export {
-  missionCreateBody,
-  missionListQuery,
-  missionUpdateBody,
-  type MissionCreateBody,
-} from '../current/missions.schema';
+export { missionCreateBody, missionListQuery, missionUpdateBody } from '../current/missions.schema';
 
 export const v1MissionResponse: Schema = record({ success: { type: 'boolean' }, mission: missionSchema });
 export const v1MissionListResponse: Schema = record({

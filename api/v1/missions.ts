@@ -4,9 +4,8 @@
  */
 import { createMission, deleteMission, findMission, listMissions, updateMission } from '../../commands/missions';
 import { nextRunTimes, parseSchedule, scheduleInput } from '../../commands/missionSchedules';
-import type { MissionStatus } from '../../models';
 import { presentMission } from '../../presenters/mission';
-import { input, type RouteSpec } from '../route';
+import { route, type RouteSpec } from '../route';
 import { idParams, successMessage } from '../schemas';
 import type { ExecutionRouteDeps } from '../deps';
 import {
@@ -15,7 +14,6 @@ import {
   missionUpdateBody,
   v1MissionListResponse,
   v1MissionResponse,
-  type MissionCreateBody,
 } from './missions.schema';
 
 const tags = ['Missions'];
@@ -26,7 +24,7 @@ const tags = ['Missions'];
  */
 export function v1MissionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
   return [
-    {
+    route({
       method: 'get',
       path: '/missions',
       summary: 'List the organization’s missions, newest first (filter: status)',
@@ -34,13 +32,12 @@ export function v1MissionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       auth: 'v1',
       query: missionListQuery,
       responses: { 200: v1MissionListResponse },
-      handler: async (ctx) => {
-        const q = input<unknown, { limit: number; cursor?: string; status?: MissionStatus }>(ctx).query;
+      handler: async (ctx, { query: q }) => {
         const { items, nextCursor } = await listMissions(ctx.state.auth, { status: q.status }, q);
         ctx.body = { success: true, missions: items.map((m) => presentMission(m, null)), nextCursor };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/missions',
       summary: 'Create a mission: a goal, an agent and a schedule (cron, once, or manual) on a Temporal Schedule',
@@ -48,15 +45,14 @@ export function v1MissionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       auth: 'v1',
       body: missionCreateBody,
       responses: { 200: v1MissionResponse },
-      handler: async (ctx) => {
-        const body = input<MissionCreateBody>(ctx).body;
+      handler: async (ctx, { body }) => {
         const schedule = scheduleInput(body.schedule);
         parseSchedule(schedule); // 400 before anything is written
         const mission = await createMission(deps, ctx.state.auth, { ...body, schedule });
         ctx.body = { success: true, mission: presentMission(mission, await nextRunTimes(deps, mission)) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/missions/:id',
       summary: 'A mission, with its next run times from its Temporal Schedule',
@@ -64,12 +60,12 @@ export function v1MissionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       auth: 'v1',
       params: idParams,
       responses: { 200: v1MissionResponse },
-      handler: async (ctx) => {
-        const mission = await findMission(ctx.state.auth, input(ctx).params.id);
+      handler: async (ctx, { params }) => {
+        const mission = await findMission(ctx.state.auth, params.id);
         ctx.body = { success: true, mission: presentMission(mission, await nextRunTimes(deps, mission)) };
       },
-    },
-    {
+    }),
+    route({
       method: 'patch',
       path: '/missions/:id',
       summary: 'Update a mission: title, goal, schedule, status (`paused` pauses its Schedule, `active` resumes it)',
@@ -78,16 +74,15 @@ export function v1MissionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       params: idParams,
       body: missionUpdateBody,
       responses: { 200: v1MissionResponse },
-      handler: async (ctx) => {
-        const body = input<Omit<MissionCreateBody, 'agentType' | 'workspaceId'>>(ctx).body;
-        const mission = await updateMission(deps, ctx.state.auth, input(ctx).params.id, {
+      handler: async (ctx, { params, body }) => {
+        const mission = await updateMission(deps, ctx.state.auth, params.id, {
           ...body,
           schedule: scheduleInput(body.schedule),
         });
         ctx.body = { success: true, mission: presentMission(mission, await nextRunTimes(deps, mission)) };
       },
-    },
-    {
+    }),
+    route({
       method: 'delete',
       path: '/missions/:id',
       summary: 'Delete a mission and its Schedule (its tasks and jobs stay)',
@@ -95,10 +90,10 @@ export function v1MissionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       auth: 'v1',
       params: idParams,
       responses: { 200: successMessage },
-      handler: async (ctx) => {
-        await deleteMission(deps, ctx.state.auth, input(ctx).params.id);
+      handler: async (ctx, { params }) => {
+        await deleteMission(deps, ctx.state.auth, params.id);
         ctx.body = { success: true, message: 'Mission deleted successfully' };
       },
-    },
+    }),
   ];
 }

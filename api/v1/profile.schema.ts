@@ -1,6 +1,6 @@
 /** JSON Schemas of /api/v1/profile. */
 import type { Schema } from '../../lib/ajv';
-import { nullableStr, record, strArray, timestamp } from '../schemas';
+import { httpUrl, nullableStr, record, requiredStr, strArray, timestamp } from '../schemas';
 
 const userSchema: Schema = record({
   id: { type: 'string' },
@@ -34,3 +34,9 @@ export const profileResponse: Schema = record({
   organization: organizationSchema,
   role: { type: 'string', enum: ['owner', 'admin', 'member'] },
 });
+
+export const profileUpdateBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { name: requiredStr(200), avatarUrl: httpUrl(2000) },
+} as const;

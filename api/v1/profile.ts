@@ -6,9 +6,8 @@ import { Membership, Organization, User, type OrganizationDoc, type UserDoc } fr
 import { presentOrganization } from '../../presenters/organization';
 import { presentUser } from '../../presenters/user';
 import type { AuthContext } from '../../commands/tokens';
-import { input, type RouteSpec } from '../route';
-import { httpUrl, requiredStr } from '../schemas';
-import { profileResponse } from './profile.schema';
+import { route, type RouteSpec } from '../route';
+import { profileResponse, profileUpdateBody } from './profile.schema';
 
 const tags = ['Profile'];
 
@@ -34,7 +33,7 @@ async function profile(auth: AuthContext): Promise<Record<string, unknown>> {
 /** @returns the route declarations. */
 export function profileRoutes(): RouteSpec[] {
   return [
-    {
+    route({
       method: 'get',
       path: '/profile',
       summary: "The caller's user, organization and role",
@@ -44,24 +43,19 @@ export function profileRoutes(): RouteSpec[] {
       handler: async (ctx) => {
         ctx.body = await profile(ctx.state.auth);
       },
-    },
-    {
+    }),
+    route({
       method: 'patch',
       path: '/profile',
       summary: "Update the caller's display name or avatar",
       tags,
       auth: 'v1',
-      body: {
-        type: 'object',
-        additionalProperties: false,
-        properties: { name: requiredStr(200), avatarUrl: httpUrl(2000) },
-      },
+      body: profileUpdateBody,
       responses: { 200: profileResponse },
-      handler: async (ctx) => {
-        const changes = input<{ name?: string; avatarUrl?: string }>(ctx).body;
+      handler: async (ctx, { body: changes }) => {
         if (Object.keys(changes).length > 0) await User.updateOne({ _id: ctx.state.auth.userId }, { $set: changes });
         ctx.body = await profile(ctx.state.auth);
       },
-    },
+    }),
   ];
 }

@@ -34,32 +34,32 @@ export const CATEGORY_MESSAGE = `Invalid category. Must be: ${SKILL_CATEGORIES.j
 export const SKILL_VISIBILITY_MESSAGE = 'Invalid visibility value. Must be: private, organization, or public';
 
 /** Names of built-in tools (a skill's `builtInTools`, an agent's `advanced_tools`): the catalogue's names only. */
-export const builtInToolList = (description: string): Schema =>
+export const builtInToolList = (description: string) =>
   distinctList(
     {
       type: 'string',
       enum: [...BUILT_IN_TOOL_NAMES],
       'x-message': `Invalid {field}: not a built-in tool (known: ${BUILT_IN_TOOL_NAMES.join(', ')})`,
-    },
+    } as const,
     BUILT_IN_TOOL_NAMES.length,
     description
   );
 
 /** An agent's skills: ids of live skills of its organization, in the order their prompts follow its own. */
-export const skillIdList: Schema = idList(
+export const skillIdList = idList(
   MAX_AGENT_SKILLS,
   'Skills of the agent (ids), in the order their prompts follow the system prompt; each must be a skill of the ' +
     'organization the caller can see'
 );
 
-const category: Schema = { type: 'string', enum: [...SKILL_CATEGORIES], 'x-message': CATEGORY_MESSAGE };
-const visibility: Schema = {
+const category = { type: 'string', enum: [...SKILL_CATEGORIES], 'x-message': CATEGORY_MESSAGE } as const;
+const visibility = {
   type: 'string',
   enum: [...SKILL_VISIBILITIES],
   'x-message': SKILL_VISIBILITY_MESSAGE,
-};
+} as const;
 
-const contentProperties: Record<string, Schema> = {
+const contentProperties = {
   name: kebabName(SKILL_LIMITS.name, 'a skill name', { description: 'Unique in the organization, kebab-case' }),
   displayName: requiredStr(SKILL_LIMITS.displayName, { description: 'Default: the name' }),
   description: str(SKILL_LIMITS.description, { description: 'What the skill is for (the model reads it too)' }),
@@ -74,31 +74,31 @@ const contentProperties: Record<string, Schema> = {
     'Names of the organization’s MCP server instances the skill needs'
   ),
   visibility: { ...visibility, description: 'Default `organization`' },
-};
+} as const;
 
-export const skillCreateBody: Schema = {
+export const skillCreateBody = {
   type: 'object',
   additionalProperties: false,
   required: ['name', 'prompt'],
   properties: contentProperties,
-};
+} as const;
 
-export const skillUpdateBody: Schema = {
+export const skillUpdateBody = {
   type: 'object',
   additionalProperties: false,
   properties: contentProperties,
-};
+} as const;
 
-export const skillListQuery: Schema = pageQuery({ category });
+export const skillListQuery = pageQuery({ category });
 
-export const skillVersionParams: Schema = {
+export const skillVersionParams = {
   type: 'object',
   required: ['id', 'version'],
   properties: {
     id: { type: 'string', minLength: 1, maxLength: 100 },
     version: { type: 'integer', minimum: 1, maximum: 1_000_000_000 },
   },
-};
+} as const;
 
 const content: Record<string, Schema> = {
   name: { type: 'string' },

@@ -10,12 +10,9 @@ import {
   listSkills,
   listSkillVersions,
   updateSkill,
-  type SkillContent,
-  type SkillCreateInput,
 } from '../../commands/skills';
-import type { SkillCategory } from '../../models';
 import { presentSkill, presentSkillVersion } from '../../presenters/skill';
-import { input, type RouteSpec } from '../route';
+import { route, type RouteSpec } from '../route';
 import { idParams, pageQuery, successMessage } from '../schemas';
 import {
   skillCreateBody,
@@ -33,7 +30,7 @@ const tags = ['Skills'];
 /** @returns the route declarations. */
 export function skillRoutes(): RouteSpec[] {
   return [
-    {
+    route({
       method: 'get',
       path: '/skills',
       summary: 'List the organization’s skills, newest first (filter: category)',
@@ -41,13 +38,12 @@ export function skillRoutes(): RouteSpec[] {
       auth: 'v1',
       query: skillListQuery,
       responses: { 200: skillListResponse },
-      handler: async (ctx) => {
-        const q = input<unknown, { limit: number; cursor?: string; category?: SkillCategory }>(ctx).query;
-        const { items, total, nextCursor } = await listSkills(ctx.state.auth, { category: q.category }, q);
+      handler: async (ctx, { query }) => {
+        const { items, total, nextCursor } = await listSkills(ctx.state.auth, { category: query.category }, query);
         ctx.body = { success: true, skills: items.map(presentSkill), total, nextCursor };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/skills',
       summary: 'Create a skill (version 1); its name is unique in the organization (409 when taken)',
@@ -56,12 +52,12 @@ export function skillRoutes(): RouteSpec[] {
       body: skillCreateBody,
       responses: { 200: skillResponse },
       errors: [409],
-      handler: async (ctx) => {
-        const skill = await createSkill(ctx.state.auth, input<SkillCreateInput>(ctx).body);
+      handler: async (ctx, { body }) => {
+        const skill = await createSkill(ctx.state.auth, body);
         ctx.body = { success: true, skill: presentSkill(skill) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/skills/:id',
       summary: 'Read a skill (its latest version)',
@@ -69,11 +65,11 @@ export function skillRoutes(): RouteSpec[] {
       auth: 'v1',
       params: idParams,
       responses: { 200: skillResponse },
-      handler: async (ctx) => {
-        ctx.body = { success: true, skill: presentSkill(await findVisibleSkill(ctx.state.auth, input(ctx).params.id)) };
+      handler: async (ctx, { params }) => {
+        ctx.body = { success: true, skill: presentSkill(await findVisibleSkill(ctx.state.auth, params.id)) };
       },
-    },
-    {
+    }),
+    route({
       method: 'patch',
       path: '/skills/:id',
       summary: 'Update a skill (omitted fields unchanged); a change makes a new version',
@@ -83,13 +79,12 @@ export function skillRoutes(): RouteSpec[] {
       body: skillUpdateBody,
       responses: { 200: skillResponse },
       errors: [409],
-      handler: async (ctx) => {
-        const changes = input<Partial<SkillContent>>(ctx).body;
-        const skill = await updateSkill(ctx.state.auth, input(ctx).params.id, changes);
+      handler: async (ctx, { params, body }) => {
+        const skill = await updateSkill(ctx.state.auth, params.id, body);
         ctx.body = { success: true, skill: presentSkill(skill) };
       },
-    },
-    {
+    }),
+    route({
       method: 'delete',
       path: '/skills/:id',
       summary: 'Delete a skill: its routes answer 404, its name is free, agents no longer have it',
@@ -97,12 +92,12 @@ export function skillRoutes(): RouteSpec[] {
       auth: 'v1',
       params: idParams,
       responses: { 200: successMessage },
-      handler: async (ctx) => {
-        await deleteSkill(ctx.state.auth, input(ctx).params.id);
+      handler: async (ctx, { params }) => {
+        await deleteSkill(ctx.state.auth, params.id);
         ctx.body = { success: true, message: 'Skill deleted successfully' };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/skills/:id/versions',
       summary: 'A skill’s versions, newest first (immutable snapshots)',
@@ -111,13 +106,12 @@ export function skillRoutes(): RouteSpec[] {
       params: idParams,
       query: pageQuery(),
       responses: { 200: skillVersionListResponse },
-      handler: async (ctx) => {
-        const page = input<unknown, { limit: number; cursor?: string }>(ctx).query;
-        const { items, nextCursor } = await listSkillVersions(ctx.state.auth, input(ctx).params.id, page);
+      handler: async (ctx, { params, query }) => {
+        const { items, nextCursor } = await listSkillVersions(ctx.state.auth, params.id, query);
         ctx.body = { success: true, versions: items.map(presentSkillVersion), nextCursor };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/skills/:id/versions/:version',
       summary: 'One version of a skill, as it was made',
@@ -125,10 +119,10 @@ export function skillRoutes(): RouteSpec[] {
       auth: 'v1',
       params: skillVersionParams,
       responses: { 200: skillVersionResponse },
-      handler: async (ctx) => {
-        const { id, version } = input<unknown, unknown, { id: string; version: number }>(ctx).params;
+      handler: async (ctx, { params }) => {
+        const { id, version } = params;
         ctx.body = { success: true, version: presentSkillVersion(await findSkillVersion(ctx.state.auth, id, version)) };
       },
-    },
+    }),
   ];
 }

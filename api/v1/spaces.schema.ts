@@ -4,11 +4,11 @@ import { SPACE_INIT_TYPES, SPACE_VISIBILITIES } from '../../models/Space';
 import { nextCursor, record, requiredStr, str, strArray, timestamp } from '../schemas';
 
 /** Space visibility with the error message both surfaces use. */
-export const spaceVisibility: Schema = {
+export const spaceVisibility = {
   type: 'string',
   enum: [...SPACE_VISIBILITIES],
   'x-message': 'Invalid visibility value. Must be: private, organization, or public',
-};
+} as const;
 
 const fields = {
   description: str(5000),
@@ -18,18 +18,18 @@ const fields = {
   pluginIds: strArray(),
 };
 
-export const spaceCreateBody: Schema = {
+export const spaceCreateBody = {
   type: 'object',
   additionalProperties: false,
   required: ['name'],
   properties: { name: requiredStr(200), ...fields },
-};
+} as const;
 
-export const spaceUpdateBody: Schema = {
+export const spaceUpdateBody = {
   type: 'object',
   additionalProperties: false,
   properties: { name: requiredStr(200), ...fields },
-};
+} as const;
 
 export const spaceSchema: Schema = record({
   id: { type: 'string' },

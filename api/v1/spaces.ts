@@ -8,11 +8,10 @@ import {
   listSpaces,
   withDerivedFields,
   updateSpace,
-  type SpaceInput,
 } from '../../commands/spaces';
 import { presentSpace } from '../../presenters/space';
 import type { AppDeps } from '../deps';
-import { input, type RouteSpec } from '../route';
+import { route, type RouteSpec } from '../route';
 import { idParams, pageQuery, successMessage } from '../schemas';
 import { spaceCreateBody, spaceListResponse, spaceResponse, spaceUpdateBody } from './spaces.schema';
 
@@ -24,7 +23,7 @@ const tags = ['Spaces'];
  */
 export function spaceRoutes(deps: Pick<AppDeps, 'config'>): RouteSpec[] {
   return [
-    {
+    route({
       method: 'get',
       path: '/spaces',
       summary: 'List spaces of the organization',
@@ -32,11 +31,8 @@ export function spaceRoutes(deps: Pick<AppDeps, 'config'>): RouteSpec[] {
       auth: 'v1',
       query: pageQuery(),
       responses: { 200: spaceListResponse },
-      handler: async (ctx) => {
-        const { items, total, nextCursor } = await listSpaces(
-          ctx.state.auth,
-          input<unknown, { limit: number; cursor?: string }>(ctx).query
-        );
+      handler: async (ctx, { query }) => {
+        const { items, total, nextCursor } = await listSpaces(ctx.state.auth, query);
         ctx.body = {
           success: true,
           spaces: (await Promise.all(items.map(withDerivedFields))).map(presentSpace),
@@ -44,8 +40,8 @@ export function spaceRoutes(deps: Pick<AppDeps, 'config'>): RouteSpec[] {
           nextCursor,
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/spaces',
       summary: 'Create a space',
@@ -53,14 +49,14 @@ export function spaceRoutes(deps: Pick<AppDeps, 'config'>): RouteSpec[] {
       auth: 'v1',
       body: spaceCreateBody,
       responses: { 200: spaceResponse },
-      handler: async (ctx) => {
+      handler: async (ctx, { body }) => {
         ctx.body = {
           success: true,
-          space: presentSpace(await withDerivedFields(await createSpace(ctx.state.auth, input<SpaceInput>(ctx).body))),
+          space: presentSpace(await withDerivedFields(await createSpace(ctx.state.auth, body))),
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/spaces/:id',
       summary: 'Read a space',
@@ -68,14 +64,14 @@ export function spaceRoutes(deps: Pick<AppDeps, 'config'>): RouteSpec[] {
       auth: 'v1',
       params: idParams,
       responses: { 200: spaceResponse },
-      handler: async (ctx) => {
+      handler: async (ctx, { params }) => {
         ctx.body = {
           success: true,
-          space: presentSpace(await withDerivedFields(await findVisibleSpace(ctx.state.auth, input(ctx).params.id))),
+          space: presentSpace(await withDerivedFields(await findVisibleSpace(ctx.state.auth, params.id))),
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'patch',
       path: '/spaces/:id',
       summary: 'Update a space (omitted fields unchanged)',
@@ -84,12 +80,12 @@ export function spaceRoutes(deps: Pick<AppDeps, 'config'>): RouteSpec[] {
       params: idParams,
       body: spaceUpdateBody,
       responses: { 200: spaceResponse },
-      handler: async (ctx) => {
-        const space = await updateSpace(ctx.state.auth, input(ctx).params.id, input<Partial<SpaceInput>>(ctx).body);
+      handler: async (ctx, { params, body }) => {
+        const space = await updateSpace(ctx.state.auth, params.id, body);
         ctx.body = { success: true, space: presentSpace(await withDerivedFields(space)) };
       },
-    },
-    {
+    }),
+    route({
       method: 'delete',
       path: '/spaces/:id',
       summary: 'Delete a space and its files (chats are kept); repeating it finishes a delete cut short',
@@ -97,10 +93,10 @@ export function spaceRoutes(deps: Pick<AppDeps, 'config'>): RouteSpec[] {
       auth: 'v1',
       params: idParams,
       responses: { 200: successMessage },
-      handler: async (ctx) => {
-        await deleteSpace(ctx.state.auth, input(ctx).params.id, deps.config.workspacesDir);
+      handler: async (ctx, { params }) => {
+        await deleteSpace(ctx.state.auth, params.id, deps.config.workspacesDir);
         ctx.body = { success: true, message: 'Space deleted successfully' };
       },
-    },
+    }),
   ];
 }

@@ -6,15 +6,15 @@ import { nextCursor, pageQuery, record, requiredStr, str, timestamp } from '../s
 export const STATUS_MESSAGE = 'Invalid status. Must be: pending, in_progress, completed, cancelled';
 export const PRIORITY_MESSAGE = 'Invalid priority. Must be: low, medium, high, urgent';
 
-const status: Schema = { type: 'string', enum: [...TASK_STATUSES], 'x-message': STATUS_MESSAGE };
-const priority: Schema = { type: 'string', enum: [...TASK_PRIORITIES], 'x-message': PRIORITY_MESSAGE };
-const assignTo: Schema = {
+const status = { type: 'string', enum: [...TASK_STATUSES], 'x-message': STATUS_MESSAGE } as const;
+const priority = { type: 'string', enum: [...TASK_PRIORITIES], 'x-message': PRIORITY_MESSAGE } as const;
+const assignTo = {
   type: ['string', 'null'],
   maxLength: 100,
   description: 'Agent id or user id; null unassigns',
-};
+} as const;
 
-export const taskCreateBody: Schema = {
+export const taskCreateBody = {
   type: 'object',
   additionalProperties: false,
   required: ['title'],
@@ -25,15 +25,15 @@ export const taskCreateBody: Schema = {
     assignTo,
     spaceId: str(100),
   },
-};
+} as const;
 
-export const taskUpdateBody: Schema = {
+export const taskUpdateBody = {
   type: 'object',
   additionalProperties: false,
   properties: { title: requiredStr(500), description: str(20_000), priority, assignTo, status },
-};
+} as const;
 
-export const taskListQuery: Schema = pageQuery({ status, priority, assignedTo: str(100), spaceId: str(100) });
+export const taskListQuery = pageQuery({ status, priority, assignedTo: str(100), spaceId: str(100) });
 
 export const taskSchema: Schema = record(
   {

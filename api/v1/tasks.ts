@@ -2,35 +2,22 @@
  * /api/v1/tasks: create, list with filters, read, update (status transitions), delete.
  * PATCH and DELETE are the operations the spec announces; docs/decisions.md "Tasks" describes them.
  */
-import {
-  createTask,
-  deleteTask,
-  findTask,
-  listTasks,
-  updateTask,
-  type TaskCreateInput,
-  type TaskUpdateInput,
-} from '../../commands/tasks';
+import { createTask, deleteTask, findTask, listTasks, updateTask } from '../../commands/tasks';
+import type { EventDeps } from '../../commands/serviceEvents';
 import { presentTask } from '../../presenters/task';
-import { input, type RouteSpec } from '../route';
+import { route, type RouteSpec } from '../route';
 import { idParams, successMessage } from '../schemas';
 import { taskCreateBody, taskListQuery, taskListResponse, taskResponse, taskUpdateBody } from './tasks.schema';
 
 const tags = ['Tasks'];
 
-interface TaskListQuery {
-  limit: number;
-  cursor?: string;
-  status?: string;
-  priority?: string;
-  assignedTo?: string;
-  spaceId?: string;
-}
-
-/** @returns the route declarations. */
-export function taskRoutes(): RouteSpec[] {
+/**
+ * @param deps the dispatcher of the tasks' service events.
+ * @returns the route declarations.
+ */
+export function taskRoutes(deps: EventDeps): RouteSpec[] {
   return [
-    {
+    route({
       method: 'get',
       path: '/tasks',
       summary: 'List tasks; status, priority, assignedTo and spaceId filters combine',
@@ -38,13 +25,13 @@ export function taskRoutes(): RouteSpec[] {
       auth: 'v1',
       query: taskListQuery,
       responses: { 200: taskListResponse },
-      handler: async (ctx) => {
-        const { limit, cursor, ...filters } = input<unknown, TaskListQuery>(ctx).query;
+      handler: async (ctx, { query }) => {
+        const { limit, cursor, ...filters } = query;
         const { items, nextCursor } = await listTasks(ctx.state.auth, filters, { limit, cursor });
         ctx.body = { success: true, tasks: items.map(presentTask), nextCursor };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/tasks',
       summary: 'Create a task (status pending)',
@@ -52,12 +39,12 @@ export function taskRoutes(): RouteSpec[] {
       auth: 'v1',
       body: taskCreateBody,
       responses: { 200: taskResponse },
-      handler: async (ctx) => {
-        const task = await createTask(ctx.state.auth, input<TaskCreateInput>(ctx).body);
+      handler: async (ctx, { body }) => {
+        const task = await createTask(deps, ctx.state.auth, body);
         ctx.body = { success: true, task: presentTask(task) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/tasks/:id',
       summary: 'Read a task',
@@ -65,11 +52,11 @@ export function taskRoutes(): RouteSpec[] {
       auth: 'v1',
       params: idParams,
       responses: { 200: taskResponse },
-      handler: async (ctx) => {
-        ctx.body = { success: true, task: presentTask(await findTask(ctx.state.auth, input(ctx).params.id)) };
+      handler: async (ctx, { params }) => {
+        ctx.body = { success: true, task: presentTask(await findTask(ctx.state.auth, params.id)) };
       },
-    },
-    {
+    }),
+    route({
       method: 'patch',
       path: '/tasks/:id',
       summary: 'Update a task; status moves follow the transition table',
@@ -78,12 +65,12 @@ export function taskRoutes(): RouteSpec[] {
       params: idParams,
       body: taskUpdateBody,
       responses: { 200: taskResponse },
-      handler: async (ctx) => {
-        const task = await updateTask(ctx.state.auth, input(ctx).params.id, input<TaskUpdateInput>(ctx).body);
+      handler: async (ctx, { params, body }) => {
+        const task = await updateTask(deps, ctx.state.auth, params.id, body);
         ctx.body = { success: true, task: presentTask(task) };
       },
-    },
-    {
+    }),
+    route({
       method: 'delete',
       path: '/tasks/:id',
       summary: 'Delete a task (creator or organization owner/admin)',
@@ -91,10 +78,10 @@ export function taskRoutes(): RouteSpec[] {
       auth: 'v1',
       params: idParams,
       responses: { 200: successMessage },
-      handler: async (ctx) => {
-        await deleteTask(ctx.state.auth, input(ctx).params.id);
+      handler: async (ctx, { params }) => {
+        await deleteTask(ctx.state.auth, params.id);
         ctx.body = { success: true, message: 'Task deleted successfully' };
       },
-    },
+    }),
   ];
 }

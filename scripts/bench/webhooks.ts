@@ -14,7 +14,7 @@ import { performance } from 'node:perf_hooks';
 import * as prettier from 'prettier';
 import { bootstrapOrganization } from '../../commands/bootstrap';
 import { recordEvent } from '../../commands/serviceEvents';
-import { installWebhookDispatcher } from '../../commands/webhooks';
+import { webhookDispatcher } from '../../commands/webhooks';
 import { createLogger } from '../../lib/logger';
 import { connectMongo, disconnectMongo } from '../../lib/mongo';
 import { createTemporal } from '../../lib/temporal';
@@ -55,7 +55,9 @@ async function run(stack: Stack, receiver: Awaited<ReturnType<typeof startWebhoo
     temporalTaskQueue: stack.taskQueue,
     dependencyTimeoutMs: 10_000,
   });
-  installWebhookDispatcher(temporal, createLogger({ logLevel: 'warn', logPretty: false }, 'bench'));
+  const events = {
+    dispatchEvent: webhookDispatcher(temporal, createLogger({ logLevel: 'warn', logPretty: false }, 'bench')),
+  };
   try {
     const org = await bootstrapOrganization({ org: 'Webhook bench', email: 'webhooks@example.com' });
     const put = await fetch(`${stack.apiUrl}/api/messaging-integration`, {
@@ -67,7 +69,7 @@ async function run(stack: Stack, receiver: Awaited<ReturnType<typeof startWebhoo
 
     say('warm-up: 20 events');
     for (let i = 0; i < 20; i++)
-      await recordEvent({ type: 'task.created', organizationId: org.organizationId, data: { warmup: i } });
+      await recordEvent({ type: 'task.created', organizationId: org.organizationId, data: { warmup: i } }, events);
     const warmDeadline = Date.now() + 90_000;
     while (receiver.received.length < 20) {
       if (Date.now() > warmDeadline) throw new Error('warm-up deliveries did not arrive');
@@ -83,12 +85,10 @@ async function run(stack: Stack, receiver: Awaited<ReturnType<typeof startWebhoo
     const emitters = Array.from({ length: EMIT_CONCURRENCY }, async () => {
       while (next < EVENTS) {
         const i = next++;
-        await recordEvent({
-          type: 'task.updated',
-          organizationId: org.organizationId,
-          data: { n: i },
-          key: `bench-${started}-${i}`,
-        });
+        await recordEvent(
+          { type: 'task.updated', organizationId: org.organizationId, data: { n: i }, key: `bench-${started}-${i}` },
+          events
+        );
         emitted += 1;
       }
     });

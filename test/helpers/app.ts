@@ -6,6 +6,8 @@ import type { AddressInfo } from 'node:net';
 import supertest from 'supertest';
 import { freePort } from '../../scripts/servers/launch';
 import { createApp } from '../../api/app';
+import type { EventDispatcher } from '../../commands/serviceEvents';
+import { webhookDispatcher } from '../../commands/webhooks';
 import { createTemporal, type TemporalDeps } from '../../lib/temporal';
 import type { Config } from '../../lib/config';
 import type { Logger } from '../../lib/logger';
@@ -19,6 +21,8 @@ export interface TestApp {
   app: ReturnType<typeof createApp>;
   config: Readonly<Config>;
   temporal: TemporalDeps;
+  /** The app's dispatcher of service events: a test recording events itself passes the app (`recordEvent(input, t)`). */
+  dispatchEvent: EventDispatcher;
   shutdown: AbortController;
   /** Listens on a loopback port (default: a free one; for streaming tests) and returns the base URL. */
   listen(port?: number): Promise<string>;
@@ -38,7 +42,8 @@ export function createTestApp(overrides: Record<string, string> = {}, logger: Lo
   // Wake-ups as in the api process (registered in the test file's database once it is connected).
   const listening = events.listen(config.host, config.wakeupHost);
   listening.catch(() => undefined); // awaited by listen() and close(), which report a failure
-  const app = createApp({ config, logger, temporal, events, shutdown: shutdown.signal });
+  const dispatchEvent = webhookDispatcher(temporal, logger);
+  const app = createApp({ config, logger, temporal, events, shutdown: shutdown.signal, dispatchEvent });
   let server: http.Server | undefined;
   return {
     request: supertest(app.callback()),
@@ -51,6 +56,7 @@ export function createTestApp(overrides: Record<string, string> = {}, logger: Lo
     },
     config,
     temporal,
+    dispatchEvent,
     shutdown,
     close: async () => {
       shutdown.abort();

@@ -166,7 +166,7 @@ it('a worker started with the variables traces each webhook attempt: one POST we
   const key = `traced-${randomBytes(4).toString('hex')}`;
   const eventId = eventIdFor(key);
   receiver.plan(eventId, [503, 200]);
-  await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: { key }, key });
+  await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: { key }, key }, t);
   await deliveryOf(eventId, 'delivered');
 
   const attempts = await until(

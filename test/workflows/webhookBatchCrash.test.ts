@@ -65,7 +65,8 @@ it('a worker killed mid-batch: every event delivered; what it recorded is not se
   for (const id of held) receiver.plan(id, ['hang', 200]);
   await recordEvents(
     org.organizationId,
-    keys.map((key) => ({ type: 'task.updated' as const, data: { key }, key }))
+    keys.map((key) => ({ type: 'task.updated' as const, data: { key }, key })),
+    t
   );
 
   // Every event was sent once and answers are being recorded: the worker dies now, with the held attempts still

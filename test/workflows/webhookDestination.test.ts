@@ -98,7 +98,7 @@ async function deliveriesOf(org: { serviceToken: string }) {
 }
 
 const record = (organizationId: string, key: string) =>
-  recordEvent({ type: 'task.updated', organizationId, data: { key }, key });
+  recordEvent({ type: 'task.updated', organizationId, data: { key }, key }, t);
 
 it('a failing event and a hanging one hold back no other event of their destination', async () => {
   const org = await configuredOrg();

@@ -84,7 +84,7 @@ it('Temporal killed while a delivery waits between attempts: after its restart t
   const key = `temporal-stop-${randomBytes(4).toString('hex')}`;
   const id = eventIdFor(key);
   receiver.plan(id, [503, 503, 200]);
-  await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: { n: 1 }, key });
+  await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: { n: 1 }, key }, app!);
   await receiver.waitFor(id, 2);
 
   // Attempt 2 failed; the destination's workflow waits 1 s on a timer. Once the server has recorded that timer (so

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import Stripe from 'stripe';
 import { eventIdFor, recordEvent } from '../../../commands/serviceEvents';
 import { createTemporal } from '../../../lib/temporal';
-import { installWebhookDispatcher } from '../../../commands/webhooks';
+import { webhookDispatcher } from '../../../commands/webhooks';
 import { webhookOperations } from '../../../api/current/webhookEvents.schema';
 import { checkResponse, type Schema } from '../../../lib/ajv';
 import { verifySignature } from '../../../lib/webhookSignature';
@@ -148,7 +148,6 @@ describe('configuration', () => {
         expect([url, res.status]).toEqual([url, 400]);
       }
     } finally {
-      installWebhookDispatcher(t.temporal, testLogger()); // the strict app installed its own client's dispatcher
       await strict.close();
     }
   });
@@ -230,7 +229,7 @@ describe('delivery', () => {
     const key = `retry-${randomBytes(4).toString('hex')}`;
     const id = eventIdFor(key);
     receiver.plan(id, [503, 500, 429, 408, 502]);
-    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: { n: 1 }, key });
+    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: { n: 1 }, key }, t);
     const got = await receiver.waitFor(id, 5, 40_000);
     expect(got.map((d) => d.headers['service-delivery-attempt'])).toEqual(['1', '2', '3', '4', '5']);
     const gaps = got.slice(1).map((d, i) => d.at - got[i]!.at);
@@ -257,7 +256,7 @@ describe('delivery', () => {
     const key = `hang-${randomBytes(4).toString('hex')}`;
     const id = eventIdFor(key);
     receiver.plan(id, ['hang', 'hang', 200]);
-    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key });
+    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key }, t);
     const got = await receiver.waitFor(id, 3, 40_000);
     expect(got.map((d) => d.headers['service-delivery-attempt'])).toEqual(['1', '2', '3']);
     // Lower bounds only: each wait (0 s, then 1 s) starts when the attempt before it gave up.
@@ -281,7 +280,7 @@ describe('delivery', () => {
       const key = `large-${randomBytes(4).toString('hex')}`;
       const id = eventIdFor(key);
       receiver.plan(id, [{ status: 200, body }]);
-      await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key });
+      await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key }, t);
       // Delivered at the first attempt: reading stopped at the cap (an endless answer read whole would time out).
       const doc = await deliveryOf(id, 'delivered');
       expect([body, doc.attempts.map((a) => [a.attempt, a.status, a.error])]).toEqual([body, [[1, 200, null]]]);
@@ -298,7 +297,7 @@ describe('delivery', () => {
     const key = `later-${randomBytes(4).toString('hex')}`;
     const id = eventIdFor(key);
     receiver.plan(id, [{ status: 503, headers: { 'Retry-After': '2' } }, 200]);
-    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key });
+    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key }, t);
     const got = await receiver.waitFor(id, 2);
     expect(got[1]!.at - got[0]!.at).toBeGreaterThanOrEqual(1950); // the schedule said 0 s; the receiver said 2 s
     const doc = await deliveryOf(id, 'delivered');
@@ -311,7 +310,7 @@ describe('delivery', () => {
       const key = `perm-${randomBytes(4).toString('hex')}`;
       const id = eventIdFor(key);
       receiver.plan(id, [answer]);
-      await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key });
+      await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key }, t);
       await deliveryOf(id, 'failed');
       await new Promise((r) => setTimeout(r, 1500));
       expect(receiver.of(id)).toHaveLength(1);
@@ -326,7 +325,7 @@ describe('delivery', () => {
     const second = rotated.body.signing_secret as string;
     expect(second).not.toBe(org.secret);
     const k1 = `rot1-${randomBytes(4).toString('hex')}`;
-    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key: k1 });
+    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key: k1 }, t);
     const [d1] = await receiver.waitFor(eventIdFor(k1), 1);
     expectSigned(d1!, second);
     expect(() => stripe.webhooks.constructEvent(d1!.body, d1!.headers['service-signature']!, org.secret)).toThrow();
@@ -340,7 +339,7 @@ describe('delivery', () => {
     const third = graced.body.signing_secret as string;
     expect(graced.body.integration.signing_secrets).toHaveLength(2);
     const k2 = `rot2-${randomBytes(4).toString('hex')}`;
-    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key: k2 });
+    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key: k2 }, t);
     const [d2] = await receiver.waitFor(eventIdFor(k2), 1);
     expect(d2!.headers['service-signature']!.match(/v1=/g)).toHaveLength(2);
     expectSigned(d2!, third);
@@ -353,7 +352,7 @@ describe('delivery', () => {
     const key = `dup-${randomBytes(4).toString('hex')}`;
     const results = await Promise.all(
       Array.from({ length: 5 }, () =>
-        recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key })
+        recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key }, t)
       )
     );
     expect(results.filter((r) => r.created)).toHaveLength(1);
@@ -365,9 +364,9 @@ describe('delivery', () => {
   it('filters by event type and skips a disabled destination', async () => {
     const org = await configuredOrg({ event_types: ['task.completed'] });
     const k1 = `skip-${randomBytes(4).toString('hex')}`;
-    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key: k1 });
+    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key: k1 }, t);
     const k2 = `want-${randomBytes(4).toString('hex')}`;
-    await recordEvent({ type: 'task.completed', organizationId: org.organizationId, data: {}, key: k2 });
+    await recordEvent({ type: 'task.completed', organizationId: org.organizationId, data: {}, key: k2 }, t);
     await receiver.waitFor(eventIdFor(k2), 1);
     await new Promise((r) => setTimeout(r, 1000));
     expect(receiver.of(eventIdFor(k1))).toHaveLength(0);
@@ -384,17 +383,13 @@ describe('delivery', () => {
       temporalTaskQueue: queue,
       dependencyTimeoutMs: 500,
     });
-    installWebhookDispatcher(down, testLogger());
     try {
-      const { created } = await recordEvent({
-        type: 'task.updated',
-        organizationId: org.organizationId,
-        data: {},
-        key,
-      });
+      const { created } = await recordEvent(
+        { type: 'task.updated', organizationId: org.organizationId, data: {}, key },
+        { dispatchEvent: webhookDispatcher(down, testLogger()) }
+      );
       expect(created).toBe(true); // the state change is recorded all the same
     } finally {
-      installWebhookDispatcher(t.temporal, testLogger());
       await down.connection.close().catch(() => undefined);
     }
     expect(receiver.of(eventIdFor(key))).toHaveLength(0);
@@ -418,7 +413,7 @@ describe('delivery', () => {
     const key = `log-${randomBytes(4).toString('hex')}`;
     const id = eventIdFor(key);
     receiver.plan(id, [400]);
-    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key });
+    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key }, t);
     await deliveryOf(id, 'failed');
     const log = await t.request.get('/api/messaging-integration/deliveries').set('Authorization', auth);
     expect(log.status).toBe(200);
@@ -454,7 +449,7 @@ describe('a worker killed between two attempts', () => {
     const id = eventIdFor(key);
     // Attempts 1-3 fail; attempt 3 is followed by a 2 s wait, during which the worker dies.
     receiver.plan(id, [503, 503, 503, 200]);
-    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key });
+    await recordEvent({ type: 'task.updated', organizationId: org.organizationId, data: {}, key }, t);
     await receiver.waitFor(id, 3);
     for (let i = 0; i < 200 && ((await WebhookDelivery.findById(id).lean())?.attempts.length ?? 0) < 3; i++)
       await new Promise((r) => setTimeout(r, 20));
