@@ -6,59 +6,30 @@ import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { signJobEventsUrl, APP_STREAM_URL_SECONDS } from '../../commands/appStreams';
 import { actOnJob, findJob, jobTranscript, listJobs } from '../../commands/jobs';
 import type { AuthContext } from '../../commands/tokens';
-import type { Schema } from '../../lib/ajv';
 import { pageQueryProperties } from '../../lib/pagination';
 import { JOB_STATUSES } from '../../models';
 import { presentJob } from '../../presenters/job';
+import type { JobAction } from '../../workflows/jobStates';
 import { requiredStr, str } from '../schemas';
-import type { McpTool } from './tool';
+import { tool, toolInput, type McpTool, type ToolContext } from './tool';
 
-const object = (properties: Record<string, Schema>, required: string[] = []): Schema => ({
-  type: 'object',
-  additionalProperties: false,
-  required,
-  properties,
-});
-const jobId: Schema = requiredStr(100, { description: 'A job id (job_…)' });
-const text = (description: string): Schema => requiredStr(100_000, { description });
+const jobId = requiredStr(100, { description: 'A job id (job_…)' });
+const text = (description: string) => requiredStr(100_000, { description });
+
+/** Acts on a job (as POST /api/jobs/{id}/<verb>) and answers it. */
+async function act(ctx: ToolContext, id: string, verb: JobAction, input: string | undefined) {
+  return { job: presentJob(await actOnJob(ctx.deps, ctx.auth, id, verb, input)) };
+}
 
 /** @returns the job tools. */
 export function jobTools(): McpTool[] {
-  const action = (
-    name: string,
-    title: string,
-    verb: 'approve' | 'iterate' | 'resume' | 'cancel',
-    field: string | null,
-    description: string,
-    required: boolean
-  ): McpTool => ({
-    name,
-    title,
-    description,
-    inputSchema: object(
-      { job_id: jobId, ...(field ? { [field]: text(`The ${field.replace('_', ' ')}`) } : {}) },
-      field && required ? ['job_id', field] : ['job_id']
-    ),
-    annotations: { destructiveHint: verb === 'cancel' },
-    call: async (args, ctx) => ({
-      job: presentJob(
-        await actOnJob(
-          ctx.deps,
-          ctx.auth,
-          String(args.job_id),
-          verb,
-          field ? (args[field] as string | undefined) : undefined
-        )
-      ),
-    }),
-  });
   return [
-    {
+    tool({
       name: 'list_jobs',
       title: 'List jobs',
       description: 'The organization’s jobs, newest first (as GET /api/jobs).',
-      inputSchema: object({
-        ...(pageQueryProperties as Record<string, Schema>),
+      inputSchema: toolInput({
+        ...pageQueryProperties,
         status: { type: 'string', enum: [...JOB_STATUSES] },
         agent_id: str(100),
         mission_id: str(100),
@@ -67,48 +38,58 @@ export function jobTools(): McpTool[] {
       call: async (args, ctx) => {
         const { items, nextCursor } = await listJobs(
           ctx.auth,
-          {
-            status: args.status as never,
-            agentId: args.agent_id as string | undefined,
-            missionId: args.mission_id as string | undefined,
-          },
-          { limit: args.limit as number, cursor: args.cursor as string | undefined }
+          { status: args.status, agentId: args.agent_id, missionId: args.mission_id },
+          { limit: args.limit, cursor: args.cursor }
         );
         return { jobs: items.map(presentJob), next_cursor: nextCursor };
       },
-    },
-    {
+    }),
+    tool({
       name: 'get_job',
       title: 'Get a job',
       description: 'A job: status, review state, iterations, artifacts, links (as GET /api/jobs/{id}).',
-      inputSchema: object({ job_id: jobId }, ['job_id']),
+      inputSchema: toolInput({ job_id: jobId }, ['job_id']),
       annotations: { readOnlyHint: true },
-      call: async (args, ctx) => ({ job: presentJob(await findJob(ctx.auth, String(args.job_id))) }),
-    },
-    action(
-      'approve_job',
-      'Approve a job',
-      'approve',
-      'next_step',
-      'Approve reviewable work; with `next_step`, another iteration runs.',
-      false
-    ),
-    action(
-      'iterate_job',
-      'Request another iteration',
-      'iterate',
-      'feedback',
-      'Send the reviewer’s feedback: the next iteration’s input.',
-      true
-    ),
-    action('resume_job', 'Resume a blocked job', 'resume', 'input', 'Give the input the agent asked for.', true),
-    action('cancel_job', 'Cancel a job', 'cancel', null, 'Cancel running work.', false),
-    {
+      call: async (args, ctx) => ({ job: presentJob(await findJob(ctx.auth, args.job_id)) }),
+    }),
+    tool({
+      name: 'approve_job',
+      title: 'Approve a job',
+      description: 'Approve reviewable work; with `next_step`, another iteration runs.',
+      inputSchema: toolInput({ job_id: jobId, next_step: text('The next step') }, ['job_id']),
+      annotations: { destructiveHint: false },
+      call: async (args, ctx) => act(ctx, args.job_id, 'approve', args.next_step),
+    }),
+    tool({
+      name: 'iterate_job',
+      title: 'Request another iteration',
+      description: 'Send the reviewer’s feedback: the next iteration’s input.',
+      inputSchema: toolInput({ job_id: jobId, feedback: text('The feedback') }, ['job_id', 'feedback']),
+      annotations: { destructiveHint: false },
+      call: async (args, ctx) => act(ctx, args.job_id, 'iterate', args.feedback),
+    }),
+    tool({
+      name: 'resume_job',
+      title: 'Resume a blocked job',
+      description: 'Give the input the agent asked for.',
+      inputSchema: toolInput({ job_id: jobId, input: text('The input') }, ['job_id', 'input']),
+      annotations: { destructiveHint: false },
+      call: async (args, ctx) => act(ctx, args.job_id, 'resume', args.input),
+    }),
+    tool({
+      name: 'cancel_job',
+      title: 'Cancel a job',
+      description: 'Cancel running work.',
+      inputSchema: toolInput({ job_id: jobId }, ['job_id']),
+      annotations: { destructiveHint: true },
+      call: async (args, ctx) => act(ctx, args.job_id, 'cancel', undefined),
+    }),
+    tool({
       name: 'job_events_url',
       title: 'Signed URL of a job’s event stream',
       description:
         'A URL that streams the job’s events to an embedded app without a bearer token (expires; only this job).',
-      inputSchema: object(
+      inputSchema: toolInput(
         {
           job_id: jobId,
           expires_in_seconds: { type: 'integer', minimum: 60, maximum: APP_STREAM_URL_SECONDS.max },
@@ -117,15 +98,15 @@ export function jobTools(): McpTool[] {
       ),
       annotations: { readOnlyHint: true },
       call: async (args, ctx) => {
-        const job = await findJob(ctx.auth, String(args.job_id));
+        const job = await findJob(ctx.auth, args.job_id);
         const { url, expiresAt } = await signJobEventsUrl(ctx.deps.config, {
           organizationId: job.organizationId,
           jobId: job._id,
-          expiresInSeconds: args.expires_in_seconds as number | undefined,
+          expiresInSeconds: args.expires_in_seconds,
         });
         return { url, expires_at: expiresAt.toISOString() };
       },
-    },
+    }),
   ];
 }
 

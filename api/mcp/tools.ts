@@ -11,7 +11,7 @@ import { findVisibleAgent, listAgents } from '../../commands/agents';
 import { chatMessages, createChat, listChats, sendChatMessage } from '../../commands/chats';
 import { awaitExecution, startExecution } from '../../commands/executions';
 import { listTasks } from '../../commands/tasks';
-import { check, type Schema } from '../../lib/ajv';
+import { check } from '../../lib/ajv';
 import { StateConflictError, type AppError } from '../../lib/errors';
 import { followEvents } from '../../commands/eventLog';
 import { pageQueryProperties } from '../../lib/pagination';
@@ -25,22 +25,15 @@ import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
 import { isExecutionTerminal } from '../executionReply';
 import { jobTools } from './jobTools';
 import { missionTools } from './missionTools';
-import type { McpTool, ToolContext } from './tool';
+import { tool, toolInput, type McpTool, type ToolContext } from './tool';
 
-const object = (properties: Record<string, Schema>, required: string[] = []): Schema => ({
-  type: 'object',
-  additionalProperties: false,
-  required,
-  properties,
-});
-const id = (description: string): Schema => requiredStr(100, { description });
-const page = pageQueryProperties as Record<string, Schema>;
-const message: Schema = requiredStr(MAX_MESSAGE_CHARS, { description: 'The user message' });
-const wait: Schema = {
+const id = (description: string) => requiredStr(100, { description });
+const message = requiredStr(MAX_MESSAGE_CHARS, { description: 'The user message' });
+const wait = {
   type: 'boolean',
   default: false,
   description: 'Wait for the reply (progress notifications carry its text as it streams)',
-};
+} as const;
 
 /**
  * Follows an execution to its end, sending its text deltas as progress notifications.
@@ -75,34 +68,34 @@ export function mcpTools(): McpTool[] {
 
 function baseTools(): McpTool[] {
   return [
-    {
+    tool({
       name: 'list_agents',
       title: 'List agents',
       description: 'The organization’s agents the caller can see, one page at a time (as GET /api/agents).',
-      inputSchema: object({ ...page }),
+      inputSchema: toolInput({ ...pageQueryProperties }),
       annotations: { readOnlyHint: true },
       call: async (args, ctx) => {
-        const { items, total, nextCursor } = await listAgents(ctx.auth, args as { limit: number; cursor?: string });
+        const { items, total, nextCursor } = await listAgents(ctx.auth, args);
         return { agents: items.map(presentCurrentAgent), total, next_cursor: nextCursor };
       },
-    },
-    {
+    }),
+    tool({
       name: 'get_agent',
       title: 'Get an agent',
       description: 'One agent of the organization by id.',
-      inputSchema: object({ agent_id: id('An agent id (agt_…)') }, ['agent_id']),
+      inputSchema: toolInput({ agent_id: id('An agent id (agt_…)') }, ['agent_id']),
       annotations: { readOnlyHint: true },
       call: async (args, ctx) => ({
-        agent: presentCurrentAgent(await findVisibleAgent(ctx.auth, String(args.agent_id))),
+        agent: presentCurrentAgent(await findVisibleAgent(ctx.auth, args.agent_id)),
       }),
-    },
-    {
+    }),
+    tool({
       name: 'execute_agent',
       title: 'Execute an agent',
       description:
         'Runs an agent on a message in a new conversation and answers its reply. The reply’s text streams as ' +
         'progress notifications when the call carries a progressToken.',
-      inputSchema: object(
+      inputSchema: toolInput(
         {
           agent_id: id('An agent id (agt_…)'),
           message,
@@ -111,21 +104,21 @@ function baseTools(): McpTool[] {
         ['agent_id', 'message']
       ),
       call: async (args, ctx) => {
-        const exec = await startExecution(ctx.deps, ctx.auth, String(args.agent_id), {
-          message: String(args.message),
-          spaceId: args.workspace_id as string | undefined,
+        const exec = await startExecution(ctx.deps, ctx.auth, args.agent_id, {
+          message: args.message,
+          spaceId: args.workspace_id,
           source: 'mcp',
         });
         const outcome = await runToCompletion(ctx, exec);
         return { execution_id: exec._id, chat_id: exec.chatId, session_id: exec.sessionId, ...outcome };
       },
-    },
-    {
+    }),
+    tool({
       name: 'list_chats',
       title: 'List chats',
       description: 'The organization’s open chats, newest first (as GET /api/chats).',
-      inputSchema: object({
-        ...page,
+      inputSchema: toolInput({
+        ...pageQueryProperties,
         status: { type: 'string', enum: [...CHAT_STATUSES] },
         agent_id: id('Only chats with this agent'),
       }),
@@ -133,17 +126,17 @@ function baseTools(): McpTool[] {
       call: async (args, ctx) => {
         const { items, nextCursor } = await listChats(
           ctx.auth,
-          { status: args.status as never, agentId: args.agent_id as string | undefined },
-          { limit: args.limit as number, cursor: args.cursor as string | undefined }
+          { status: args.status, agentId: args.agent_id },
+          { limit: args.limit, cursor: args.cursor }
         );
         return { chats: items.map(presentChat), next_cursor: nextCursor };
       },
-    },
-    {
+    }),
+    tool({
       name: 'create_chat',
       title: 'Create a chat',
       description: 'A durable chat with an agent in a workspace (as POST /api/chats).',
-      inputSchema: object(
+      inputSchema: toolInput(
         {
           agent_id: id('An agent of the organization'),
           workspace_id: id('A workspace of the organization; default: the caller’s active workspace'),
@@ -153,22 +146,22 @@ function baseTools(): McpTool[] {
       ),
       call: async (args, ctx) => {
         const chat = await createChat(ctx.auth, {
-          agentId: String(args.agent_id),
-          workspaceId: args.workspace_id as string | undefined,
-          title: args.title as string | undefined,
+          agentId: args.agent_id,
+          workspaceId: args.workspace_id,
+          title: args.title,
         });
         return { chat: presentChat(chat) };
       },
-    },
-    {
+    }),
+    tool({
       name: 'send_message',
       title: 'Send a message to a chat',
       description:
         'The chat’s agent answers in an execution (as POST /api/chats/{id}/messages; refused while the previous ' +
         'reply runs). With `wait`, answers the reply too.',
-      inputSchema: object({ chat_id: id('A chat id (chat_…)'), message, wait }, ['chat_id', 'message']),
+      inputSchema: toolInput({ chat_id: id('A chat id (chat_…)'), message, wait }, ['chat_id', 'message']),
       call: async (args, ctx) => {
-        const exec = await sendChatMessage(ctx.deps, ctx.auth, String(args.chat_id), String(args.message));
+        const exec = await sendChatMessage(ctx.deps, ctx.auth, args.chat_id, args.message);
         const out: Record<string, unknown> = {
           message_id: `${exec._id}:user`,
           execution: { id: exec._id, status: exec.status },
@@ -176,12 +169,12 @@ function baseTools(): McpTool[] {
         if (args.wait === true) out.reply = await runToCompletion(ctx, exec);
         return out;
       },
-    },
-    {
+    }),
+    tool({
       name: 'read_messages',
       title: 'Read a chat’s messages',
       description: 'A chat’s messages in order and the work linked to them (as GET /api/chats/{id}/messages).',
-      inputSchema: object(
+      inputSchema: toolInput(
         {
           chat_id: id('A chat id (chat_…)'),
           limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
@@ -191,8 +184,8 @@ function baseTools(): McpTool[] {
       ),
       annotations: { readOnlyHint: true },
       call: async (args, ctx) => {
-        const p = await chatMessages(ctx.auth, String(args.chat_id), {
-          limit: args.limit as number,
+        const p = await chatMessages(ctx.auth, args.chat_id, {
+          limit: args.limit,
           after: args.cursor === undefined ? undefined : Number(args.cursor),
         });
         return {
@@ -202,13 +195,13 @@ function baseTools(): McpTool[] {
           next_cursor: p.next === null ? null : String(p.next),
         };
       },
-    },
-    {
+    }),
+    tool({
       name: 'list_tasks',
       title: 'List tasks',
       description: 'The organization’s tasks, newest first (filters: status, priority, assigned_to, workspace_id).',
-      inputSchema: object({
-        ...page,
+      inputSchema: toolInput({
+        ...pageQueryProperties,
         status: { type: 'string', enum: [...TASK_STATUSES] },
         priority: { type: 'string', enum: [...TASK_PRIORITIES] },
         assigned_to: id('A user id'),
@@ -219,16 +212,16 @@ function baseTools(): McpTool[] {
         const { items, nextCursor } = await listTasks(
           ctx.auth,
           {
-            status: args.status as string | undefined,
-            priority: args.priority as string | undefined,
-            assignedTo: args.assigned_to as string | undefined,
-            spaceId: args.workspace_id as string | undefined,
+            status: args.status,
+            priority: args.priority,
+            assignedTo: args.assigned_to,
+            spaceId: args.workspace_id,
           },
-          { limit: args.limit as number, cursor: args.cursor as string | undefined }
+          { limit: args.limit, cursor: args.cursor }
         );
         return { tasks: items.map(presentTask), next_cursor: nextCursor };
       },
-    },
+    }),
   ];
 }
 
