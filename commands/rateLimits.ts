@@ -70,8 +70,8 @@ async function drain(id: string, expiresAt: Date): Promise<void> {
 /**
  * Counts a request of an identity in the current window. The requests one process receives for one window
  * meanwhile are counted together by the next upsert (`$inc` by their number), so a burst costs one round trip per
- * upsert in flight rather than per request, and stays exact on FerretDB, whose updates are read-modify-write
- * (docs/decisions.md "Rate limit").
+ * upsert in flight rather than per request (docs/decisions.md "Rate limit"; the embedded database's updates are atomic
+ * since "Atomic updates on the embedded database").
  * @param identity `<organizationId>:<userId>`.
  * @param windowSeconds window length.
  * @param now the current time (ms).

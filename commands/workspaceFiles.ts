@@ -55,7 +55,7 @@ export async function findWorkspace(auth: AuthContext, id: string): Promise<{ sp
 const recounts = new Map<string, { running: Promise<void>; again: boolean }>();
 
 /**
- * Sets the space's `fileCount` from the storage itself (never `$inc`: not atomic on the embedded database).
+ * Sets the space's `fileCount` from the storage itself (a count, not `$inc`: it also repairs a count that drifted).
  * Recounts of one workspace in this process run one at a time, and a change made during one is counted by one
  * more run, so the last write always reflects the last change.
  * @param storage the storage.

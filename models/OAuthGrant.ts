@@ -2,7 +2,7 @@
  * Grants of the authorization server (commands/oauthServer.ts): authorization codes and refresh tokens, stored
  * under the SHA-256 of their clear value (`_id`), so a lookup is one point read and the database never holds a
  * usable credential. A grant is used once: redeeming it INSERTS its `_id` into `oauth_grant_uses` (the one
- * exclusive write on MongoDB and on FerretDB, where conditional updates are not atomic: docs/query-shapes.md), so of
+ * exclusive write on every server; docs/decisions.md "Atomic updates on the embedded database"), so of
  * two concurrent redemptions exactly one succeeds. Revoked access tokens (JWTs) are remembered by their `jti` in
  * `oauth_revocations` until they would have expired anyway. All three expire with the grant or token they are
  * about (lib/expiry.ts: TTL on MongoDB, the api's sweep on FerretDB).

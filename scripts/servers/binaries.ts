@@ -215,11 +215,11 @@ export async function ensureTemporalCli(tools: ToolConfig, say: Say): Promise<st
   });
 }
 
-/** Hash of the FerretDB wrapper module, its build script and its patch, so that a change to any rebuilds. */
+/** Hash of the FerretDB wrapper module, its build script and its patches, so that a change to any rebuilds. */
 function ferretSourceKey(): string {
   const dir = path.join(projectRoot(), 'tools', 'ferretdb');
   const h = createHash('sha256');
-  for (const f of ['go.mod', 'go.sum', 'main.go', 'build.sh', 'pushdown.patch'])
+  for (const f of ['go.mod', 'go.sum', 'main.go', 'build.sh', 'pushdown.patch', 'atomic-update.patch'])
     h.update(readFileSync(path.join(dir, f)));
   return h.digest('hex').slice(0, 12);
 }

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Builds tools/ferretdb (this wrapper) against FerretDB v1.24 patched with pushdown.patch: the sort / limit / range
-# / count pushdown of docs/decisions.md "Sort, limit, range and count pushdown" (the patch's new file
-# internal/backends/postgresql/aas_pushdown.go says what and why). The module's source is copied out of Go's
+# Builds tools/ferretdb (this wrapper) against FerretDB v1.24 patched with
+# - pushdown.patch: the sort / limit / range / count pushdown of docs/decisions.md "Sort, limit, range and count
+#   pushdown" (the patch's new file internal/backends/postgresql/aas_pushdown.go says what and why);
+# - atomic-update.patch: one document's updates atomic, as on MongoDB (docs/decisions.md "Atomic updates on the
+#   embedded database"; handler/common/update.go `updateAtomically` says how).
+# The module's source is copied out of Go's
 # module cache (which must not be modified), patched, and used through a `replace` in a temporary copy of go.mod
 # (-modfile), so the checked-in go.mod stays plain.
 # Usage: GO=/path/to/go build.sh <output directory>   (scripts/servers/binaries.ts runs it)
@@ -17,7 +20,9 @@ SRC=$("$GO" mod download -json github.com/FerretDB/FerretDB | sed -n 's/^[[:spac
 cp -R "$SRC" "$WORK/src"
 chmod -R u+w "$WORK/src"
 # git apply as a plain patch program: no repository is looked for above the copied source.
-(cd "$WORK/src" && GIT_CEILING_DIRECTORIES="$WORK" git apply -p1 "$HERE/pushdown.patch")
+for patch in pushdown.patch atomic-update.patch; do
+  (cd "$WORK/src" && GIT_CEILING_DIRECTORIES="$WORK" git apply -p1 "$HERE/$patch")
+done
 cp go.mod "$WORK/build.mod"
 cp go.sum "$WORK/build.sum"
 "$GO" mod edit -modfile="$WORK/build.mod" -replace "github.com/FerretDB/FerretDB=$WORK/src"

@@ -1,0 +1,77 @@
+/**
+ * One document's updates are atomic, as MongoDB makes them, on whichever server the tests run (the embedded
+ * FerretDB through tools/ferretdb/atomic-update.patch; docs/decisions.md "Atomic updates on the embedded database").
+ * FerretDB 1.x reads a document, applies the update in its own code and writes the whole document back, so two
+ * updates of one document at once could lose one another: a token's revocation undone by the write of its
+ * last-used time, a counter short, a conditional claim granted twice. Each case sends its updates at once over the
+ * driver's pool (several connections, so the server runs them concurrently) and checks that none was lost or doubled.
+ */
+import mongoose from 'mongoose';
+import { useTestDatabase } from '../helpers/mongo';
+
+useTestDatabase();
+
+interface Doc {
+  _id: string;
+  [field: string]: unknown;
+}
+const coll = <T extends { _id: string } = Doc>() => mongoose.connection.collection<T>('atomic_updates');
+const N = 60;
+const times = <T>(n: number, f: (i: number) => Promise<T>): Promise<T[]> =>
+  Promise.all(Array.from({ length: n }, (_, i) => f(i)));
+
+it('concurrent $inc of one field: every increment counts', async () => {
+  const counters = coll<{ _id: string; n: number }>();
+  await counters.insertOne({ _id: 'counter', n: 0 });
+  await times(N, () => counters.updateOne({ _id: 'counter' }, { $inc: { n: 1 } }));
+  expect((await counters.findOne({ _id: 'counter' }))?.n).toBe(N);
+});
+
+it('concurrent $set of different fields: every field is written (a revocation beside a last-used time)', async () => {
+  await coll().insertOne({ _id: 'fields', revokedAt: null, lastUsedAt: null });
+  const at = new Date();
+  await times(N, (i) =>
+    coll().updateOne(
+      { _id: 'fields' },
+      { $set: i === N / 2 ? { revokedAt: at } : i % 2 ? { lastUsedAt: new Date() } : { [`f${i}`]: i } }
+    )
+  );
+  const doc = await coll().findOne({ _id: 'fields' });
+  expect(doc?.revokedAt).toEqual(at);
+  expect(doc?.lastUsedAt).toBeInstanceOf(Date);
+  const written = Array.from({ length: N }, (_, i) => i).filter((i) => i !== N / 2 && i % 2 === 0);
+  expect(written.filter((i) => doc?.[`f${i}`] !== i)).toEqual([]);
+});
+
+it('a conditional update is granted once: updateOne and findOneAndUpdate claims', async () => {
+  await coll().insertMany([
+    { _id: 'claim-1', owner: null },
+    { _id: 'claim-2', owner: null },
+  ]);
+  const updates = await times(N, (i) => coll().updateOne({ _id: 'claim-1', owner: null }, { $set: { owner: i } }));
+  expect(updates.filter((r) => r.modifiedCount === 1)).toHaveLength(1);
+  expect(updates.filter((r) => r.matchedCount === 1)).toHaveLength(1);
+  const winner = updates.findIndex((r) => r.modifiedCount === 1);
+  expect((await coll().findOne({ _id: 'claim-1' }))?.owner).toBe(winner);
+
+  const found = await times(N, (i) =>
+    coll().findOneAndUpdate({ _id: 'claim-2', owner: null }, { $set: { owner: i } }, { returnDocument: 'after' })
+  );
+  const granted = found.filter((d) => d !== null);
+  expect(granted).toHaveLength(1);
+  expect((await coll().findOne({ _id: 'claim-2' }))?.owner).toBe(granted[0]!.owner);
+});
+
+it('concurrent findOneAndDelete of one document: one call returns it', async () => {
+  await coll().insertOne({ _id: 'once', v: 1 });
+  const removed = await times(N, () => coll().findOneAndDelete({ _id: 'once' }));
+  expect(removed.filter((d) => d !== null)).toHaveLength(1);
+});
+
+it('an update that a concurrent write already made matches and does not modify', async () => {
+  await coll().insertOne({ _id: 'same', state: 'a' });
+  const results = await times(N, () => coll().updateOne({ _id: 'same' }, { $set: { state: 'b' } }));
+  expect(results.every((r) => r.matchedCount === 1)).toBe(true);
+  expect(results.filter((r) => r.modifiedCount === 1)).toHaveLength(1);
+  expect((await coll().findOne({ _id: 'same' }))?.state).toBe('b');
+});
