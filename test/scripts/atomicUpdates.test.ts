@@ -75,3 +75,30 @@ it('an update that a concurrent write already made matches and does not modify',
   expect(results.filter((r) => r.modifiedCount === 1)).toHaveLength(1);
   expect((await coll().findOne({ _id: 'same' }))?.state).toBe('b');
 });
+
+it('a conditional delete never removes a document a concurrent update changed to no longer match', async () => {
+  const ids = Array.from({ length: N }, (_, k) => `job-${k}`);
+  await coll().insertMany(ids.map((_id) => ({ _id, state: 'running' })));
+  const outcomes = await Promise.all(
+    ids.map(async (_id) => {
+      const [updated, deleted] = await Promise.all([
+        coll().updateOne({ _id }, { $set: { state: 'done' } }),
+        coll().deleteOne({ _id, state: 'running' }),
+      ]);
+      return { updated: updated.matchedCount === 1, deleted: deleted.deletedCount === 1, _id };
+    })
+  );
+  // One of the two came first: the update (the delete then finds no running job) or the delete.
+  expect(outcomes.filter((o) => o.updated === o.deleted)).toEqual([]);
+  const kept = (
+    await coll()
+      .find({ _id: { $in: ids } })
+      .toArray()
+  ).map((d) => d._id);
+  expect(kept.sort()).toEqual(
+    outcomes
+      .filter((o) => o.updated)
+      .map((o) => o._id)
+      .sort()
+  );
+});
