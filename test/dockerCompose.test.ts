@@ -185,12 +185,15 @@ describe('docker-compose.yml', () => {
     expect(runtime).toContain(`WORKSPACES_DIR=${workspaces}`);
   });
 
-  it('health checks that can fail: every long-running service, the worker on its polling, the api on /readyz', () => {
+  it('health checks that can fail: every long-running service, the worker on its polling, the api on /readyz and its own worker', () => {
     for (const name of LONG_RUNNING)
       expect([name, s[name].healthcheck?.test.length]).toEqual([name, expect.any(Number)]);
     expect(s.worker.healthcheck?.test).toEqual(['CMD', 'node', 'dist/scripts/healthcheck.js', 'worker']);
     expect(s.worker.environment?.WORKER_HEALTH_FILE).toBeTruthy();
-    expect(s.api.healthcheck?.test).toEqual(['CMD', 'node', 'dist/scripts/healthcheck.js', 'api']);
+    // The api service runs the service process (HTTP and a worker): both parts are checked.
+    expect(s.api.command).toEqual(['node', 'dist/worker/service.js']);
+    expect(s.api.healthcheck?.test).toEqual(['CMD', 'node', 'dist/scripts/healthcheck.js', 'api', 'worker']);
+    expect(s.api.environment?.WORKER_HEALTH_FILE).toBeTruthy();
     expect(existsSync(path.join(ROOT, 'scripts/healthcheck.ts'))).toBe(true);
     for (const name of ['api', 'worker']) {
       expect(s[name].depends_on).toEqual({
