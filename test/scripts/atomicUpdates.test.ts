@@ -20,11 +20,28 @@ const N = 60;
 const times = <T>(n: number, f: (i: number) => Promise<T>): Promise<T[]> =>
   Promise.all(Array.from({ length: n }, (_, i) => f(i)));
 
+// The driver opens connections a few at a time: open the pool's connections first, so that every case's operations
+// reach the server at once (on a cold pool they queue behind a handful of connections and rarely overlap).
+beforeAll(async () => {
+  for (let round = 0; round < 5; round++) await times(N, () => coll().findOne({ _id: 'none' }));
+});
+
 it('concurrent $inc of one field: every increment counts', async () => {
   const counters = coll<{ _id: string; n: number }>();
   await counters.insertOne({ _id: 'counter', n: 0 });
   await times(N, () => counters.updateOne({ _id: 'counter' }, { $inc: { n: 1 } }));
   expect((await counters.findOne({ _id: 'counter' }))?.n).toBe(N);
+});
+
+it('concurrent upserts of a missing document: one inserts it, the others update it', async () => {
+  const counters = coll<{ _id: string; n: number }>();
+  const ids = Array.from({ length: 20 }, (_, k) => `upserted-${k}`);
+  const results = await times(ids.length * 6, (i) =>
+    counters.updateOne({ _id: ids[i % ids.length] }, { $inc: { n: 1 } }, { upsert: true })
+  );
+  expect(results.filter((r) => r.upsertedCount === 1)).toHaveLength(ids.length);
+  const docs = await counters.find({ _id: { $in: ids } }).toArray();
+  expect(docs.map((d) => d.n)).toEqual(ids.map(() => 6));
 });
 
 it('concurrent $set of different fields: every field is written (a revocation beside a last-used time)', async () => {
