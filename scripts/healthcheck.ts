@@ -3,11 +3,13 @@
  * exits 0 when every part named is healthy, else 1 with one line per problem on stderr (2: usage).
  *   api     GET /readyz on this process's own port answers 200 (MongoDB and Temporal reachable)
  *   worker  the worker's health file (WORKER_HEALTH_FILE) is fresh: its worker is running and polling
- *           (worker/health.ts)
+ *           (worker/health.ts); with WORKER_PROCESSES (`npm start`), each worker-only process's file as well
+ *           (scripts/lib/healthFiles.ts)
  * A process that serves HTTP and runs a worker is checked with both.
  */
 import { loadConfigOrExit } from '../lib/config';
 import { workerHealthProblem } from '../worker/health';
+import { healthFiles } from './lib/healthFiles';
 
 const API_TIMEOUT_MS = 4_000;
 
@@ -29,10 +31,13 @@ async function problems(parts: string[]): Promise<string[]> {
     }
   }
   if (parts.includes('worker')) {
-    const problem = config.workerHealthFile
-      ? workerHealthProblem(config.workerHealthFile)
-      : 'WORKER_HEALTH_FILE is not set, so the worker writes no health file';
-    if (problem) found.push(`worker: ${problem}`);
+    if (!config.workerHealthFile)
+      found.push('worker: WORKER_HEALTH_FILE is not set, so the worker writes no health file');
+    else
+      for (const { unit, file } of healthFiles(config.workerHealthFile, config.workerProcesses)) {
+        const problem = workerHealthProblem(file);
+        if (problem) found.push(unit === 'service' ? `worker: ${problem}` : `worker (${unit}): ${problem}`);
+      }
   }
   return found;
 }

@@ -6,7 +6,8 @@
  */
 import path from 'node:path';
 import { childEnv, loadConfigOrExit } from '../lib/config';
-import { spawnUnit, supervise, workerNames } from './lib/supervisor';
+import { healthFiles } from './lib/healthFiles';
+import { spawnUnit, supervise } from './lib/supervisor';
 import { bundleWorkflowsTo } from './lib/workflowBundle';
 
 const say = (line: string): void => void process.stderr.write(`[start] ${line}\n`);
@@ -21,15 +22,25 @@ const bundle = path.join(config.dataDir, 'workflow-bundle.js');
 async function main(): Promise<void> {
   // The image bundles the workflows when it is built (Dockerfile: WORKFLOW_BUNDLE); elsewhere, once per start.
   if (!config.workflowBundlePath) say('bundling the workflow code for the worker');
-  const env = childEnv({ WORKFLOW_BUNDLE: config.workflowBundlePath ?? (await bundleWorkflowsTo(bundle)) });
-  const service = (entry: string): ReturnType<typeof spawnUnit> =>
-    spawnUnit({ command: process.execPath, args: [path.join(dist, entry)], env, graceMs: 10_000 });
+  const workflowBundle = config.workflowBundlePath ?? (await bundleWorkflowsTo(bundle));
+  // Each process its own health file (scripts/lib/healthFiles.ts), when there is one.
+  const files = healthFiles(config.workerHealthFile ?? '', config.workerProcesses);
+  const service = (entry: string, healthFile: string): ReturnType<typeof spawnUnit> =>
+    spawnUnit({
+      command: process.execPath,
+      args: [path.join(dist, entry)],
+      env: childEnv({
+        WORKFLOW_BUNDLE: workflowBundle,
+        ...(config.workerHealthFile ? { WORKER_HEALTH_FILE: healthFile } : {}),
+      }),
+      graceMs: 10_000,
+    });
   const sup = supervise(
-    [
-      // The service process serves HTTP and runs workflows (eager starts); worker-only processes add capacity.
-      { name: 'service', start: service('worker/service.js') },
-      ...workerNames(config.workerProcesses).map((name) => ({ name, start: service('worker/index.js') })),
-    ],
+    // The service process serves HTTP and runs workflows (eager starts); worker-only processes add capacity.
+    files.map(({ unit, file }) => ({
+      name: unit,
+      start: service(unit === 'service' ? 'worker/service.js' : 'worker/index.js', file),
+    })),
     config.restart,
     say
   );

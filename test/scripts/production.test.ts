@@ -188,7 +188,7 @@ describe('compiled, beside production packages only', () => {
     expect(JSON.parse(admin.stdout())).toMatchObject({ mongodb: { ok: true }, temporal: { security: 'plaintext' } });
   });
 
-  it('npm start (node dist/scripts/start.js) bundles the workflows, starts the service process, and serves an execution (started eagerly there)', async () => {
+  it('npm start (node dist/scripts/start.js) bundles the workflows, starts the service process and a worker-only one, each with its health file, and serves an execution (started eagerly there)', async () => {
     const port = await freePort();
     const env = childTestEnv({
       NODE_ENV: 'production',
@@ -198,6 +198,7 @@ describe('compiled, beside production packages only', () => {
       ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
       TEMPORAL_TASK_QUEUE: `prod-${randomBytes(4).toString('hex')}`,
       WORKER_HEALTH_FILE: path.join(root, 'worker-health.json'),
+      WORKER_PROCESSES: '1',
       WORKFLOW_BUNDLE: '',
       ANTHROPIC_API_KEY: '',
       OPENAI_API_KEY: '',
@@ -221,6 +222,12 @@ describe('compiled, beside production packages only', () => {
       expect(executed.status).toBe(200);
       expect(executed.body).toMatchObject({ success: true, result: expect.any(String) });
       expect(existsSync(path.join(root, 'worker-health.json'))).toBe(true);
+      // The worker-only process writes its own file (scripts/lib/healthFiles.ts); the check expects both.
+      const deadlineFile = Date.now() + 60_000;
+      while (!existsSync(path.join(root, 'worker-health.json.worker')) && Date.now() < deadlineFile)
+        await new Promise((r) => setTimeout(r, 250));
+      const check = run('scripts/healthcheck.js', ['api', 'worker'], env);
+      expect([await check.exited, check.output()]).toEqual([0, '']);
       expect(start.output()).toContain('bundling the workflow code for the worker');
       // LOG_PRETTY is off in production: the JSON lines of the service process.
       expect(start.output()).toMatch(/"name":"service".*"msg":"api listening"/);

@@ -72,6 +72,30 @@ describe('worker health check', () => {
     expect(stale.stderr).toMatch(/^worker: health file .* is 3\d s old: the worker stopped polling/);
   });
 
+  it('with WORKER_PROCESSES (npm start), every worker-only process must have its own fresh file', async () => {
+    const file = path.join(dir, 'units.json');
+    writeFileSync(file, '{}\n'); // the service process's: fresh
+    const env = { WORKER_HEALTH_FILE: file, WORKER_PROCESSES: '2' };
+    const missing = await healthcheck(['worker'], env);
+    expect(missing.status).toBe(1);
+    expect(missing.stderr).toBe(
+      [`${file}.worker`, `${file}.worker-2`]
+        .map(
+          (f, i) =>
+            `worker (${i === 0 ? 'worker' : 'worker-2'}): no health file ${f}: the worker is not running or has not started polling\n`
+        )
+        .join('')
+    );
+    writeFileSync(`${file}.worker`, '{}\n');
+    writeFileSync(`${file}.worker-2`, '{}\n');
+    expect(await healthcheck(['worker'], env)).toEqual({ status: 0, stdout: '', stderr: '' });
+    const old = (Date.now() - HEALTH_STALE_MS - 5_000) / 1000;
+    utimesSync(`${file}.worker-2`, old, old); // one stuck worker-only process, the others polling
+    const stale = await healthcheck(['worker'], env);
+    expect(stale.status).toBe(1);
+    expect(stale.stderr).toMatch(/^worker \(worker-2\): health file .*units\.json\.worker-2 is 3\d s old/);
+  });
+
   it('a worker that is not running and polling writes nothing', async () => {
     const file = path.join(dir, 'stopped.json');
     const running = await startTestWorker(testConfig({ TEMPORAL_TASK_QUEUE: `stopped-${Date.now()}` }));
