@@ -21,6 +21,8 @@ const BIG = 50_000;
 const SMALL = 1_000;
 const PAGE = 21;
 const ROUNDS = 31;
+/** Sets of ROUNDS measured at most, while noise leaves the ratio above its bound. */
+const MEASUREMENTS = 3;
 const base = Date.UTC(2026, 0, 1);
 
 /** The fields a tenant's documents hold: every equality a list filters on selects all of them (the worst case). */
@@ -213,11 +215,18 @@ describe.each(shapes.map((s) => [s.name, s] as const))('%s', (_, shape) => {
     await page(shape, 'small');
     const big: number[] = [];
     const small: number[] = [];
-    for (let round = 0; round < ROUNDS; round++) {
-      big.push(await page(shape, 'big'));
-      small.push(await page(shape, 'small'));
+    // Rounds alternate the tenants; a busy machine only adds time, so a page's cost is its fastest round. When other
+    // work (CI's second jest worker) leaves the ratio above the bound, more rounds are measured, up to
+    // MEASUREMENTS × ROUNDS in all: a page that grows with the tenant (a scan or a sort of its rows: 50 times the
+    // rows here) stays above the bound in every round, while a noisy measurement does not.
+    for (let measurement = 0; measurement < MEASUREMENTS; measurement++) {
+      for (let round = 0; round < ROUNDS; round++) {
+        big.push(await page(shape, 'big'));
+        small.push(await page(shape, 'small'));
+      }
+      if (fastest(big) / fastest(small) <= 1.5) break;
     }
-    const figures = `${shape.name}: fastest ${fastest(big).toFixed(2)} ms (median ${median(big).toFixed(2)}) with ${BIG} documents, fastest ${fastest(small).toFixed(2)} ms (median ${median(small).toFixed(2)}) with ${SMALL}`;
+    const figures = `${shape.name}: fastest ${fastest(big).toFixed(2)} ms (median ${median(big).toFixed(2)}) with ${BIG} documents, fastest ${fastest(small).toFixed(2)} ms (median ${median(small).toFixed(2)}) with ${SMALL}, ${big.length} rounds`;
     console.log(figures);
     expect({ figures, ratio: fastest(big) / fastest(small) }).toEqual({ figures, ratio: expect.any(Number) });
     expect(fastest(big) / fastest(small)).toBeLessThanOrEqual(1.5);
