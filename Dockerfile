@@ -1,4 +1,4 @@
-# Production image of the service (README "Production"): compiled JavaScript on Node 24 LTS with the production
+# Production image of the service (docs/operations.md "Production"): compiled JavaScript on Node 24 LTS with the production
 # dependencies only. One image for every process role; docker-compose.yml picks the command of each service.
 #   default command  node dist/scripts/start.js  (`npm start`: the service process under the supervisor)
 #   service          node dist/worker/service.js  (HTTP and workflows)

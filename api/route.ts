@@ -30,7 +30,7 @@ export interface RouteSpec {
   auth: RouteAuth;
   /**
    * The scope a service token needs (required on every `service` and `client` route; reads take the resource's
-   * `:read` scope, writes its `:write` scope). The README's route → scope table is generated from it.
+   * `:read` scope, writes its `:write` scope). The route → scope table of docs/current-surface.md is generated from it.
    */
   scope?: Scope;
   body?: Schema;

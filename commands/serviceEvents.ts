@@ -27,7 +27,7 @@ import {
   type WebhookIntegrationDoc,
 } from '../models';
 
-/** Every event type the service records; the README lists each `data` shape. */
+/** Every event type the service records; docs/current-surface.md lists each `data` shape. */
 export const SERVICE_EVENT_TYPES = [
   'job.created',
   'job.status_changed',

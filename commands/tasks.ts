@@ -92,7 +92,7 @@ export function taskEventData(task: TaskDoc): Record<string, unknown> {
 }
 
 /**
- * Records the service events of a task change (README "Webhook events"): created, or updated plus
+ * Records the service events of a task change (docs/current-surface.md "Webhooks"): created, or updated plus
  * status_changed / completed / assigned when those moved.
  * @param deps the dispatcher of the events.
  * @param before the task before the change (null: created).

@@ -195,7 +195,7 @@ export interface Config {
   observability: ObservabilityConfig;
 }
 
-/** Operators' settings of issue 27 (README "Operating it"). */
+/** Operators' settings of issue 27 (docs/operations.md "Operating it"). */
 export interface ObservabilityConfig {
   /**
    * Bearer token of the codec endpoint (`POST /codec/encode|decode`, Temporal's codec server protocol;

@@ -17,7 +17,7 @@
  *   rate-limit set --org <orgId> --user <userId> --limit <requests per window | default>
  *       → {organizationId,userId,rateLimit} (rateLimit null = the configured default)
  * The database is MONGODB_URI, else the one `npm run dev` runs (its address is in .data/servers.json). In the
- * production image: `node dist/scripts/admin.js <command>` (README "Production").
+ * production image: `node dist/scripts/admin.js <command>` (docs/operations.md "Production").
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';

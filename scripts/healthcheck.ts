@@ -1,5 +1,5 @@
 /**
- * The container health check (docker-compose.yml; README "Production"): `node dist/scripts/healthcheck.js <part>…`
+ * The container health check (docker-compose.yml; docs/operations.md "Production"): `node dist/scripts/healthcheck.js <part>…`
  * exits 0 when every part named is healthy, else 1 with one line per problem on stderr (2: usage).
  *   api     GET /readyz on this process's own port answers 200 (MongoDB and Temporal reachable)
  *   worker  the worker's health file (WORKER_HEALTH_FILE) is fresh: its worker is running and polling

@@ -1,7 +1,7 @@
 /**
  * The job state machine, defined once [docs/decisions.md "Jobs"]: the states, every transition with what causes
  * it, the actions a client may send in each state, and the protocol by which an agent's reply asks for review or
- * for input. Pure data and functions (no imports): the job workflow, its activities, the api and the README's
+ * for input. Pure data and functions (no imports): the job workflow, its activities, the api and docs/current-surface.md's
  * state diagram (checked by test/workflows/jobStates.test.ts) all read it from here.
  */
 
@@ -68,7 +68,7 @@ export function isJobTransition(from: JobStatus, to: JobStatus): boolean {
   return JOB_TRANSITIONS.some((t) => t.from === from && t.to === to);
 }
 
-/** @returns the Mermaid state diagram of {@link JOB_TRANSITIONS} (the README's copy is checked against it). */
+/** @returns the Mermaid state diagram of {@link JOB_TRANSITIONS} (docs/current-surface.md's copy is checked against it). */
 export function jobStateDiagram(): string {
   const lines = ['stateDiagram-v2', '    [*] --> queued'];
   for (const t of JOB_TRANSITIONS) lines.push(`    ${t.from} --> ${t.to}: ${t.on}${t.when ? ` (${t.when})` : ''}`);
@@ -77,7 +77,7 @@ export function jobStateDiagram(): string {
 }
 
 /**
- * The reply protocol [README "Jobs"]: an iteration's reply that contains `[[request_review]]` asks for a human
+ * The reply protocol [docs/current-surface.md "Jobs"]: an iteration's reply that contains `[[request_review]]` asks for a human
  * review (→ awaiting_review); one that contains `[[request_input: <question>]]` asks for input (→ blocked, with
  * the question); any other reply finishes the job (→ completed). Input wins when a reply has both.
  */

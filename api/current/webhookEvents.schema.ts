@@ -1,6 +1,6 @@
 /**
  * The webhook deliveries the service sends (SPEC "Webhook delivery"): each event type's `data`, the body and the
- * headers, published as the OpenAPI document's top-level `webhooks` (one entry per type). The README's event table
+ * headers, published as the OpenAPI document's top-level `webhooks` (one entry per type). The event table of docs/current-surface.md
  * says the same in words.
  */
 import { SERVICE_EVENT_TYPES, type ServiceEventType } from '../../commands/serviceEvents';

@@ -282,7 +282,7 @@ export function mcpRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
 
 /**
  * The routes mounted at the root beside the contract's well-known documents: the authorization server, the MCP
- * endpoint and the signed app streams (the README's MCP table is generated from them).
+ * endpoint and the signed app streams (the MCP table of docs/mcp.md is generated from them).
  * @param deps app dependencies.
  * @returns the route declarations.
  */

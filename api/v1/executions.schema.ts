@@ -141,7 +141,7 @@ export const executionSchema: Schema = record({
   startedAt: nullableTimestamp,
   completedAt: nullableTimestamp,
   durationMs: { type: ['integer', 'null'] },
-  /** The `x-request-id` of the request that started it: follow it in the logs (README "Operating it"). */
+  /** The `x-request-id` of the request that started it: follow it in the logs (docs/operations.md "Operating it"). */
   requestId: nullableStr,
 });
 

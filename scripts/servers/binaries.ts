@@ -165,7 +165,7 @@ async function buildCached(opts: {
   const go = findGo(opts.tools);
   if (!go) {
     throw new ProvisionError(
-      `no ${opts.label} binary and no Go toolchain to build one: install Go 1.22+ (https://go.dev/dl) or point the service at an existing server (see README "Configuration")`
+      `no ${opts.label} binary and no Go toolchain to build one: install Go 1.22+ (https://go.dev/dl) or point the service at an existing server (see docs/configuration.md)`
     );
   }
   mkdirSync(binDir, { recursive: true });

@@ -1,5 +1,5 @@
 /**
- * MongoDB over TLS is configured through the connection string alone (README "Production": MongoDB Atlas): the
+ * MongoDB over TLS is configured through the connection string alone (docs/operations.md "Production": MongoDB Atlas): the
  * service hands MONGODB_URI to the driver as it is, so its TLS options (`tls`, `tlsCAFile`,
  * `tlsCertificateKeyFile`) apply. Proven with the real test server behind a TLS frontend made in the test (which
  * requires a client certificate from the test's CA), reached by the admin CLI's `check` as an operator would.

@@ -1,5 +1,5 @@
 /**
- * `npm start` after `npm ci --omit=dev` (README "Production"), proven as far as this machine allows without a clean
+ * `npm start` after `npm ci --omit=dev` (docs/operations.md "Production"), proven as far as this machine allows without a clean
  * production install (too slow for CI): the code the production entrypoints load is compiled to JavaScript (each
  * module transpiled as `npm run build` does), laid out as `dist/` beside a `node_modules` that holds only the
  * packages the lock file installs without development dependencies, and run there. Every package that code

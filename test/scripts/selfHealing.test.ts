@@ -1,7 +1,7 @@
 /**
  * Faults in a running `npm run dev` (its own servers: a temporary data directory and free ports, never the
  * servers the rest of the suite shares; one service process and one worker-only process, WORKER_PROCESSES=1): each
- * part is killed with SIGKILL, the supervisor brings it back, and a client sees what README "When a part crashes"
+ * part is killed with SIGKILL, the supervisor brings it back, and a client sees what docs/operations.md "When a part crashes"
  * promises. Worker-only process: the event stream goes on and ends with `result`, gap-free and whole. Service process
  * (it runs the reply it started eagerly): the reply goes on in another process, and the client resumes after
  * `Last-Event-ID`. Temporal, FerretDB, PostgreSQL: every request answers 503 with `Retry-After` within 5 s while it

@@ -1,5 +1,5 @@
 /**
- * The job state machine is defined once (workflows/jobStates.ts); the README's state diagram is checked against
+ * The job state machine is defined once (workflows/jobStates.ts); the state diagram of docs/current-surface.md is checked against
  * it, and the definition itself is checked for sense (every state reachable, every unfinished state has a way out,
  * cancel from every unfinished state).
  */
@@ -14,9 +14,9 @@ import {
   TERMINAL_JOB_STATUSES,
 } from '../../workflows/jobStates';
 
-const readme = readFileSync(path.resolve(__dirname, '../../README.md'), 'utf8');
+const readme = readFileSync(path.resolve(__dirname, '../../docs/current-surface.md'), 'utf8');
 
-it('the README’s job state diagram is the one generated from JOB_TRANSITIONS', () => {
+it('the documented job state diagram is the one generated from JOB_TRANSITIONS', () => {
   const match = /<!-- job-states:start -->\s*```mermaid\n([\s\S]*?)\n```\s*<!-- job-states:end -->/.exec(readme);
   expect(match).not.toBeNull();
   expect(match![1]).toBe(jobStateDiagram());

@@ -1,5 +1,5 @@
 /**
- * The README's current-surface tables cannot drift from the code: the route → scope table is the route
+ * The documentation's current-surface tables (docs/current-surface.md, docs/mcp.md) cannot drift from the code: the route → scope table is the route
  * declarations, and the error-code table lists exactly the codes lib/errors.ts and api/middlewares/errors.ts
  * define (the one place errors are made: no other source file builds an AppError with its own code).
  */
@@ -12,7 +12,8 @@ import { noContract } from '../../helpers/current';
 import { testConfig } from '../../helpers/env';
 
 const root = path.resolve(__dirname, '../../..');
-const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+/** docs/current-surface.md and docs/mcp.md hold the generated tables between their markers. */
+const readme = ['current-surface.md', 'mcp.md'].map((f) => readFileSync(path.join(root, 'docs', f), 'utf8')).join('\n');
 
 /** @returns the cells of the table between `<!-- name:start -->` and `<!-- name:end -->`, header excluded. */
 function tableRows(name: string): string[][] {
@@ -30,7 +31,7 @@ function tableRows(name: string): string[][] {
     );
 }
 
-it('the README route → scope table is the current surface’s route declarations', () => {
+it('the documented route → scope table is the current surface’s route declarations', () => {
   const expected = currentRoutes({ config: testConfig() } as unknown as AppDeps, noContract).map((r) => [
     r.method.toUpperCase(),
     `\`/api${r.path.replace(/:([A-Za-z]+)/g, '{$1}')}\``,
@@ -41,7 +42,7 @@ it('the README route → scope table is the current surface’s route declaratio
   expect(table(tableRows('route-scopes'))).toBe(table(expected));
 });
 
-it('the README MCP and OAuth route table is their route declarations', () => {
+it('the documented MCP and OAuth route table is their route declarations', () => {
   const expected = mcpSurfaceRoutes({ config: testConfig() } as unknown as AppDeps).map((r) => [
     r.method.toUpperCase(),
     `\`${r.path.replace(/:([A-Za-z]+)/g, '{$1}')}\``,
@@ -60,7 +61,7 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-it('the README error-code table lists every code, and only lib/errors.ts and the error middleware make codes', () => {
+it('the documented error-code table lists every code, and only lib/errors.ts and the error middleware make codes', () => {
   const onePlace = ['lib/errors.ts', 'api/middlewares/errors.ts'];
   const codes = new Set<string>();
   for (const f of onePlace) {
