@@ -239,7 +239,10 @@ export function createRepoActivities(deps: RepoActivityDeps) {
       const address = first!.family === 6 ? `[${first!.address}]` : first!.address;
       pinned = `${url.hostname.replace(/^\[|\]$/g, '')}:${url.port || '443'}:${address}`;
     } catch (err) {
-      if (err instanceof UnsafeDestinationError) throw fail(err.message);
+      if (err instanceof UnsafeDestinationError) {
+        log.warn({ repoId: repo._id, detail: err.detail }, err.message);
+        throw fail(err.message);
+      }
       throw err; // DNS trouble: retried
     }
     const usage = await files.storage.usage({ organizationId: repo.organizationId, spaceId: repo.spaceId });

@@ -145,7 +145,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     attempt: number
   ): Promise<SendResult> {
     const timestamp = Math.floor(Date.now() / 1000);
-    return sendWebhook({
+    const result = await sendWebhook({
       url: integration.url,
       body,
       headers: {
@@ -161,6 +161,8 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       maxResponseBytes: WEBHOOK_POLICY.maxResponseBytes,
       excerptBytes: WEBHOOK_POLICY.logResponseBytes,
     });
+    if (result.detail) log.warn({ integration: integration._id, eventId, detail: result.detail }, result.error ?? '');
+    return result;
   }
 
   async function record(

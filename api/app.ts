@@ -10,6 +10,7 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import { configureCaches } from '../lib/sharedCache';
 import { configureRetention } from '../lib/expiry';
+import { MethodNotAllowedError } from '../lib/errors';
 import { buildInfo } from '../lib/version';
 import { codecCors, codecRoutes } from './codec';
 import { metricsRoutes } from './metrics';
@@ -79,6 +80,25 @@ function rawBodyMatcher(groups: RouteGroup[]): (ctx: AppContext) => boolean {
   return (ctx) => router.match(ctx.path, ctx.method).route;
 }
 
+/**
+ * 405 for a path that exists with other methods (issue 38; the answer in the surface's error shape, with `Allow`):
+ * after the routers, a request nothing answered whose path a route has is refused naming that path's methods.
+ * @param groups every mounted route group.
+ * @returns the middleware.
+ */
+function methodNotAllowed(groups: RouteGroup[]) {
+  const router = new Router();
+  for (const group of groups) {
+    for (const route of group.routes) router[route.method](`${group.prefix}${route.path}`, () => undefined);
+  }
+  return async function methodNotAllowedMiddleware(ctx: AppContext, next: () => Promise<void>): Promise<void> {
+    await next();
+    if (ctx.status !== 404 || ctx.body !== undefined || ctx.respond === false || ctx.method === 'OPTIONS') return;
+    const methods = new Set(router.match(ctx.path, ctx.method).path.flatMap((layer) => layer.methods));
+    if (methods.size > 0) throw new MethodNotAllowedError([...methods]);
+  };
+}
+
 /** Error codes of a response whose client disconnected before it ended. */
 const CLIENT_GONE = new Set(['ERR_STREAM_PREMATURE_CLOSE', 'ECONNRESET', 'EPIPE']);
 
@@ -115,6 +135,7 @@ export function createApp(given: AppDeps): Koa<AppState> {
   app.use(codecCors(deps.config));
   app.use(jsonBody({ limitBytes: deps.config.bodyLimitBytes, rawBody: rawBodyMatcher(groups) }));
   app.use(requestDeadline(deps.config.requestDeadlineMs));
+  app.use(methodNotAllowed(groups));
   for (const group of groups) {
     const options = {
       validateResponses: deps.config.validateResponses,

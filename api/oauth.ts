@@ -22,12 +22,13 @@ import {
   revokeOAuthToken,
   type ApprovedAuthorization,
 } from '../commands/oauthServer';
-import { hasScope, resolveToken } from '../commands/tokens';
+import { hasScope, resolveToken, type AuthContext } from '../commands/tokens';
 import { checkCharacters, type Schema } from '../lib/ajv';
 import type { Config } from '../lib/config';
 import { TOKEN_PREFIX } from '../lib/crypto';
 import { OAuthError, RateLimitedError } from '../lib/errors';
 import { countRequest } from '../commands/rateLimits';
+import { clientAddress } from '../lib/clientAddress';
 import type { AppContext } from './context';
 import { route, type RouteSpec } from './route';
 import {
@@ -159,7 +160,7 @@ const redirect = (description: string): Schema => ({ contentType: 'text/plain', 
  * The registration's optional service token: a machine client belongs to its organization and user.
  * @returns the owner, or null for an anonymous registration.
  */
-async function registrationOwner(ctx: AppContext): Promise<Awaited<ReturnType<typeof resolveToken>> | null> {
+async function registrationOwner(ctx: AppContext): Promise<AuthContext | null> {
   const header = ctx.get('authorization');
   if (header === '') return null;
   const token = /^Bearer[ ]+(\S+)\s*$/i.exec(header)?.[1];
@@ -170,16 +171,28 @@ async function registrationOwner(ctx: AppContext): Promise<Awaited<ReturnType<ty
   return resolved;
 }
 
-/** Registrations are counted per client address in windows of an hour [docs/decisions.md "Security"]. */
+/** Registrations are counted in windows of an hour [docs/decisions.md "Security", "OAuth registrations counted apart"]. */
 const REGISTRATION_WINDOW_SECONDS = 3600;
 
 /**
- * Counts a registration of the caller's address (the socket's) and sets the RateLimit-* headers.
+ * Counts a registration once its caller is known and sets the RateLimit-* headers: an authenticated one (a service
+ * token) against its organization, an anonymous one against the client's address (the socket's, or the one a trusted
+ * proxy names: lib/clientAddress.ts). Anonymous callers can spend only the anonymous budget of their address, never
+ * an organization's.
+ * @param owner the registration's owner, or null when anonymous.
  * @throws RateLimitedError (429 `rate_limited`, Retry-After) past `limit` in the window.
  */
-async function limitRegistrations(ctx: AppContext, limit: number): Promise<void> {
+async function limitRegistrations(
+  ctx: AppContext,
+  config: Readonly<Config>,
+  owner: { organizationId: string } | null
+): Promise<void> {
+  const limit = config.oauthRegistrationsPerHour;
+  const key = owner
+    ? `oauth-register:org:${owner.organizationId}`
+    : `oauth-register:anon:${clientAddress(ctx.req.socket.remoteAddress, ctx.req.headers['x-forwarded-for'], config.trustProxy)}`;
   const now = Date.now();
-  const { count, resetAt } = await countRequest(`oauth-register:${ctx.ip}`, REGISTRATION_WINDOW_SECONDS, now);
+  const { count, resetAt } = await countRequest(key, REGISTRATION_WINDOW_SECONDS, now);
   const resetIn = Math.max(1, Math.ceil((resetAt - now) / 1000));
   ctx.set({
     'RateLimit-Limit': String(limit),
@@ -206,8 +219,8 @@ export function oauthRoutes(config: Readonly<Config>): RouteSpec[] {
       responses: { 201: registrationResponse },
       errors: [401, 403, 429],
       handler: async (ctx, { body }) => {
-        await limitRegistrations(ctx, config.oauthRegistrationsPerHour);
         const owner = await registrationOwner(ctx);
+        await limitRegistrations(ctx, config, owner);
         ctx.status = 201;
         ctx.set('Cache-Control', 'no-store');
         ctx.body = await registerClient(body, owner as never);

@@ -17,6 +17,7 @@ import { parseWorkspacePath } from '../lib/workspace';
  * @param auth the caller.
  * @param id workspace id.
  * @param query the SQL and an optional smaller row limit.
+ * @param signal aborted when the client goes away: the query is dropped or its process killed (lib/dataQuery.ts).
  * @returns typed columns, rows, whether rows were left out, and the files read.
  */
 export async function queryDataBlock(
@@ -24,7 +25,8 @@ export async function queryDataBlock(
   limits: Config['dataQuery'],
   auth: AuthContext,
   id: string,
-  query: { sql: string; maxRows?: number }
+  query: { sql: string; maxRows?: number },
+  signal?: AbortSignal
 ): Promise<QueryResult> {
   const { ws } = await findWorkspace(auth, id);
   const resolve = async (name: string): Promise<string | null> => {
@@ -49,7 +51,8 @@ export async function queryDataBlock(
       query.sql,
       resolve,
       { ...limits, maxRows: Math.min(query.maxRows ?? limits.maxRows, limits.maxRows) },
-      auth.organizationId
+      auth.organizationId,
+      signal
     )
   );
 }

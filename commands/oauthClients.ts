@@ -47,6 +47,19 @@ export async function tokenLive(tokenId: string | null | undefined): Promise<boo
   return !!token && !token.revokedAt && !(token.expiresAt && token.expiresAt.getTime() <= Date.now());
 }
 
+/**
+ * The scopes of the service token an OAuth grant came from (issue 38: an OAuth access token acts, through the MCP
+ * tools, with that token's rights, as it could through REST).
+ * @param tokenId the service token's id (none for grants older than that record: no scope besides `mcp`).
+ * @returns its scopes, or null when it was revoked, expired or deleted.
+ */
+export async function liveTokenScopes(tokenId: string | null | undefined): Promise<string[] | null> {
+  if (!tokenId) return [];
+  const token = await ApiToken.findById(tokenId).select({ revokedAt: 1, expiresAt: 1, scopes: 1 }).lean<ApiTokenDoc>();
+  if (!token || token.revokedAt || (token.expiresAt && token.expiresAt.getTime() <= Date.now())) return null;
+  return [...token.scopes];
+}
+
 /** Ids per `$or` query (each an index-served equality). */
 const OR_CHUNK = 100;
 

@@ -28,7 +28,7 @@ import {
   type OAuthClientDoc,
   type OAuthGrantDoc,
 } from '../models';
-import { clientExpiry, revokeFamily, tokenLive, touchClient } from './oauthClients';
+import { clientExpiry, liveTokenScopes, revokeFamily, tokenLive, touchClient } from './oauthClients';
 import { MCP_SCOPE, mcpResourceUrl, oauthIssuer, type OAuthClientAuthMethod, type OAuthGrantType } from './oauth';
 import { memberContext, type AuthContext } from './tokens';
 import { isDuplicateKey } from '../lib/mongo';
@@ -499,12 +499,15 @@ export async function verifyAccessToken(
     return 'invalid';
   const scopes = typeof scope === 'string' ? scope.split(' ').filter(Boolean) : [];
   const revocations = typeof fam === 'string' ? [jti, `fam:${fam}`] : [jti];
-  const [revoked, client, auth, live] = await Promise.all([
+  const [revoked, client, auth, tokenScopes] = await Promise.all([
     OAuthRevocation.exists({ _id: mongoose.trusted({ $in: revocations }) }),
     findClient(clientId),
     memberContext(org, sub, `oauth:${jti}`, scopes),
-    tokenLive(typeof tok === 'string' ? tok : null),
+    liveTokenScopes(typeof tok === 'string' ? tok : null),
   ]);
-  if (revoked || !client || !auth || !live) return 'invalid';
+  if (revoked || !client || !auth || !tokenScopes) return 'invalid';
+  // The MCP tools need the scopes of their REST routes: the token's own (`mcp`) and those of the service token it
+  // came from [docs/decisions.md "MCP tools take the scopes of their REST routes"].
+  auth.scopes = [...new Set([...auth.scopes, ...tokenScopes])] as AuthContext['scopes'];
   return { auth, clientId };
 }

@@ -318,6 +318,20 @@ export async function deleteSkill(auth: AuthContext, id: string): Promise<void> 
 }
 
 /**
+ * Which versions of a skill the caller may read [docs/decisions.md "Skill versions written while not public"]: a
+ * version as visible as the skill was when it was written. Another organization reads only the versions written
+ * while the skill was `public`; a member who is not its owner, none written while it was `private`; its owner, all.
+ * @param auth the caller (who may see the skill now).
+ * @param skill the skill.
+ * @returns the filter on the versions' `visibility` (none for the owner).
+ */
+function versionVisibility(auth: AuthContext, skill: SkillDoc): Record<string, unknown> {
+  if (skill.organizationId !== auth.organizationId) return { visibility: 'public' };
+  if (skill.ownerId !== auth.userId) return { visibility: mongoose.trusted({ $ne: 'private' }) };
+  return {};
+}
+
+/**
  * @param auth the caller.
  * @param id skill id.
  * @param page limit and cursor (a version number: the page starts below it).
@@ -337,6 +351,7 @@ export async function listSkillVersions(
   const docs = await SkillVersion.find({
     skillId: skill._id,
     organizationId: skill.organizationId,
+    ...versionVisibility(auth, skill),
     ...(below !== undefined ? { version: mongoose.trusted({ $lt: below }) } : {}),
   })
     .sort({ version: -1 })
@@ -359,6 +374,7 @@ export async function findSkillVersion(auth: AuthContext, id: string, version: n
   const snapshot = await SkillVersion.findOne({
     _id: skillVersionId(skill._id, version),
     organizationId: skill.organizationId,
+    ...versionVisibility(auth, skill),
   }).lean<SkillVersionDoc>();
   if (!snapshot) throw new NotFoundError('Skill version not found');
   return snapshot;

@@ -12,6 +12,7 @@
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { Config } from '../lib/config';
+import { admitChild, type AdmissionSlot } from '../lib/executionAdmission';
 import { sha256Hex } from '../lib/crypto';
 import type { LoggedEvent } from './eventLog';
 import type { Logger } from '../lib/logger';
@@ -44,6 +45,9 @@ const MAX_AGENT_LINE = 300;
 
 /** The `message` event types a delegation writes into its parent's stream, under the call's `toolUseId`. */
 export const SUBAGENT_STARTED = 'subagent_started';
+/** The error result of a delegation refused by the admission of executions (no free slot in this process). */
+export const AT_CAPACITY =
+  'The service is at capacity for executions: no sub-agent can start now. Do the task yourself.';
 export const SUBAGENT_FINISHED = 'subagent_finished';
 
 type Usage = { inputTokens: number; outputTokens: number };
@@ -194,10 +198,19 @@ export class SubAgentTools {
   ): Promise<ToolOutcome> {
     const ids = subAgentIds(this.parent._id, call.id);
     let child = await Execution.findById(ids.executionId).lean<ExecutionDoc>();
+    let slot: AdmissionSlot | null | undefined;
     if (!child) {
       const refused = await this.refusal(call);
       if (typeof refused === 'string') return { content: refused, isError: true };
-      child = await this.recordChild(refused.agent, refused.message, call.id);
+      // The child counts against the process's admission like any execution (lib/executionAdmission.ts).
+      slot = admitChild(ids.executionId);
+      if (slot === null) return { content: AT_CAPACITY, isError: true };
+      try {
+        child = await this.recordChild(refused.agent, refused.message, call.id);
+      } catch (err) {
+        slot?.release();
+        throw err;
+      }
     }
     const agentId = child.agentId;
     if (!TERMINAL_EXECUTION_STATUSES.includes(child.status as ExecutionStatus)) {
@@ -207,7 +220,10 @@ export class SubAgentTools {
         });
       } catch (err) {
         // Started already (by an earlier attempt of this call): this one waits for it.
-        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
+          slot?.release();
+          throw err;
+        }
       }
     }
     await this.emitOnce(emit, SUBAGENT_STARTED, call.id, { executionId: child._id, agentId });

@@ -8,6 +8,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import ms from 'ms';
+import ipaddr from 'ipaddr.js';
 import { temporalTls, type TemporalTls } from './configTemporal';
 
 /** Validated, typed configuration of the api, the worker and the scripts. */
@@ -111,10 +112,17 @@ export interface Config {
    */
   dataQuery: { maxRows: number; maxBytes: number; timeoutMs: number; memoryBytes: number; concurrency: number };
   /**
-   * Dynamic client registrations (POST /oauth/register) per client address per hour [docs/decisions.md
+   * Dynamic client registrations (POST /oauth/register) per hour: anonymous ones per client address, those with a
+   * service token per organization [docs/decisions.md
    * "Security"]. @default 20
    */
   oauthRegistrationsPerHour: number;
+  /**
+   * The reverse proxies whose `X-Forwarded-For` is believed (TRUST_PROXY: comma-separated addresses or CIDR ranges),
+   * as CIDR ranges; a request from any other address is the socket's, its headers ignored [docs/decisions.md
+   * "Client addresses behind a proxy"]. @default none
+   */
+  trustProxy: string[];
   /**
    * Repository clones [docs/decisions.md "Repositories"]: longest clone (git is killed after it), most bytes a
    * clone may take (also bounded by the workspace's room), and an extra CA bundle git trusts (a private CA).
@@ -415,6 +423,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       concurrency: int('DATA_QUERY_CONCURRENCY', 2, 1, 64),
     },
     oauthRegistrationsPerHour: int('OAUTH_REGISTRATIONS_PER_HOUR', 20, 1, 100_000),
+    trustProxy: proxyRanges(nonEmpty(env, 'TRUST_PROXY'), problems),
     validateResponses: bool('VALIDATE_RESPONSES', false),
     eventPollMs: int('EVENT_POLL_MS', 1000, 10, 60_000),
     cacheTtlMs: int('CACHE_TTL_MS', 1000, 0, 60_000),
@@ -563,4 +572,26 @@ export function loadToolConfig(env: Env = process.env): ToolConfig {
  */
 export function childEnv(overrides: Env): NodeJS.ProcessEnv {
   return { ...process.env, ...overrides };
+}
+
+/**
+ * @param raw TRUST_PROXY: comma-separated IP addresses or CIDR ranges.
+ * @param problems where an invalid entry is reported.
+ * @returns the ranges as CIDR (`10.0.0.1/32`).
+ */
+function proxyRanges(raw: string | undefined, problems: string[]): string[] {
+  if (raw === undefined) return [];
+  const ranges: string[] = [];
+  for (const part of raw.split(',').map((p) => p.trim())) {
+    try {
+      const [ip, bits] = part.includes('/')
+        ? ipaddr.parseCIDR(part)
+        : [ipaddr.parse(part), ipaddr.parse(part).kind() === 'ipv4' ? 32 : 128];
+      ranges.push(`${ip.toString()}/${bits}`);
+    } catch {
+      problems.push(`TRUST_PROXY=${JSON.stringify(raw)}: must be comma-separated IP addresses or CIDR ranges`);
+      return [];
+    }
+  }
+  return ranges;
 }

@@ -9,13 +9,14 @@
  * - waiting queries are queued **per organization**; a free slot goes to the waiting organization whose last query
  *   started longest ago (one with nothing running first): another organization's first query waits for one
  *   running query to end at most (≤ the time limit + grace), whatever one organization has queued. An
- *   organization with `concurrency × 4` queries waiting gets 429.
+ *   organization with `concurrency × 4` queries waiting gets 503 with Retry-After (one query's time limit) for more;
+ * - a query whose client goes away (issue 38) leaves the queue, or, running, has its process killed at once.
  * Table names are resolved here, in the api (workspace path rules, the storage), when the child asks.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Json } from '@duckdb/node-api';
-import { AppError, QueryLimitError, RateLimitedError, rebuildError } from './errors';
+import { AppError, OverloadedError, QueryLimitError, RequestAbortedError, rebuildError } from './errors';
 
 /** The readers by file extension (lower case). */
 const READERS: Record<string, string> = {
@@ -82,6 +83,9 @@ export type ToParent =
   | { type: 'done'; result: QueryResult }
   | { type: 'failed'; error: WireError };
 
+/** Queries an organization may have waiting, per query slot of the process. */
+const QUEUE_PER_SLOT = 4;
+
 /** How long past its time limit a query's process may take to stop it itself before it is killed. */
 export const KILL_GRACE_MS = 1000;
 
@@ -126,6 +130,8 @@ interface Job {
   resolveTable: TableResolver;
   limits: QueryLimits;
   concurrency: number;
+  /** Aborted when the query's client goes away. */
+  signal?: AbortSignal;
   resolve(result: QueryResult): void;
   reject(err: unknown): void;
 }
@@ -206,6 +212,10 @@ async function runOn(w: Worker, job: Job): Promise<void> {
     return;
   }
   const { child } = w;
+  if (job.signal?.aborted) {
+    job.reject(new RequestAbortedError());
+    return;
+  }
   await new Promise<void>((done) => {
     let settled = false;
     let killedForTime = false;
@@ -213,6 +223,7 @@ async function runOn(w: Worker, job: Job): Promise<void> {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      job.signal?.removeEventListener('abort', onAbort);
       child.off('message', onMessage);
       child.off('exit', onExit);
       fn();
@@ -222,14 +233,19 @@ async function runOn(w: Worker, job: Job): Promise<void> {
       killedForTime = true;
       child.kill('SIGKILL');
     }, job.limits.timeoutMs + KILL_GRACE_MS);
+    // The client went away: nobody reads the answer, so the query's process is killed now.
+    const onAbort = () => child.kill('SIGKILL');
+    job.signal?.addEventListener('abort', onAbort, { once: true });
     const onExit = () =>
       finish(() =>
         job.reject(
-          new QueryLimitError(
-            killedForTime
-              ? `The query exceeded its time limit of ${job.limits.timeoutMs} ms`
-              : 'The query exceeded its memory limit (its engine stopped)'
-          )
+          job.signal?.aborted && !killedForTime
+            ? new RequestAbortedError()
+            : new QueryLimitError(
+                killedForTime
+                  ? `The query exceeded its time limit of ${job.limits.timeoutMs} ms`
+                  : 'The query exceeded its memory limit (its engine stopped)'
+              )
         )
       );
     const onMessage = (m: ToParent) => {
@@ -267,23 +283,48 @@ async function runOn(w: Worker, job: Job): Promise<void> {
  * @param resolveTable maps a table name to its local file (null: not a tabular file of the workspace).
  * @param limits rows, bytes, time, memory, and how many queries run at once in this api process.
  * @param tenant the organization whose queue the query waits in.
+ * @param signal aborted when the query's client goes away: the query leaves the queue, or its process is killed.
  * @returns typed columns and rows.
  * @throws ValidationError (400) for anything but one SELECT over workspace files; QueryLimitError (422) past the
- * time, bytes or memory limit; RateLimitedError (429) when the organization has too many queries waiting.
+ * time, bytes or memory limit; OverloadedError (503, Retry-After) when the organization already has
+ * `concurrency × 4` queries waiting; RequestAbortedError when the signal aborts first.
  */
 export function runReadOnlyQuery(
   sql: string,
   resolveTable: TableResolver,
   limits: QueryLimits & { concurrency: number },
-  tenant: string
+  tenant: string,
+  signal?: AbortSignal
 ): Promise<QueryResult> {
   const { concurrency, ...engineLimits } = limits;
   return new Promise<QueryResult>((resolve, reject) => {
-    const job: Job = { tenant, sql, resolveTable, limits: engineLimits, concurrency, resolve, reject };
+    if (signal?.aborted) return reject(new RequestAbortedError());
+    const job: Job = { tenant, sql, resolveTable, limits: engineLimits, concurrency, signal, resolve, reject };
     if (running < concurrency && queues.size === 0) return start(job);
     const queue = queues.get(tenant) ?? [];
-    if (queue.length >= concurrency * 4) return reject(new RateLimitedError(1));
+    if (queue.length >= concurrency * QUEUE_PER_SLOT)
+      return reject(new OverloadedError(Math.ceil(limits.timeoutMs / 1000)));
     queue.push(job);
     queues.set(tenant, queue);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        const waiting = queues.get(tenant);
+        const at = waiting?.indexOf(job) ?? -1;
+        if (at < 0) return; // started meanwhile: runOn kills its process
+        waiting!.splice(at, 1);
+        if (waiting!.length === 0) queues.delete(tenant);
+        if (!queues.has(tenant) && tenants.get(tenant)?.running === 0) tenants.delete(tenant);
+        reject(new RequestAbortedError());
+      },
+      { once: true }
+    );
   });
+}
+
+/** @returns the queries of this process: running, and waiting in the organizations' queues. */
+export function dataQueryLoad(): { running: number; waiting: number } {
+  let waiting = 0;
+  for (const queue of queues.values()) waiting += queue.length;
+  return { running, waiting };
 }

@@ -28,8 +28,8 @@ export class ValidationError extends AppError {
 
 /** 400: the body is not valid JSON. */
 export class InvalidJsonError extends AppError {
-  constructor() {
-    super(400, 'invalid_json', 'Invalid JSON in request body');
+  constructor(message = 'Invalid JSON in request body') {
+    super(400, 'invalid_json', message);
   }
 }
 

@@ -19,6 +19,9 @@
  * - at the latest after `holdMs` (the execution deadline and a margin), whatever happened to it.
  *
  * A process that crashes loses its slots with it; a client that goes away while waiting leaves the line.
+ *
+ * A sub-agent's child execution takes a slot of its own too ({@link admitChild}; issue 38), started by the worker
+ * part of the process, and never waits for one: no free slot refuses the delegation (an error result for the model).
  */
 import { OverloadedError, RequestAbortedError, ServiceUnavailableError } from './errors';
 import { executionAdmissionWait, executionsAdmitted, executionsRefused, executionsWaiting } from './metrics';
@@ -111,6 +114,28 @@ export function executionEnded(executionId: string): void {
   for (const a of live) a.releaseExecution(executionId);
 }
 
+/**
+ * Admits a sub-agent's child execution in this process without waiting [docs/decisions.md "Sub-agents count against
+ * admission"]: the first admission of the process with a free slot and nobody in line takes one, named after the
+ * child (its end gives it back, as any execution's). A parent holds its own slot while it waits for its children,
+ * so a child that waited could wait for slots that only parents waiting for children hold: it is refused instead.
+ * @param executionId the child's id.
+ * @returns the slot; null when this process admits executions and has no free slot (refuse the delegation);
+ *   undefined when it admits none (a worker-only process, which takes no requests).
+ */
+export function admitChild(executionId: string): AdmissionSlot | null | undefined {
+  if (live.size === 0) return undefined;
+  for (const a of live) {
+    const slot = a.tryAcquire();
+    if (slot) {
+      slot.bind(executionId);
+      return slot;
+    }
+  }
+  executionsRefused.inc({ reason: 'subagent' });
+  return null;
+}
+
 /** The admission of one api process (created with the app: api/app.ts). */
 export class ExecutionAdmission {
   private readonly slots = new Set<Slot>();
@@ -195,6 +220,12 @@ export class ExecutionAdmission {
           publish();
         })
     );
+  }
+
+  /** @returns a free slot at once, or undefined when none is free or requests wait in line (they come first). */
+  tryAcquire(): AdmissionSlot | undefined {
+    if (this.closed || this.slots.size >= this.limits.concurrency || this.line.length > 0) return undefined;
+    return this.take();
   }
 
   /**

@@ -54,6 +54,8 @@ export interface McpFailure {
   reason: McpFailureReason;
   /** In the service's words (the server's own words only where they explain a JSON-RPC error). */
   message: string;
+  /** Why a destination was refused, for the log only (`message` is the same for every refused host name). */
+  detail?: string;
 }
 
 /** A tool as the server lists it. */
@@ -76,7 +78,8 @@ export interface McpCallResult {
 class McpFetchError extends Error {
   constructor(
     readonly reason: McpFailureReason,
-    message: string
+    message: string,
+    readonly detail?: string
   ) {
     super(message);
   }
@@ -137,7 +140,8 @@ export function safeFetch(options: McpClientOptions): FetchLike {
         signal: init?.signal ?? undefined,
       });
       req.on('error', (err) => {
-        if (err instanceof UnsafeDestinationError) reject(new McpFetchError('unsafe_destination', err.message));
+        if (err instanceof UnsafeDestinationError)
+          reject(new McpFetchError('unsafe_destination', err.message, err.detail));
         else if ((err as Error).name === 'AbortError') reject(err);
         else
           reject(
@@ -260,7 +264,13 @@ async function run<T>(
       return { ok: true, value };
     } catch (err) {
       if (abort.signal.aborted) return { ok: false, reason: 'timeout', message: 'timed out' };
-      if (fetchFailure) return { ok: false, reason: fetchFailure.reason, message: fetchFailure.message };
+      if (fetchFailure)
+        return {
+          ok: false,
+          reason: fetchFailure.reason,
+          message: fetchFailure.message,
+          ...(fetchFailure.detail ? { detail: fetchFailure.detail } : {}),
+        };
       return { ok: false, ...describe(err) };
     }
   })();

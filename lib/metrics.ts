@@ -119,7 +119,7 @@ export const executionsWaiting = new client.Gauge({
 /** Execution requests refused by admission, by reason. */
 export const executionsRefused = new client.Counter({
   name: 'aas_executions_refused_total',
-  help: 'Execution requests answered 503 by admission: queue_full (line full) or wait_timeout (EXECUTION_QUEUE_WAIT_MS)',
+  help: 'Execution requests answered 503 by admission: queue_full (line full) or wait_timeout (EXECUTION_QUEUE_WAIT_MS); subagent: a delegation refused (no free slot)',
   labelNames: ['reason'] as const,
   registers: [registry],
 });

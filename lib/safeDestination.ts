@@ -30,14 +30,31 @@ export interface SafeDestinationOptions {
   resolver?: Resolver;
 }
 
-/** Thrown (or passed to the lookup callback) when a destination is refused; `code` is stable. */
+/**
+ * Thrown (or passed to the lookup callback) when a destination is refused; `code` is stable. `message` is for the
+ * client; `detail` says why, for the log only (a host name refused for its addresses and one that does not resolve
+ * get the same message, so that the service is no oracle of internal names: issue 38).
+ */
 export class UnsafeDestinationError extends Error {
   readonly code = 'unsafe_destination';
-  constructor(message: string) {
+  readonly detail: string;
+  constructor(message: string, detail: string = message) {
     super(message);
     this.name = 'UnsafeDestinationError';
+    this.detail = detail;
   }
 }
+
+/**
+ * @param host a host name.
+ * @returns the one message of every refusal of a host name, whatever its reason (private addresses, no address,
+ *   no such name) [docs/decisions.md "One message for every refused destination"].
+ */
+export const refusedHostMessage = (host: string): string =>
+  `${host} is not an allowed destination: it must resolve to public addresses only`;
+
+/** Resolver failures that mean the name has no address (not a failure worth retrying). */
+const NO_SUCH_NAME = new Set(['ENOTFOUND', 'ENODATA', 'ENONAME']);
 
 /**
  * Addresses refused even though they are public unicast: cloud metadata / host services reachable at a public
@@ -116,18 +133,30 @@ export function assertSafeUrl(raw: string, options: Pick<SafeDestinationOptions,
  * @param hostname a host name or IP literal.
  * @param options allowPrivate and an optional resolver.
  * @returns the addresses.
- * @throws UnsafeDestinationError when an address is refused or there is none.
+ * @throws UnsafeDestinationError when an address is refused, there is none or the name does not exist (one message
+ *   for all: {@link refusedHostMessage}; the reason in `detail`).
  */
 export async function resolveSafe(hostname: string, options: SafeDestinationOptions): Promise<ResolvedAddress[]> {
   const host = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
   const family = isIP(host);
-  const addresses = family !== 0 ? [{ address: host, family }] : await (options.resolver ?? systemResolver)(host);
-  if (addresses.length === 0) throw new UnsafeDestinationError(`${host} has no address`);
+  let addresses: ResolvedAddress[];
+  try {
+    addresses = family !== 0 ? [{ address: host, family }] : await (options.resolver ?? systemResolver)(host);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (typeof code === 'string' && NO_SUCH_NAME.has(code))
+      throw new UnsafeDestinationError(refusedHostMessage(host), `${host} does not resolve (${code})`);
+    throw err; // a resolver in trouble (EAI_AGAIN, a timeout): worth another try
+  }
+  if (addresses.length === 0) throw new UnsafeDestinationError(refusedHostMessage(host), `${host} has no address`);
   if (!options.allowPrivate) {
     for (const a of addresses) {
       const reason = refusalReason(a.address);
       if (reason !== undefined)
-        throw new UnsafeDestinationError(`${host} resolves to an address that is not public (${reason})`);
+        throw new UnsafeDestinationError(
+          refusedHostMessage(host),
+          `${host} resolves to an address that is not public (${reason})`
+        );
     }
   }
   return addresses;
@@ -150,9 +179,8 @@ export function safeLookup(
       (all) => {
         const wanted = opts.family === 4 || opts.family === 6 ? all.filter((a) => a.family === opts.family) : all;
         if (wanted.length === 0) {
-          const err: NodeJS.ErrnoException = new Error(`${hostname} has no IPv${String(opts.family)} address`);
-          err.code = 'ENOTFOUND';
-          callback(err, '');
+          const detail = `${hostname} has no IPv${String(opts.family)} address`;
+          callback(new UnsafeDestinationError(refusedHostMessage(hostname), detail) as NodeJS.ErrnoException, '');
           return;
         }
         if (opts.all)

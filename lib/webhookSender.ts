@@ -36,6 +36,8 @@ export interface SendResult {
   retryAfterSeconds: number | null;
   /** The first `excerptBytes` of the answer's body, as UTF-8 text; null when no answer came. */
   response: string | null;
+  /** Why the destination was refused, for the log only (`error` holds the client's one message). */
+  detail?: string;
 }
 
 /**
@@ -151,7 +153,7 @@ async function attemptDelivery(input: SendInput): Promise<SendResult> {
     }, input.timeoutMs);
     req.on('error', (err) => {
       if (err instanceof UnsafeDestinationError)
-        finish({ outcome: 'permanent', status: null, error: err.message, retryAfterSeconds: null });
+        finish({ outcome: 'permanent', status: null, error: err.message, retryAfterSeconds: null, detail: err.detail });
       else
         finish({
           outcome: 'transient',

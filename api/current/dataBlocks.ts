@@ -5,6 +5,7 @@
 import { queryDataBlock } from '../../commands/dataBlocks';
 import { filesDeps } from '../../commands/workspaceFiles';
 import type { Config } from '../../lib/config';
+import { clientGone } from '../executionReply';
 import { route, type RouteSpec } from '../route';
 import { idParams } from '../schemas';
 import { queryBody, queryResponse } from './dataBlocks.schema';
@@ -28,12 +29,16 @@ export function dataBlockRoutes(config: Readonly<Config>): RouteSpec[] {
       params: idParams,
       body: queryBody(config.dataQuery.maxRows),
       responses: { 200: queryResponse },
-      errors: [422],
+      errors: [422, 503],
       handler: async (ctx, { params, body }) => {
-        const result = await queryDataBlock(deps, config.dataQuery, ctx.state.auth, params.id, {
-          sql: body.sql,
-          maxRows: body.max_rows,
-        });
+        const result = await queryDataBlock(
+          deps,
+          config.dataQuery,
+          ctx.state.auth,
+          params.id,
+          { sql: body.sql, maxRows: body.max_rows },
+          clientGone(ctx)
+        );
         ctx.body = {
           result: {
             columns: result.columns,

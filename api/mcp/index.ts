@@ -27,6 +27,7 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
 import { MCP_PATH } from '../../commands/oauth';
+import { hasScope } from '../../commands/tokens';
 import type { Schema } from '../../lib/ajv';
 import { NotFoundError } from '../../lib/errors';
 import { buildInfo } from '../../lib/version';
@@ -122,10 +123,13 @@ function requestServer(deps: ExecutionRouteDeps, ctx: AppContext, sessionId: str
       },
     ],
   }));
+  // Transcripts are GET /api/jobs/{id}/transcript-events: the scope jobs:read, as every tool its route's.
+  const readsJobs = hasScope(auth.scopes, 'jobs:read');
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({
-    resources: await listTranscriptResources(auth),
+    resources: readsJobs ? await listTranscriptResources(auth) : [],
   }));
   server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+    if (!readsJobs) throw new McpError(ErrorCode.InvalidRequest, 'The token lacks the scope jobs:read');
     try {
       const contents = await readTranscriptResource(auth, request.params.uri);
       log.info({ resource: request.params.uri }, 'mcp resource read');

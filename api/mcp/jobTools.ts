@@ -26,6 +26,8 @@ export function jobTools(): McpTool[] {
   return [
     tool({
       name: 'list_jobs',
+
+      scope: 'jobs:read',
       title: 'List jobs',
       description: 'The organization’s jobs, newest first (as GET /api/jobs).',
       inputSchema: toolInput({
@@ -46,6 +48,8 @@ export function jobTools(): McpTool[] {
     }),
     tool({
       name: 'get_job',
+
+      scope: 'jobs:read',
       title: 'Get a job',
       description: 'A job: status, review state, iterations, artifacts, links (as GET /api/jobs/{id}).',
       inputSchema: toolInput({ job_id: jobId }, ['job_id']),
@@ -54,6 +58,8 @@ export function jobTools(): McpTool[] {
     }),
     tool({
       name: 'approve_job',
+
+      scope: 'jobs:write',
       title: 'Approve a job',
       description: 'Approve reviewable work; with `next_step`, another iteration runs.',
       inputSchema: toolInput({ job_id: jobId, next_step: text('The next step') }, ['job_id']),
@@ -62,6 +68,8 @@ export function jobTools(): McpTool[] {
     }),
     tool({
       name: 'iterate_job',
+
+      scope: 'jobs:write',
       title: 'Request another iteration',
       description: 'Send the reviewer’s feedback: the next iteration’s input.',
       inputSchema: toolInput({ job_id: jobId, feedback: text('The feedback') }, ['job_id', 'feedback']),
@@ -70,6 +78,8 @@ export function jobTools(): McpTool[] {
     }),
     tool({
       name: 'resume_job',
+
+      scope: 'jobs:write',
       title: 'Resume a blocked job',
       description: 'Give the input the agent asked for.',
       inputSchema: toolInput({ job_id: jobId, input: text('The input') }, ['job_id', 'input']),
@@ -78,6 +88,8 @@ export function jobTools(): McpTool[] {
     }),
     tool({
       name: 'cancel_job',
+
+      scope: 'jobs:write',
       title: 'Cancel a job',
       description: 'Cancel running work.',
       inputSchema: toolInput({ job_id: jobId }, ['job_id']),
@@ -86,6 +98,8 @@ export function jobTools(): McpTool[] {
     }),
     tool({
       name: 'job_events_url',
+
+      scope: 'jobs:read',
       title: 'Signed URL of a job’s event stream',
       description:
         'A URL that streams the job’s events to an embedded app without a bearer token (expires; only this job).',

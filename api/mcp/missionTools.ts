@@ -15,6 +15,8 @@ export function missionTools(): McpTool[] {
   return [
     tool({
       name: 'list_missions',
+
+      scope: 'missions:read',
       title: 'List missions',
       description: 'The organization’s missions, newest first (as GET /api/missions).',
       inputSchema: pageQuery({ status: { type: 'string', enum: [...MISSION_STATUSES] } }),
@@ -30,6 +32,8 @@ export function missionTools(): McpTool[] {
     }),
     tool({
       name: 'create_mission',
+
+      scope: 'missions:write',
       title: 'Create a mission',
       description:
         'A goal, an agent and a schedule (cron in an IANA time zone, once, or manual) run by a Temporal Schedule; ' +

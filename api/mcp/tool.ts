@@ -4,6 +4,7 @@
  */
 import type { AuthContext } from '../../commands/tokens';
 import type { Schema } from '../../lib/ajv';
+import type { Scope } from '../../models';
 import type { Logger } from '../../lib/logger';
 import type { ExecutionRouteDeps } from '../deps';
 import type { Validated } from '../schemas';
@@ -21,6 +22,11 @@ export interface ToolContext {
 
 export interface McpTool {
   name: string;
+  /**
+   * The scope the call needs: the one of the matching REST route (a token does through MCP exactly what it could
+   * through REST) [docs/decisions.md "MCP tools take the scopes of their REST routes"].
+   */
+  scope: Scope;
   title: string;
   description: string;
   inputSchema: Schema;

@@ -11,8 +11,9 @@ import { findVisibleAgent, listAgents } from '../../commands/agents';
 import { chatMessages, createChat, listChats, sendChatMessage } from '../../commands/chats';
 import { awaitExecution, startExecution } from '../../commands/executions';
 import { listTasks } from '../../commands/tasks';
+import { hasScope } from '../../commands/tokens';
 import { check } from '../../lib/ajv';
-import { StateConflictError, type AppError } from '../../lib/errors';
+import { ForbiddenError, StateConflictError, type AppError } from '../../lib/errors';
 import { followEvents } from '../../commands/eventLog';
 import { pageQueryProperties } from '../../lib/pagination';
 import { CHAT_STATUSES, TASK_PRIORITIES, TASK_STATUSES, type ExecutionDoc } from '../../models';
@@ -70,6 +71,8 @@ function baseTools(): McpTool[] {
   return [
     tool({
       name: 'list_agents',
+
+      scope: 'agents:read',
       title: 'List agents',
       description: 'The organization’s agents the caller can see, one page at a time (as GET /api/agents).',
       inputSchema: toolInput({ ...pageQueryProperties }),
@@ -81,6 +84,8 @@ function baseTools(): McpTool[] {
     }),
     tool({
       name: 'get_agent',
+
+      scope: 'agents:read',
       title: 'Get an agent',
       description: 'One agent of the organization by id.',
       inputSchema: toolInput({ agent_id: id('An agent id (agt_…)') }, ['agent_id']),
@@ -91,6 +96,8 @@ function baseTools(): McpTool[] {
     }),
     tool({
       name: 'execute_agent',
+
+      scope: 'chats:write',
       title: 'Execute an agent',
       description:
         'Runs an agent on a message in a new conversation and answers its reply. The reply’s text streams as ' +
@@ -115,6 +122,8 @@ function baseTools(): McpTool[] {
     }),
     tool({
       name: 'list_chats',
+
+      scope: 'chats:read',
       title: 'List chats',
       description: 'The organization’s open chats, newest first (as GET /api/chats).',
       inputSchema: toolInput({
@@ -134,6 +143,8 @@ function baseTools(): McpTool[] {
     }),
     tool({
       name: 'create_chat',
+
+      scope: 'chats:write',
       title: 'Create a chat',
       description: 'A durable chat with an agent in a workspace (as POST /api/chats).',
       inputSchema: toolInput(
@@ -155,6 +166,8 @@ function baseTools(): McpTool[] {
     }),
     tool({
       name: 'send_message',
+
+      scope: 'chats:write',
       title: 'Send a message to a chat',
       description:
         'The chat’s agent answers in an execution (as POST /api/chats/{id}/messages; refused while the previous ' +
@@ -172,6 +185,8 @@ function baseTools(): McpTool[] {
     }),
     tool({
       name: 'read_messages',
+
+      scope: 'chats:read',
       title: 'Read a chat’s messages',
       description: 'A chat’s messages in order and the work linked to them (as GET /api/chats/{id}/messages).',
       inputSchema: toolInput(
@@ -198,6 +213,8 @@ function baseTools(): McpTool[] {
     }),
     tool({
       name: 'list_tasks',
+
+      scope: 'missions:read',
       title: 'List tasks',
       description: 'The organization’s tasks, newest first (filters: status, priority, assigned_to, workspace_id).',
       inputSchema: toolInput({
@@ -247,6 +264,7 @@ export async function callTool(tool: McpTool, rawArgs: unknown, ctx: ToolContext
   if (problem) throw new McpError(ErrorCode.InvalidParams, problem);
   const started = Date.now();
   try {
+    if (!hasScope(ctx.auth.scopes, tool.scope)) throw new ForbiddenError(`The token lacks the scope ${tool.scope}`);
     const out = await tool.call(args, ctx);
     ctx.log.info({ tool: tool.name, ms: Date.now() - started }, 'mcp tool call');
     return { content: [{ type: 'text', text: JSON.stringify(out) }], structuredContent: out };

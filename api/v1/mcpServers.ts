@@ -115,6 +115,8 @@ export function mcpServerRoutes(deps: { config: Readonly<Config> }): RouteSpec[]
       handler: async (ctx, { params }) => {
         const doc = await findMcpServer(ctx.state.auth, params.id);
         const listed = await mcpServerTools(config, doc);
+        if (!listed.ok && listed.detail)
+          ctx.state.log.warn({ mcpServer: doc._id, detail: listed.detail }, listed.message);
         ctx.body = listed.ok
           ? {
               success: true,

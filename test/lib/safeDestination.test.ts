@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import {
+  refusedHostMessage,
   assertSafeUrl,
   isPrivateAddress,
   resolveSafe,
@@ -73,9 +74,10 @@ describe('safe destinations', () => {
       { address: '93.184.215.14', family: 4 },
       { address: '10.1.2.3', family: 4 },
     ];
-    await expect(resolveSafe('mixed.example', { allowPrivate: false, resolver })).rejects.toThrow(
-      /not public \(private\)/
-    );
+    await expect(resolveSafe('mixed.example', { allowPrivate: false, resolver })).rejects.toMatchObject({
+      message: refusedHostMessage('mixed.example'),
+      detail: 'mixed.example resolves to an address that is not public (private)',
+    });
     await expect(resolveSafe('mixed.example', { allowPrivate: true, resolver })).resolves.toHaveLength(2);
   });
 

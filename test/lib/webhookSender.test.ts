@@ -1,5 +1,5 @@
 import { classifyStatus, parseRetryAfter, sendWebhook } from '../../lib/webhookSender';
-import type { Resolver } from '../../lib/safeDestination';
+import { refusedHostMessage, type Resolver } from '../../lib/safeDestination';
 import { signatureHeader, verifySignature } from '../../lib/webhookSignature';
 
 describe('webhook sender', () => {
@@ -27,7 +27,8 @@ describe('webhook sender', () => {
     const base = { body: '{}', headers: {}, timeoutMs: 2000, maxResponseBytes: 1024, excerptBytes: 64, resolver };
     const refused = await sendWebhook({ ...base, url: 'https://metadata.example/hook', allowPrivate: false });
     expect(refused).toMatchObject({ outcome: 'permanent', status: null });
-    expect(refused.error).toMatch(/not public \(linkLocal\)/);
+    expect(refused.error).toBe(refusedHostMessage('metadata.example'));
+    expect(refused.detail).toBe('metadata.example resolves to an address that is not public (linkLocal)');
     expect(asked).toEqual(['metadata.example']);
     const http = await sendWebhook({ ...base, url: 'http://hooks.example/x', allowPrivate: true });
     expect(http).toMatchObject({ outcome: 'permanent', error: 'The destination must use https' });

@@ -86,7 +86,8 @@ async function setup(on: string): Promise<{ creds: MachineClient; agentId: strin
     headers: { authorization: bearer(org.serviceToken), 'content-type': 'application/json' },
     body: JSON.stringify({ name: 'Helper', system_prompt: 'Be brief.' }),
   }).then((r) => r.json() as Promise<{ agent: { id: string } }>);
-  const serviceToken = await buildServiceToken(org, ['mcp']);
+  // The endpoint's scope and those of the REST routes its tools stand for (issue 38).
+  const serviceToken = await buildServiceToken(org, ['mcp', 'agents:read', 'chats:write']);
   return { creds: await registerMachineClient(on, serviceToken), agentId: agent.agent.id, serviceToken };
 }
 

@@ -58,7 +58,8 @@ async function setupOrg(): Promise<Org> {
     org,
     organizationId: org.organizationId,
     serviceToken: org.serviceToken,
-    mcpToken: await buildServiceToken(org, ['mcp']),
+    // The endpoint's scope and those of the REST routes its tools stand for (issue 38).
+    mcpToken: await buildServiceToken(org, ['mcp', 'agents:write', 'chats:write', 'jobs:write', 'missions:write']),
     agentId: agent.body.agent.id,
     workspaceId: ws.body.workspace.id,
   };
