@@ -17,7 +17,7 @@ import { childTestEnv } from './helpers/env';
 import { buildOrg } from './helpers/factories';
 import { bedUnavailable, createBed, type Bed } from './helpers/multiHost';
 import { spawnScript, type Spawned } from './helpers/processes';
-import { openSse, waitForEvent, type SseEvent } from './helpers/sse';
+import { openSse, waitForEvent, type LiveStream, type SseEvent } from './helpers/sse';
 import { until } from './helpers/until';
 
 jest.setTimeout(180_000);
@@ -60,13 +60,24 @@ if (unavailable) {
       });
     }
 
+    const service: Record<string, Spawned> = {};
+    const serviceEnv: Record<string, Record<string, string>> = {};
+
     async function startService(host: string, extra: Record<string, string> = {}): Promise<Spawned> {
       const proc = spawnScript('worker/service.ts', hostEnv(host, extra), bed.prefix(host));
       started.push(proc);
       await proc.waitFor(/api listening/, 120_000);
       await proc.waitFor(/worker started/, 120_000);
       apiUrl[host] = `http://${bed.hosts[host].address}:3000`;
+      service[host] = proc;
+      serviceEnv[host] = extra;
       return proc;
+    }
+
+    /** SIGKILLs a host's service process, as a crash of that machine's process would. */
+    async function crash(host: string): Promise<void> {
+      service[host].crash();
+      await service[host].exited();
     }
 
     beforeAll(async () => {
@@ -91,9 +102,12 @@ if (unavailable) {
       // test sees sooner crossed hosts by a wake-up or an invalidation. api-1 has room for a slow first workflow
       // start on a loaded machine; api-2 keeps the real request deadline, which the outage test is about.
       const slow = { EVENT_POLL_MS: '60000', CACHE_TTL_MS: '60000' };
+      const worker = spawnScript('worker/index.ts', hostEnv('worker-1', slow), bed.prefix('worker-1'));
+      started.push(worker);
       await Promise.all([
         startService('api-1', { ...slow, REQUEST_DEADLINE_MS: '60000' }),
         startService('api-2', slow),
+        worker.waitFor(/worker started/, 120_000),
       ]);
     });
 
@@ -217,6 +231,82 @@ if (unavailable) {
       const again = await call('api-2', 'POST', '/api/workspaces', { token: token.service, body, headers: key });
       expect(again.status).toBe(made.status);
       expect(again.body).toEqual(made.body);
+    });
+
+    /** Opens a long streamed execution on api-1 and reads a few of its events. */
+    async function longExecutionOnApi1(message: string): Promise<{ executionId: string; first: LiveStream }> {
+      const agent = await createAgent('api-1', 'Be brief.');
+      const first = await openSse(`${apiUrl['api-1']}/api/v1/agents/${agent.id}/execute`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token.v1}` },
+        body: { message, stream: true },
+      });
+      expect(first.status).toBe(200);
+      await first.waitFor(5, 60_000);
+      return { executionId: JSON.parse(first.events[0].data).executionId as string, first };
+    }
+
+    const deltas = (events: SseEvent[]): string =>
+      events
+        .filter((e) => e.event === 'message' && JSON.parse(e.data).messageType === 'stream_event')
+        .map((e) => JSON.parse(e.data).delta.text as string)
+        .join('');
+
+    it('api-1 killed mid-stream: the execution finishes on another host, and a client that reconnects to api-2 gets the rest without gaps or repeats', async () => {
+      const { executionId, first } = await longExecutionOnApi1('[chunks:30] [slow:150] survive the crash');
+      await crash('api-1');
+      await first.ended;
+      const received = first.events.filter((e) => e.id);
+      const resumed = await openSse(`${apiUrl['api-2']}/api/v1/executions/${executionId}/stream`, {
+        headers: { authorization: `Bearer ${token.v1}`, 'last-event-id': received.at(-1)!.id! },
+      });
+      expect(resumed.status).toBe(200);
+      await waitForEvent(resumed, (e) => e.event === 'result', 120_000);
+      resumed.close();
+      const all = [...received, ...resumed.events.filter((e) => e.id)];
+      const seen = ids(all);
+      expect(seen).toEqual(seen.map((_, i) => seen[0] + i));
+      expect(deltas(all)).toBe(Array.from({ length: 30 }, (_, i) => `tok${i + 1} `).join(''));
+      const record = await call('api-2', 'GET', `/api/v1/executions/${executionId}`);
+      expect(record.body).toMatchObject({ execution: { status: 'completed' } });
+      await startService('api-1', serviceEnv['api-1']);
+    });
+
+    it('a cancel sent to api-2 stops the call that api-1’s successor runs', async () => {
+      const { executionId, first } = await longExecutionOnApi1('[chunks:400] [slow:100] cancel me elsewhere');
+      const requestsBefore = fake.requests.length;
+      await crash('api-1');
+      await first.ended;
+      // The successor (api-2 or worker-1) calls the model again, continuing the reply.
+      await until(
+        async () => fake.requests.length,
+        (n) => n > requestsBefore,
+        60_000,
+        100,
+        'the successor to call the model'
+      );
+      const abortedBefore = fake.aborted;
+      const resumed = await openSse(`${apiUrl['api-2']}/api/v1/executions/${executionId}/stream`, {
+        headers: { authorization: `Bearer ${token.v1}`, 'last-event-id': first.events.filter((e) => e.id).at(-1)!.id! },
+      });
+      const cancelled = await call('api-2', 'POST', `/api/v1/executions/${executionId}/cancel`);
+      expect(cancelled.status).toBe(200);
+      await resumed.ended;
+      expect(resumed.events.at(-1)).toMatchObject({
+        event: 'error',
+        data: JSON.stringify({ message: 'Execution cancelled' }),
+      });
+      await until(
+        async () => fake.aborted,
+        (n) => n > abortedBefore,
+        30_000,
+        100,
+        'the model call to be aborted'
+      );
+      expect((await call('api-2', 'GET', `/api/v1/executions/${executionId}`)).body).toMatchObject({
+        execution: { status: 'cancelled' },
+      });
+      await startService('api-1', serviceEnv['api-1']);
     });
 
     it('servers unreachable from api-2: 503 with Retry-After within 5 s, and it recovers by itself', async () => {
