@@ -11,8 +11,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { connectMongo, disconnectMongo } from '../lib/mongo';
 import { setRateLimit } from '../commands/rateLimits';
-import '../models';
+import { WebhookDelivery, type WebhookDeliveryDoc } from '../models';
 import { startFakeAnthropic, type FakeAnthropic } from '../scripts/fakes/anthropic';
+import { startWebhookReceiver, type WebhookReceiver } from '../scripts/fakes/webhookReceiver';
 import { childTestEnv } from './helpers/env';
 import { buildOrg } from './helpers/factories';
 import { bedUnavailable, createBed, type Bed } from './helpers/multiHost';
@@ -24,6 +25,9 @@ jest.setTimeout(180_000);
 
 const unavailable = bedUnavailable();
 
+/** Each service process's admission (EXECUTION_CONCURRENCY, EXECUTION_QUEUE). */
+const PER_HOST = { running: 2, waiting: 2 };
+
 if (unavailable) {
   it('the multi-host bed can be made', () => {
     throw new Error(unavailable);
@@ -32,6 +36,8 @@ if (unavailable) {
   describe('on several hosts', () => {
     let bed: Bed;
     let fake: FakeAnthropic;
+    let receiver: WebhookReceiver;
+    let worker: Spawned;
     let dataDir: string;
     let servers: Spawned;
     const started: Spawned[] = [];
@@ -53,6 +59,9 @@ if (unavailable) {
         TEMPORAL_TASK_QUEUE: 'bed',
         ANTHROPIC_API_KEY: 'test-key',
         ANTHROPIC_BASE_URL: fake.url,
+        // The webhook receiver is on the bridge (a private address) with its own certificate.
+        WEBHOOK_ALLOW_PRIVATE: 'true',
+        NODE_EXTRA_CA_CERTS: receiver.caFile,
         WORKFLOW_BUNDLE: process.env.AAS_WORKFLOW_BUNDLE ?? '',
         WORKSPACES_DIR: path.join(dataDir, host, 'workspaces'),
         MEDIA_DIR: path.join(dataDir, host, 'media'),
@@ -84,6 +93,7 @@ if (unavailable) {
       bed = createBed(['servers', 'api-1', 'api-2', 'worker-1']);
       dataDir = mkdtempSync(path.join(os.tmpdir(), 'aas-bed-'));
       fake = await startFakeAnthropic(bed.gateway);
+      receiver = await startWebhookReceiver(bed.gateway);
       servers = spawnScript('test/helpers/bedServers.ts', childTestEnv({}), bed.prefix('servers'), [
         path.join(dataDir, 'servers'),
         bed.hosts.servers.address,
@@ -101,8 +111,14 @@ if (unavailable) {
       // Readers poll the log once a minute and caches live a minute (the most the configuration allows): what a
       // test sees sooner crossed hosts by a wake-up or an invalidation. api-1 has room for a slow first workflow
       // start on a loaded machine; api-2 keeps the real request deadline, which the outage test is about.
-      const slow = { EVENT_POLL_MS: '60000', CACHE_TTL_MS: '60000' };
-      const worker = spawnScript('worker/index.ts', hostEnv('worker-1', slow), bed.prefix('worker-1'));
+      // Admission per host: two executions at once and two waiting (the burst test counts against the sum).
+      const slow = {
+        EVENT_POLL_MS: '60000',
+        CACHE_TTL_MS: '60000',
+        EXECUTION_CONCURRENCY: String(PER_HOST.running),
+        EXECUTION_QUEUE: String(PER_HOST.waiting),
+      };
+      worker = spawnScript('worker/index.ts', hostEnv('worker-1', slow), bed.prefix('worker-1'));
       started.push(worker);
       await Promise.all([
         startService('api-1', { ...slow, REQUEST_DEADLINE_MS: '60000' }),
@@ -123,6 +139,7 @@ if (unavailable) {
         clearTimeout(timer);
       }
       await fake?.close();
+      await receiver?.close();
       bed?.destroy();
       if (dataDir) rmSync(dataDir, { recursive: true, force: true });
     });
@@ -252,6 +269,32 @@ if (unavailable) {
         .map((e) => JSON.parse(e.data).delta.text as string)
         .join('');
 
+    it('a burst spread over both replicas never runs more than the sum of their limits, and loses no request', async () => {
+      const agent = await createAgent('api-1', 'Be brief.');
+      let most = 0;
+      const sampler = setInterval(() => (most = Math.max(most, fake.activeConnections)), 10);
+      const burst = await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          call(i % 2 === 0 ? 'api-1' : 'api-2', 'POST', `/api/v1/agents/${agent.id}/execute`, {
+            body: { message: `[chunks:10] [slow:100] burst ${i}` },
+          })
+        )
+      );
+      clearInterval(sampler);
+      const hosts = 2;
+      expect(most).toBeGreaterThan(0);
+      expect(most).toBeLessThanOrEqual(hosts * PER_HOST.running);
+      const ok = burst.filter((r) => r.status === 200);
+      const refused = burst.filter((r) => r.status === 503);
+      expect(ok.length + refused.length).toBe(burst.length);
+      expect(ok.length).toBeGreaterThanOrEqual(hosts * (PER_HOST.running + PER_HOST.waiting));
+      for (const r of refused) expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
+      for (const r of ok) {
+        const record = await call('api-2', 'GET', `/api/v1/executions/${r.body.executionId as string}`);
+        expect(record.body).toMatchObject({ execution: { status: 'completed' } });
+      }
+    });
+
     it('api-1 killed mid-stream: the execution finishes on another host, and a client that reconnects to api-2 gets the rest without gaps or repeats', async () => {
       const { executionId, first } = await longExecutionOnApi1('[chunks:30] [slow:150] survive the crash');
       await crash('api-1');
@@ -307,6 +350,41 @@ if (unavailable) {
         execution: { status: 'cancelled' },
       });
       await startService('api-1', serviceEnv['api-1']);
+    });
+
+    it('a webhook event produced while worker-1 dies is delivered exactly once to a receiver on its own host', async () => {
+      const org = await buildOrg();
+      const hook = await call('api-1', 'PUT', '/api/messaging-integration', {
+        token: org.serviceToken,
+        body: { url: receiver.url, event_types: ['task.created'] },
+      });
+      expect(hook.status).toBe(201);
+      await receiver.down(); // the first attempts are refused: the event is still in delivery when worker-1 dies
+      const task = await call('api-2', 'POST', '/api/v1/tasks', { token: org.apiToken, body: { title: 'Hook me' } });
+      expect(task.status).toBe(200);
+      const delivery = await until(
+        async () =>
+          WebhookDelivery.findOne({
+            organizationId: org.organizationId,
+            type: 'task.created',
+          }).lean<WebhookDeliveryDoc>(),
+        (d) => (d?.attempts.length ?? 0) > 0,
+        60_000,
+        100,
+        'a first refused attempt'
+      );
+      worker.crash();
+      await worker.exited();
+      await receiver.up();
+      await until(
+        async () => (await WebhookDelivery.findById(delivery!._id).lean<WebhookDeliveryDoc>())?.status,
+        (status) => status === 'delivered',
+        90_000,
+        250,
+        'the delivery'
+      );
+      expect(receiver.of(delivery!._id)).toHaveLength(1);
+      expect(receiver.of(delivery!._id)[0].answered).toBe(200);
     });
 
     it('servers unreachable from api-2: 503 with Retry-After within 5 s, and it recovers by itself', async () => {
