@@ -171,9 +171,10 @@ function sendError(res: http.ServerResponse, status: number, type: string, messa
 
 /**
  * Starts a fake Anthropic server.
+ * @param host the address it listens on (default loopback; the multi-host test bed gives its bridge address).
  * @returns the running fake.
  */
-export async function startFakeAnthropic(): Promise<FakeAnthropic> {
+export async function startFakeAnthropic(host = '127.0.0.1'): Promise<FakeAnthropic> {
   const requests: FakeMessagesRequest[] = [];
   const usage: FakeUsage[] = [];
   const failures = new Map<string, number>();
@@ -342,12 +343,12 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(0, host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
 
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${host}:${port}`,
     requests,
     usage,
     get activeConnections() {

@@ -20,9 +20,10 @@ const openssl = (...args: string[]): void => void execFileSync('openssl', args, 
 
 /**
  * @param dir a private directory the key and certificate are written to.
+ * @param address another address it is valid for (a host of the multi-host test bed), besides loopback.
  * @returns the files and their contents.
  */
-export function loopbackCertificate(dir: string): LoopbackCertificate {
+export function loopbackCertificate(dir: string, address?: string): LoopbackCertificate {
   const keyFile = path.join(dir, 'key.pem');
   const certFile = path.join(dir, 'cert.pem');
   openssl(
@@ -40,7 +41,7 @@ export function loopbackCertificate(dir: string): LoopbackCertificate {
     '-subj',
     '/CN=localhost',
     '-addext',
-    'subjectAltName=DNS:localhost,IP:127.0.0.1'
+    `subjectAltName=DNS:localhost,IP:127.0.0.1${address ? `,IP:${address}` : ''}`
   );
   return { keyFile, certFile, key: readFileSync(keyFile), cert: readFileSync(certFile) };
 }

@@ -74,10 +74,13 @@ function writeBytes(res: ServerResponse, total: number): void {
   pump();
 }
 
-/** @returns a started receiver on 127.0.0.1 with a fresh self-signed certificate for 127.0.0.1 and localhost. */
-export async function startWebhookReceiver(): Promise<WebhookReceiver> {
+/**
+ * @param host the address it listens on (default loopback; the multi-host test bed gives its bridge address).
+ * @returns a started receiver with a fresh self-signed certificate for that address, 127.0.0.1 and localhost.
+ */
+export async function startWebhookReceiver(host = '127.0.0.1'): Promise<WebhookReceiver> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'webhook-receiver-'));
-  const { certFile: caFile, key, cert } = loopbackCertificate(dir);
+  const { certFile: caFile, key, cert } = loopbackCertificate(dir, host === '127.0.0.1' ? undefined : host);
   const received: ReceivedDelivery[] = [];
   const plans = new Map<string, Planned[]>();
   const server = https.createServer({ key, cert }, (req, res) => {
@@ -104,7 +107,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       else writeBytes(res, answer.body === 'endless' ? Infinity : answer.body);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const { port } = server.address() as AddressInfo;
   let listening = true;
   const stop = async (): Promise<void> => {
@@ -115,7 +118,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
   };
   const of = (eventId: string): ReceivedDelivery[] => received.filter((r) => r.headers['service-event-id'] === eventId);
   return {
-    url: `https://127.0.0.1:${port}/hooks`,
+    url: `https://${host}:${port}/hooks`,
     caFile,
     received,
     plan: (eventId, answers) => plans.set(eventId, [...answers]),
@@ -132,7 +135,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     down: stop,
     up: async () => {
       if (listening) return;
-      await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+      await new Promise<void>((resolve) => server.listen(port, host, resolve));
       listening = true;
     },
     close: async () => {

@@ -21,6 +21,8 @@ export interface ProvisionOptions {
   temporalPort?: number;
   /** Web UI port; undefined runs Temporal headless. */
   temporalUiPort?: number;
+  /** The address MongoDB and Temporal listen on (default loopback; PostgreSQL stays on loopback, FerretDB's own). */
+  host?: string;
   say: Say;
 }
 
@@ -47,9 +49,14 @@ export interface MongoStack {
  * @param port the MongoDB port.
  * @returns the running stack.
  */
-export async function startMongoStack(server: MongoBinary, dataDir: string, port: number): Promise<MongoStack> {
+export async function startMongoStack(
+  server: MongoBinary,
+  dataDir: string,
+  port: number,
+  host?: string
+): Promise<MongoStack> {
   if (server.kind === 'mongod') {
-    const mongo = await startMongo({ server, dataDir: path.join(dataDir, 'mongo'), port });
+    const mongo = await startMongo({ server, dataDir: path.join(dataDir, 'mongo'), port, host });
     return { mongo, stop: () => mongo.stop() };
   }
   const postgres = await startPostgres({
@@ -63,6 +70,7 @@ export async function startMongoStack(server: MongoBinary, dataDir: string, port
       dataDir: path.join(dataDir, 'mongo'),
       port,
       postgresUrl: postgres.address,
+      host,
     });
     return {
       mongo,
@@ -89,7 +97,7 @@ export async function provisionServers(opts: ProvisionOptions): Promise<Provisio
   const temporalBin = opts.temporalPort !== undefined ? await ensureTemporalCli(opts.tools, opts.say) : undefined;
   const [mongo, temporal] = await Promise.allSettled([
     mongoBin && opts.mongoPort !== undefined
-      ? startMongoStack(mongoBin, opts.dataDir, opts.mongoPort)
+      ? startMongoStack(mongoBin, opts.dataDir, opts.mongoPort, opts.host)
       : Promise.resolve(undefined),
     temporalBin && opts.temporalPort !== undefined
       ? startTemporal({
@@ -98,6 +106,7 @@ export async function provisionServers(opts: ProvisionOptions): Promise<Provisio
           port: opts.temporalPort,
           uiPort: opts.temporalUiPort,
           namespace: opts.namespace,
+          host: opts.host,
         })
       : Promise.resolve(undefined),
   ]);

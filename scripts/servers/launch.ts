@@ -44,13 +44,17 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** The address the servers listen on unless told otherwise: this machine's loopback. */
+export const LOOPBACK = '127.0.0.1';
+
 /**
  * @param port TCP port.
- * @returns whether something accepts connections on 127.0.0.1:port.
+ * @param host the address (default loopback).
+ * @returns whether something accepts connections on host:port.
  */
-export async function portInUse(port: number): Promise<boolean> {
+export async function portInUse(port: number, host = LOOPBACK): Promise<boolean> {
   return new Promise((resolve) => {
-    const sock = net.connect({ host: '127.0.0.1', port });
+    const sock = net.connect({ host, port });
     sock.once('connect', () => {
       sock.destroy();
       resolve(true);
@@ -148,8 +152,8 @@ function stopper(child: ChildProcess, release: () => void, signal: NodeJS.Signal
   };
 }
 
-function ensurePortFree(port: number, name: string, hint: string): Promise<void> {
-  return portInUse(port).then((used) => {
+function ensurePortFree(port: number, name: string, hint: string, host = LOOPBACK): Promise<void> {
+  return portInUse(port, host).then((used) => {
     if (used) throw new ProvisionError(`port ${port} is already in use, so ${name} cannot start: ${hint}`);
   });
 }
@@ -170,8 +174,12 @@ export const TEMPORAL_DYNAMIC_CONFIG: Readonly<Record<string, boolean | number>>
 };
 /**
  * Starts the temporal CLI dev server.
- * @param opts binary, data directory, ports (uiPort undefined = headless).
- * @returns the running server; `address` is 127.0.0.1:port.
+ * @param opts binary, data directory, ports (uiPort undefined = headless), and the address other processes reach it
+ *   at (default loopback). Off loopback (a host of the multi-host test bed) the dev server listens on every interface
+ *   of its host: its services reach one another at 127.0.0.1 whatever `--ip` says (temporal CLI 1.5.1,
+ *   devserver/server.go: static hosts on localhost, listeners on `--ip`), so `--ip <address>` alone breaks every
+ *   workflow start.
+ * @returns the running server; `address` is host:port.
  */
 export async function startTemporal(opts: {
   bin: string;
@@ -179,20 +187,23 @@ export async function startTemporal(opts: {
   port: number;
   uiPort?: number;
   namespace: string;
+  host?: string;
 }): Promise<RunningServer> {
+  const host = opts.host ?? LOOPBACK;
   await ensurePortFree(
     opts.port,
     'the Temporal dev server',
-    'stop whatever holds it (an earlier `npm run dev`?) or set TEMPORAL_ADDRESS to use that server'
+    'stop whatever holds it (an earlier `npm run dev`?) or set TEMPORAL_ADDRESS to use that server',
+    host
   );
-  if (opts.uiPort) await ensurePortFree(opts.uiPort, 'the Temporal Web UI', 'stop whatever holds it');
+  if (opts.uiPort) await ensurePortFree(opts.uiPort, 'the Temporal Web UI', 'stop whatever holds it', host);
   const release = lockDataDir(opts.dataDir, 'another Temporal dev server');
   const logFile = path.join(opts.dataDir, 'temporal.log');
   const args = [
     'server',
     'start-dev',
     '--ip',
-    '127.0.0.1',
+    host === LOOPBACK ? LOOPBACK : '0.0.0.0',
     '--port',
     String(opts.port),
     '--db-filename',
@@ -215,14 +226,14 @@ export async function startTemporal(opts: {
     ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
   ];
   const child = launch(opts.bin, args, logFile);
-  const address = `127.0.0.1:${opts.port}`;
+  const address = `${host}:${opts.port}`;
   try {
     await waitUntil(
       'the Temporal dev server',
       child,
       logFile,
       async () => {
-        if (!(await portInUse(opts.port))) return false;
+        if (!(await portInUse(opts.port, host))) return false;
         const conn = await Connection.connect({ address, connectTimeout: 1000 });
         try {
           await conn.workflowService.describeNamespace({ namespace: opts.namespace });
@@ -242,7 +253,7 @@ export async function startTemporal(opts: {
 
 /**
  * Starts mongod or FerretDB (FerretDB needs `postgresUrl`: the PostgreSQL it stores its data in).
- * @param opts binary, data directory, port.
+ * @param opts binary, data directory, port, and the address to listen on (default loopback).
  * @returns the running server; `address` is a mongodb:// URI without a database.
  */
 export async function startMongo(opts: {
@@ -250,11 +261,14 @@ export async function startMongo(opts: {
   dataDir: string;
   port: number;
   postgresUrl?: string;
+  host?: string;
 }): Promise<RunningServer> {
+  const host = opts.host ?? LOOPBACK;
   await ensurePortFree(
     opts.port,
     'MongoDB',
-    'stop whatever holds it (an earlier `npm run dev`?) or set MONGODB_URI to use that server'
+    'stop whatever holds it (an earlier `npm run dev`?) or set MONGODB_URI to use that server',
+    host
   );
   if (opts.server.kind === 'ferretdb' && !opts.postgresUrl)
     throw new ProvisionError('FerretDB needs a PostgreSQL server');
@@ -264,18 +278,18 @@ export async function startMongo(opts: {
   if (opts.server.kind === 'mongod') {
     const dbDir = path.join(opts.dataDir, 'db');
     mkdirSync(dbDir, { recursive: true });
-    args = ['--dbpath', dbDir, '--port', String(opts.port), '--bind_ip', '127.0.0.1', '--quiet'];
+    args = ['--dbpath', dbDir, '--port', String(opts.port), '--bind_ip', host, '--quiet'];
   } else {
-    args = ['--listen-addr', `127.0.0.1:${opts.port}`, '--postgresql-url', opts.postgresUrl!, '--log-level', 'error'];
+    args = ['--listen-addr', `${host}:${opts.port}`, '--postgresql-url', opts.postgresUrl!, '--log-level', 'error'];
   }
   const child = launch(opts.server.path, args, logFile);
   try {
-    await waitUntil(opts.server.kind, child, logFile, () => portInUse(opts.port), 60_000);
+    await waitUntil(opts.server.kind, child, logFile, () => portInUse(opts.port, host), 60_000);
   } catch (err) {
     release();
     throw err;
   }
-  return { name: opts.server.kind, address: `mongodb://127.0.0.1:${opts.port}`, child, stop: stopper(child, release) };
+  return { name: opts.server.kind, address: `mongodb://${host}:${opts.port}`, child, stop: stopper(child, release) };
 }
 
 /**

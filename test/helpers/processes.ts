@@ -70,11 +70,20 @@ export interface Spawned {
  * Starts a TypeScript entrypoint in the background.
  * @param script path relative to the project root.
  * @param env environment.
+ * @param prefix a command that runs it (e.g. `ip netns exec <ns>`: on a host of the multi-host bed); it must exec
+ *   the entrypoint, so that the handle's process is the entrypoint's.
+ * @param args the entrypoint's arguments.
  * @returns a handle.
  */
-export function spawnScript(script: string, env: NodeJS.ProcessEnv): Spawned {
+export function spawnScript(
+  script: string,
+  env: NodeJS.ProcessEnv,
+  prefix: string[] = [],
+  args: string[] = []
+): Spawned {
+  const argv = [...prefix, ...NODE_TSX, script, ...args];
   // Own process group, so that a crash takes down everything the process started.
-  const child = spawn(NODE_TSX[0], [...NODE_TSX.slice(1), script], {
+  const child = spawn(argv[0], argv.slice(1), {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
