@@ -94,8 +94,9 @@ export function executionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       query: executionListQuery,
       responses: { 200: executionListResponse },
       handler: async (ctx, { query }) => {
-        const { limit, cursor, agentId, status } = query;
-        const { items, nextCursor } = await listExecutions(ctx.state.auth, { agentId, status }, { limit, cursor });
+        const { limit, cursor, agentId, status, taskId } = query;
+        const filters = { agentId, status, taskId };
+        const { items, nextCursor } = await listExecutions(ctx.state.auth, filters, { limit, cursor });
         ctx.body = { success: true, executions: items.map(presentExecution), nextCursor };
       },
     }),
