@@ -9,6 +9,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { withChildUsage } from '../commands/subAgents';
 import { recordEvents, type EventDeps } from '../commands/serviceEvents';
 import { cancelSubAgents } from '../commands/executions';
+import { finishTaskRun } from '../commands/taskRuns';
 import { appendEvents, readEvents, type LoggedEvent } from '../commands/eventLog';
 import { executionEnded } from '../lib/executionAdmission';
 import type { Logger } from '../lib/logger';
@@ -291,6 +292,9 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
         deps
       ),
     ]);
+
+    // A task this execution runs moves on with it (POST /api/v1/tasks/{id}/run; commands/taskRuns.ts).
+    if (exec.taskId) await finishTaskRun(deps, exec, finalStatus as FinishInput['status']);
 
     // Sub-agents still running stop with their parent (commands/subAgents.ts).
     if (input.status !== 'completed')

@@ -56,6 +56,8 @@ export interface ExecuteInput {
   source: 'v1' | 'client' | 'chat' | 'mcp';
   parentExecutionId?: string;
   taskId?: string;
+  /** The execution's id, when the caller must know it before the start (a task's run: commands/taskRuns.ts). */
+  executionId?: string;
   /** Media of the organization the model gets with the message (checked here: commands/media.ts). */
   mediaIds?: string[];
 }
@@ -376,7 +378,7 @@ async function startAdmitted(
     newInDefaultSpace ? defaultSpaceId(auth) : undefined,
     checkMediaIds(auth, input.mediaIds ?? [], 'mediaIds'),
   ]);
-  const executionId = newExecutionId();
+  const executionId = input.executionId ?? newExecutionId();
   named(executionId);
   const { chat, session, needsLock, createdChat } = await resolveConversation(
     auth,
@@ -540,18 +542,19 @@ export async function awaitExecution(deps: ExecutionDeps, id: string): Promise<{
 
 /**
  * @param auth the caller.
- * @param filters agentId and status.
+ * @param filters agentId, status and taskId.
  * @param page limit and cursor.
  * @returns executions of the caller's organization, newest first.
  */
 export async function listExecutions(
   auth: AuthContext,
-  filters: { agentId?: string; status?: string },
+  filters: { agentId?: string; status?: string; taskId?: string },
   page: { limit: number; cursor?: string }
 ): Promise<{ items: ExecutionDoc[]; nextCursor: string | null }> {
   const filter: Record<string, string> = { organizationId: auth.organizationId };
   if (filters.agentId) filter.agentId = filters.agentId;
   if (filters.status) filter.status = filters.status;
+  if (filters.taskId) filter.taskId = filters.taskId;
   return paginate<ExecutionDoc>(Execution, filter, page);
 }
 

@@ -98,7 +98,7 @@ export function taskEventData(task: TaskDoc): Record<string, unknown> {
  * @param before the task before the change (null: created).
  * @param after the task after it.
  */
-async function recordTaskEvents(deps: EventDeps, before: TaskDoc | null, after: TaskDoc): Promise<void> {
+export async function recordTaskEvents(deps: EventDeps, before: TaskDoc | null, after: TaskDoc): Promise<void> {
   const organizationId = after.organizationId;
   const task = taskEventData(after);
   if (before === null) await recordEvent({ type: 'task.created', organizationId, data: { task } }, deps);

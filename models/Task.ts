@@ -32,6 +32,11 @@ const schema = new mongoose.Schema(
     /** The mission the task belongs to (POST /api/missions/{id}/tasks), if any. */
     missionId: { type: String, default: null },
     completedAt: { type: Date, default: null },
+    /**
+     * The execution running the task (POST /api/v1/tasks/{id}/run) while it is `in_progress` because of it; null
+     * otherwise. Its finish moves the task on only when it is still this one (commands/taskRuns.ts).
+     */
+    runExecutionId: { type: String, default: null },
   },
   { timestamps: true, versionKey: false }
 );

@@ -149,6 +149,7 @@ export const executionResponse: Schema = record({ success: { type: 'boolean' }, 
 
 export const executionListQuery = pageQuery({
   agentId: str(100),
+  taskId: str(100, { description: 'Only the runs of this task (POST /api/v1/tasks/{id}/run)' }),
   status: oneOfStrings(EXECUTION_STATUSES, 'status'),
 });
 

@@ -56,6 +56,15 @@ export const taskSchema: Schema = record(
 );
 
 export const taskResponse: Schema = record({ success: { type: 'boolean' }, task: taskSchema });
+export const taskRunResponse: Schema = record({
+  success: { type: 'boolean' },
+  executionId: {
+    type: 'string',
+    description:
+      'The run: an execution of the task’s agent recording the task (`taskId`); follow it with GET /api/v1/executions/{id}/stream',
+  },
+  task: taskSchema,
+});
 export const taskListResponse: Schema = record({
   success: { type: 'boolean' },
   tasks: { type: 'array', items: taskSchema },

@@ -2,20 +2,28 @@
  * /api/v1/tasks: create, list with filters, read, update (status transitions), delete.
  * PATCH and DELETE are the operations the spec announces; docs/decisions.md "Tasks" describes them.
  */
+import { runTask } from '../../commands/taskRuns';
 import { createTask, deleteTask, findTask, listTasks, updateTask } from '../../commands/tasks';
-import type { EventDeps } from '../../commands/serviceEvents';
 import { presentTask } from '../../presenters/task';
+import type { ExecutionRouteDeps } from '../deps';
 import { route, type RouteSpec } from '../route';
 import { idParams, successMessage } from '../schemas';
-import { taskCreateBody, taskListQuery, taskListResponse, taskResponse, taskUpdateBody } from './tasks.schema';
+import {
+  taskCreateBody,
+  taskListQuery,
+  taskListResponse,
+  taskResponse,
+  taskRunResponse,
+  taskUpdateBody,
+} from './tasks.schema';
 
 const tags = ['Tasks'];
 
 /**
- * @param deps the dispatcher of the tasks' service events.
+ * @param deps the dispatcher of the tasks' service events; Temporal and the admission of executions (runs).
  * @returns the route declarations.
  */
-export function taskRoutes(deps: EventDeps): RouteSpec[] {
+export function taskRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
   return [
     route({
       method: 'get',
@@ -68,6 +76,21 @@ export function taskRoutes(deps: EventDeps): RouteSpec[] {
       handler: async (ctx, { params, body }) => {
         const task = await updateTask(deps, ctx.state.auth, params.id, body);
         ctx.body = { success: true, task: presentTask(task) };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/tasks/:id/run',
+      summary:
+        'Run a pending task with the agent it is assigned to: an execution of its title and description (409 otherwise); the task moves to in_progress, then completed or back to pending as the run ends',
+      tags,
+      auth: 'v1',
+      params: idParams,
+      responses: { 200: taskRunResponse },
+      errors: [409],
+      handler: async (ctx, { params }) => {
+        const { execution, task } = await runTask(deps, ctx.state.auth, params.id);
+        ctx.body = { success: true, executionId: execution._id, task: presentTask(task) };
       },
     }),
     route({
