@@ -12,6 +12,7 @@ import { configureCaches } from '../lib/sharedCache';
 import { configureRetention } from '../lib/expiry';
 import { buildInfo } from '../lib/version';
 import { codecCors, codecRoutes } from './codec';
+import { reservedSegments, serveConsole } from './console';
 import { metricsRoutes } from './metrics';
 import type { AppContext, AppState } from './context';
 import type { AppDeps } from './deps';
@@ -115,6 +116,8 @@ export function createApp(given: AppDeps): Koa<AppState> {
   app.use(codecCors(deps.config));
   app.use(jsonBody({ limitBytes: deps.config.bodyLimitBytes, rawBody: rawBodyMatcher(groups) }));
   app.use(requestDeadline(deps.config.requestDeadlineMs));
+  // The console answers the GET/HEAD requests no route answers (api/console.ts), outside every route's own path.
+  app.use(serveConsole({ dir: deps.config.consoleDir, reserved: reservedSegments(groups) }));
   for (const group of groups) {
     const options = {
       validateResponses: deps.config.validateResponses,

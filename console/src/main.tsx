@@ -1,0 +1,54 @@
+/** The console's entry: providers, and the routes (every page but sign-in loaded on demand). */
+import '@mantine/core/styles.css';
+import './console.css';
+import { MantineProvider, createTheme } from '@mantine/core';
+import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import { createBrowserRouter, RouterProvider } from 'react-router';
+import { ApiError } from './api/client';
+import { RequireSession } from './components/RequireSession';
+import { SignInPage } from './pages/SignIn';
+
+const theme = createTheme({ primaryColor: 'indigo' });
+const queryClient = new QueryClient({
+  defaultOptions: {
+    queries: {
+      // A 4xx (not found, signed out) is an answer, not a failure to retry.
+      retry: (count, err) => !(err instanceof ApiError && err.status < 500) && count < 2,
+      refetchOnWindowFocus: false,
+    },
+  },
+});
+
+const router = createBrowserRouter([
+  { path: '/sign-in', element: <SignInPage /> },
+  {
+    element: <RequireSession />,
+    children: [
+      {
+        lazy: async () => ({ Component: (await import('./pages/Layout')).Layout }),
+        children: [
+          { index: true, lazy: async () => ({ Component: (await import('./pages/Home')).Home }) },
+          { path: 'chats', lazy: async () => ({ Component: (await import('./pages/Chats')).ChatsPage }) },
+          { path: 'agents', lazy: async () => ({ Component: (await import('./pages/Agents')).AgentsPage }) },
+          {
+            path: ':org/spaces/:spaceId/chats/:chatId',
+            lazy: async () => ({ Component: (await import('./pages/Chat')).ChatPage }),
+          },
+          { path: '*', lazy: async () => ({ Component: (await import('./pages/NotFound')).NotFoundPage }) },
+        ],
+      },
+    ],
+  },
+]);
+
+createRoot(document.getElementById('root')!).render(
+  <StrictMode>
+    <MantineProvider theme={theme}>
+      <QueryClientProvider client={queryClient}>
+        <RouterProvider router={router} />
+      </QueryClientProvider>
+    </MantineProvider>
+  </StrictMode>
+);
