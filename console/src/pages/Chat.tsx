@@ -94,7 +94,7 @@ export function ChatPage() {
           </Badge>
         </Group>
       </Group>
-      <Stack component="ol" gap={0} p={0} m={0} aria-label="Messages">
+      <Stack component="ol" gap={0} p={0} m={0} aria-label="Conversation">
         {transcript.turns.map((turn) => (
           <TurnView key={turn.executionId} turn={turn} />
         ))}
