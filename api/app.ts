@@ -27,6 +27,7 @@ import { requestDeadline } from './middlewares/requestDeadline';
 import { requestId } from './middlewares/requestId';
 import { buildOpenApi, contractHash, type RouteGroup } from './openapi';
 import { mountRoutes } from './route';
+import { cookieSessions } from './sessionCookie';
 import { V1_PREFIX, v1Routes } from './v1';
 
 /**
@@ -36,14 +37,17 @@ import { V1_PREFIX, v1Routes } from './v1';
  * @returns the groups.
  */
 export function routeGroups(deps: AppDeps, contract: () => Contract): RouteGroup[] {
+  // Both surfaces take the console's session cookie; the MCP endpoint does not [docs/decisions.md "Console sessions"].
+  const session = cookieSessions(deps.config);
   return [
-    { prefix: V1_PREFIX, routes: v1Routes(deps) },
+    { prefix: V1_PREFIX, routes: v1Routes(deps), options: { session } },
     {
       prefix: CURRENT_PREFIX,
       routes: currentRoutes(deps, contract),
       options: {
         rateLimit: { limit: deps.config.rateLimitRequests, windowSeconds: deps.config.rateLimitWindowSeconds },
         idempotency: true,
+        session,
       },
     },
     {

@@ -11,6 +11,7 @@ import { MCP_SCOPE, OAUTH_PATHS } from '../commands/oauth';
 import type { Schema } from '../lib/ajv';
 import { surfaceOf } from './context';
 import { isIdempotent, isRateLimited, type RouteSpec, type SurfaceOptions } from './route';
+import { sessionCookieName } from './sessionCookie';
 
 /** Routes mounted under one prefix, with what their surface applies to them (rate limit, idempotency). */
 export interface RouteGroup {
@@ -22,7 +23,12 @@ export interface RouteGroup {
 export type OpenApiDocument = Record<string, unknown> & { paths: Record<string, Record<string, unknown>> };
 
 /** Security scheme names in the document. */
-export const SECURITY_SCHEMES = { v1: 'personalAccessToken', service: 'serviceToken', mcp: 'mcpOAuth' } as const;
+export const SECURITY_SCHEMES = {
+  v1: 'personalAccessToken',
+  service: 'serviceToken',
+  mcp: 'mcpOAuth',
+  session: 'consoleSession',
+} as const;
 
 /** Response headers on current-surface routes that carry a token (SPEC "Limits"). */
 export const RATE_LIMIT_HEADERS = [
@@ -172,17 +178,19 @@ function eventStreamContent(route: RouteSpec): Record<string, unknown> {
 /** The error body of each surface, by component name. */
 const ERROR_SCHEMAS = { v1: 'V1Error', current: 'Error', oauth: 'OAuthError' } as const;
 
-function security(route: RouteSpec): unknown[] | undefined {
+function security(group: RouteGroup, route: RouteSpec): unknown[] | undefined {
   const scopes = route.scope ? [route.scope] : [];
+  // The console's session cookie stands in for a bearer token on both surfaces (api/sessionCookie.ts).
+  const session = group.options?.session ? [{ [SECURITY_SCHEMES.session]: [] }] : [];
   switch (route.auth) {
     case 'public':
       return [];
     case 'v1':
-      return [{ [SECURITY_SCHEMES.v1]: [] }];
+      return [{ [SECURITY_SCHEMES.v1]: [] }, ...session];
     case 'service':
-      return [{ [SECURITY_SCHEMES.service]: scopes }];
+      return [{ [SECURITY_SCHEMES.service]: scopes }, ...session];
     case 'client':
-      return [{ [SECURITY_SCHEMES.service]: scopes }, { [SECURITY_SCHEMES.v1]: [] }];
+      return [{ [SECURITY_SCHEMES.service]: scopes }, { [SECURITY_SCHEMES.v1]: [] }, ...session];
     case 'mcp':
       return [{ [SECURITY_SCHEMES.mcp]: scopes }, { [SECURITY_SCHEMES.service]: scopes }];
   }
@@ -206,6 +214,10 @@ function operation(group: RouteGroup, route: RouteSpec): Record<string, unknown>
   const responses: Record<string, unknown> = {};
   for (const [status, schema] of Object.entries(route.responses)) {
     const description = (typeof schema.description === 'string' && schema.description) || STATUS_CODES[status];
+    if (schema.noContent) {
+      responses[status] = { description, headers };
+      continue;
+    }
     const content = schema.sse
       ? eventStreamContent(route)
       : {
@@ -233,7 +245,7 @@ function operation(group: RouteGroup, route: RouteSpec): Record<string, unknown>
     operationId: operationId(route.method, path),
     summary: route.summary,
     tags: operationTags(path, route),
-    security: security(route),
+    security: security(group, route),
     parameters: parameters(route),
     responses,
   };
@@ -311,6 +323,16 @@ export function buildOpenApi(groups: RouteGroup[], meta: { version: string; appU
           description:
             'Current surface: a service token (`svc_...`) with scopes; each operation lists the scope it needs ' +
             '(`*` grants every scope).',
+        },
+        [SECURITY_SCHEMES.session]: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: sessionCookieName(meta.appUrl),
+          description:
+            'The console’s session cookie, set by `POST /api/session` (sign-in with a personal access token): acts ' +
+            'as that token’s user on both surfaces when a request has no `Authorization` header. A request that ' +
+            'changes something (not GET, HEAD or OPTIONS) must also carry an `Origin` header naming this service ' +
+            '(CSRF check; 403 otherwise).',
         },
         [SECURITY_SCHEMES.mcp]: {
           type: 'oauth2',

@@ -13,6 +13,7 @@ import type { AppContext, AppState } from './context';
 import { authenticate, requireScope } from './middlewares/auth';
 import { idempotency } from './middlewares/idempotency';
 import { rateLimit } from './middlewares/rateLimit';
+import type { CookieSessions } from './sessionCookie';
 import type { Validated } from './schemas';
 
 /**
@@ -45,7 +46,7 @@ export interface RouteSpec {
   params?: Schema;
   /**
    * Success responses by status; routes answering only `text/event-stream` declare `{ sse: true }`, other non-JSON
-   * answers `{ contentType: 'text/html' }` (not validated as JSON).
+   * answers `{ contentType: 'text/html' }` (not validated as JSON), answers without a body (204) `{ noContent: true }`.
    */
   responses: Record<number, Schema>;
   /** The route may also answer 200 as `text/event-stream` (clients choose). */
@@ -130,7 +131,8 @@ function checkOutput(route: RouteSpec) {
     await next();
     if (ctx.respond === false) return; // written by the handler itself (the MCP transport)
     const schema = route.responses[ctx.status];
-    if (!schema || schema.sse || schema.contentType || ctx.response.type === 'text/event-stream') return;
+    if (!schema || schema.sse || schema.contentType || schema.noContent || ctx.response.type === 'text/event-stream')
+      return;
     const problem = checkResponse(schema, ctx.body);
     if (problem) {
       ctx.state.log.error(
@@ -156,6 +158,11 @@ export interface MountOptions {
   mcpAuth?: Middleware;
   /** Seals the answers idempotency records keep (ENCRYPTION_KEY; commands/idempotency.ts). */
   sealKey?: Buffer;
+  /**
+   * The console's session cookie, accepted by the group's `v1`, `service` and `client` routes when a request has no
+   * `Authorization` header (api/sessionCookie.ts).
+   */
+  session?: CookieSessions;
 }
 
 /** Surface options besides response validation (per route group). */
@@ -173,9 +180,9 @@ export function isIdempotent(route: RouteSpec, options: SurfaceOptions): boolean
 
 function authFor(route: RouteSpec, options: MountOptions): Middleware[] {
   const chain: Middleware[] = [];
-  if (route.auth === 'v1') chain.push(authenticate('v1'));
-  if (route.auth === 'service') chain.push(authenticate('service'));
-  if (route.auth === 'client') chain.push(authenticate('any'));
+  if (route.auth === 'v1') chain.push(authenticate('v1', options.session));
+  if (route.auth === 'service') chain.push(authenticate('service', options.session));
+  if (route.auth === 'client') chain.push(authenticate('any', options.session));
   if (route.auth === 'mcp') {
     if (!options.mcpAuth) throw new Error(`${route.method.toUpperCase()} ${route.path}: no mcpAuth for its group`);
     chain.push(options.mcpAuth);

@@ -9,9 +9,11 @@
  * `id: <to>`) in place of each run of them, and a client resuming from its id continues with the first event still
  * kept. A stream whose subject has ended (`ended`) and whose last event expired ends with that `expired` event.
  *
- * Every stream ends [docs/decisions.md "Streams"]: the terminal event is always delivered, even to a client whose
- * position is at or past it (it is replayed once, with its own id, then the response ends), so a join after the end
- * of a finished execution ends at once and a join past the head of a running one ends when the execution does.
+ * Every stream ends [docs/decisions.md "Streams"]: the response ends right after the terminal event. A client that
+ * has read the whole stream (its position is at or past the terminal event, the stream's last) gets `204 No
+ * Content`, the HTML standard's signal that stops an EventSource from reconnecting, so no event is ever sent twice to
+ * one client [docs/decisions.md "Console sessions (issue 36)" → "Fully read streams"]. A join past the head of a running stream
+ * gets nothing until the terminal event, then that event (it never had it), and the response ends.
  */
 import { sseConnections } from '../lib/metrics';
 import { PassThrough } from 'node:stream';
@@ -59,6 +61,16 @@ const formatEvent = (e: LoggedEvent): string => `id: ${e.seq}\nevent: ${e.event}
 
 /** A resume position (`Last-Event-ID` header, `?lastEventId=`): a non-negative integer, like every id we send. */
 export const lastEventIdSchema = { type: 'integer', minimum: 0 } as const;
+
+/**
+ * The 204 of every stream route that ends: the client has read the whole stream (its `Last-Event-ID` is at or past
+ * the terminal event), so nothing more will come. An EventSource stops reconnecting on it.
+ */
+export const streamFullyRead: Schema = {
+  noContent: true,
+  description:
+    'The client has read the whole stream: its Last-Event-ID (or lastEventId) is at or past the terminal event. Nothing more will come (no event is sent twice); a browser’s EventSource stops reconnecting',
+};
 
 /** Query of the routes that join a stream. */
 export const streamQuery = {
@@ -113,6 +125,13 @@ export function wantsEventStream(ctx: AppContext): boolean {
  * @param opts stream, position, tailer, shutdown signal, terminal test.
  */
 export async function streamEvents(ctx: AppContext, opts: SseOptions): Promise<void> {
+  // The head is read before anything is answered: a client that has the stream's terminal event already gets 204.
+  const head = await lastSeq(opts.streamId);
+  if (await fullyRead(opts, head)) {
+    ctx.status = 204;
+    ctx.set('Cache-Control', 'no-store');
+    return;
+  }
   const socket = ctx.req.socket;
   socket.setTimeout(0);
   socket.setNoDelay(true);
@@ -145,12 +164,11 @@ export async function streamEvents(ctx: AppContext, opts: SseOptions): Promise<v
     opts.shutdown.removeEventListener('abort', close);
     body.end();
   };
-  let head = 0;
   const send = (e: LoggedEvent): void => {
     if (closed) return;
-    const terminal = opts.isTerminal(e) || (opts.ended === true && e.event === EXPIRED_EVENT && e.seq >= head);
-    // Events the client has are skipped, except the terminal one: it ends every stream (replayed once when the
-    // client's position is at or past it).
+    const terminal = isTerminalAt(opts, e, head);
+    // Events the client has are skipped. A terminal one reaches here only past the head the client's position was
+    // checked against (a position claimed beyond the head of a running stream): the client never had it.
     if (e.seq <= last && !terminal) return;
     last = Math.max(last, e.seq);
     const text = (opts.format ?? formatEvent)(e);
@@ -161,9 +179,8 @@ export async function streamEvents(ctx: AppContext, opts: SseOptions): Promise<v
   opts.shutdown.addEventListener('abort', close);
   body.write(`: connected\nretry: ${SSE_RETRY_MS}\n\n`);
 
-  // Read from the client's position, but never from beyond the head's last event: a position at or past the end
-  // still gets the stream's last event (the terminal one when the execution is over; skipped otherwise).
-  head = await lastSeq(opts.streamId);
+  // Read from the client's position, but never from beyond the head's last event (not terminal, else the client got
+  // 204 above: skipped as one it has).
   const from = Math.min(opts.afterSeq, Math.max(head - 1, 0));
   let read = from;
   // The head just read bounds the replay (events after it come through the tailer, which reads the head again).
@@ -172,6 +189,29 @@ export async function streamEvents(ctx: AppContext, opts: SseOptions): Promise<v
     send(e);
   }
   if (!closed) unsubscribe = opts.tailer.subscribe(opts.streamId, read, send);
+}
+
+/**
+ * @param opts the stream's options (its terminal test, whether its subject ended).
+ * @param e an event.
+ * @param head the stream's head when the client joined.
+ * @returns whether the event ends the stream: a terminal event, or, when the subject has ended, the `expired` event
+ *   standing for events through the head (the terminal one among them).
+ */
+function isTerminalAt(opts: SseOptions, e: LoggedEvent, head: number): boolean {
+  return opts.isTerminal(e) || (opts.ended === true && e.event === EXPIRED_EVENT && e.seq >= head);
+}
+
+/**
+ * @param opts the stream and the client's position.
+ * @param head the stream's head.
+ * @returns whether the client has read the whole stream: its position is at or past the head, and the event at the
+ *   head ends the stream.
+ */
+async function fullyRead(opts: SseOptions, head: number): Promise<boolean> {
+  if (head === 0 || opts.afterSeq < head) return false;
+  const [last] = await readEvents(opts.streamId, head - 1, 1, head);
+  return last !== undefined && last.seq === head && isTerminalAt(opts, last, head);
 }
 
 /**

@@ -89,7 +89,17 @@ export function authChanged(organizationId: string): Promise<void> {
  */
 export async function resolveToken(token: string, kind: TokenKind): Promise<AuthContext | TokenRefusal> {
   if (token.length > 200) return 'invalid';
-  const hash = sha256Hex(token);
+  return resolveTokenHash(sha256Hex(token), kind);
+}
+
+/**
+ * Resolves a token by the hash its record is found by, through the same cache as {@link resolveToken}: what a
+ * console session holds instead of the token (commands/sessions.ts), so a revocation ends the session at once.
+ * @param hash SHA-256 (hex) of the clear token.
+ * @param kind which kind is accepted.
+ * @returns the caller, or the reason for refusal.
+ */
+export async function resolveTokenHash(hash: string, kind: TokenKind): Promise<AuthContext | TokenRefusal> {
   const resolved = await tokenCache.get(hash, async () => {
     const record = await ApiToken.findOne({ hash }).lean<ApiTokenDoc>();
     if (!record) return undefined;

@@ -195,6 +195,21 @@ export interface Config {
   };
   /** Metrics, traces and the payload codec endpoint [docs/decisions.md "Observability"]. */
   observability: ObservabilityConfig;
+  /**
+   * Console sessions (a person signs in with a `td_` token and gets a cookie) [docs/decisions.md "Console
+   * sessions"]: a session ends after `idleMs` without a request (SESSION_IDLE_TIMEOUT) and `maxAgeMs` after sign-in
+   * whatever its use (SESSION_MAX_AGE); sign-in attempts are limited per client address (SESSION_SIGNIN_PER_ADDRESS)
+   * and per token hint, the token's first characters (SESSION_SIGNIN_PER_TOKEN), in windows of `signInWindowSeconds`
+   * (SESSION_SIGNIN_WINDOW).
+   * @default 12h, 7d, 30, 10, 15m
+   */
+  session: {
+    idleMs: number;
+    maxAgeMs: number;
+    signInPerAddress: number;
+    signInPerToken: number;
+    signInWindowSeconds: number;
+  };
 }
 
 /** Operators' settings of issue 27 (README "Operating it"). */
@@ -452,6 +467,13 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       subAgentMaxPerExecution: int('SUBAGENT_MAX_PER_EXECUTION', 5, 1, 50),
     },
     observability: { codecCorsOrigins: [] },
+    session: {
+      idleMs: duration('SESSION_IDLE_TIMEOUT', '12h', 1000, 30 * 86_400_000),
+      maxAgeMs: duration('SESSION_MAX_AGE', '7d', 1000, 365 * 86_400_000),
+      signInPerAddress: int('SESSION_SIGNIN_PER_ADDRESS', 30, 1, 1_000_000),
+      signInPerToken: int('SESSION_SIGNIN_PER_TOKEN', 10, 1, 1_000_000),
+      signInWindowSeconds: Math.round(duration('SESSION_SIGNIN_WINDOW', '15m', 1000, 86_400_000) / 1000),
+    },
   };
   config.observability = observabilityConfig(env, config, problems);
   if (config.restart.maxMs < config.restart.initialMs) {

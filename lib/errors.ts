@@ -47,6 +47,30 @@ export class UnauthorizedError extends AppError {
   }
 }
 
+/**
+ * 401 of the console's sign-in (`POST /api/session`) and of a request whose session cookie is no longer alive: the
+ * token or the session is refused, in words a person reads on the sign-in page.
+ */
+export class InvalidTokenError extends AppError {
+  constructor(message = 'Invalid or expired token') {
+    super(401, 'invalid_token', message);
+  }
+}
+
+/**
+ * 403: a request authenticated by the session cookie that changes something without an `Origin` header naming the
+ * service itself (cross-site request forgery) [docs/decisions.md "Console sessions"].
+ */
+export class CsrfError extends AppError {
+  constructor() {
+    super(
+      403,
+      'csrf_rejected',
+      'Cross-site request refused (CSRF check): a request signed in with the session cookie that changes something must carry an Origin header naming this service'
+    );
+  }
+}
+
 /** 403: authenticated but not permitted. */
 export class ForbiddenError extends AppError {
   constructor(message = "You don't have permission to access this resource") {

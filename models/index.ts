@@ -10,6 +10,7 @@ export * from './Chat';
 export * from './Task';
 export * from './Execution';
 export * from './Session';
+export * from './ConsoleSession';
 export * from './SessionTurn';
 export * from './ChatMessage';
 export * from './RateWindow';

@@ -15,6 +15,7 @@ import { contractRoutes, type Contract } from './contract';
 import { dataBlockRoutes } from './dataBlocks';
 import { workspaceFileRoutes } from './workspaceFiles';
 import { webhookRoutes } from './webhooks';
+import { sessionRoutes } from './session';
 import { spaceClientRoutes } from './spaces';
 import { workspaceRepoRoutes } from './workspaceRepos';
 import { workspaceRoutes } from './workspaces';
@@ -29,6 +30,7 @@ export const CURRENT_PREFIX = '/api';
 export function currentRoutes(deps: AppDeps, contract: () => Contract): RouteSpec[] {
   return [
     ...contractRoutes(deps.config, contract),
+    ...sessionRoutes(deps),
     ...currentAgentRoutes(),
     ...workspaceRoutes(),
     ...chatRoutes(deps),

@@ -8,7 +8,7 @@ import { presentJob, presentJobRef } from '../../presenters/job';
 import type { JobAction } from '../../workflows/jobStates';
 import { route, type RouteSpec } from '../route';
 import { idParams } from '../schemas';
-import { streamQuery, streamRecentEvents } from '../sse';
+import { streamFullyRead, streamQuery, streamRecentEvents } from '../sse';
 import type { ExecutionRouteDeps } from '../deps';
 import {
   type actionBody,
@@ -120,7 +120,7 @@ export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       scope: 'jobs:read',
       params: idParams,
       query: streamQuery,
-      responses: { 200: jobEventsResponse },
+      responses: { 200: jobEventsResponse, 204: streamFullyRead },
       events: jobStreamEvents,
       handler: async (ctx, { params }) => {
         const job = await findJob(ctx.state.auth, params.id);

@@ -8,7 +8,7 @@ import { presentRepo, repoEventsUrl } from '../../presenters/workspaceRepo';
 import type { AppDeps } from '../deps';
 import { route, type RouteSpec } from '../route';
 import { idParams, pageQuery } from '../schemas';
-import { requestedLastEventId, streamEvents, streamQuery } from '../sse';
+import { requestedLastEventId, streamEvents, streamFullyRead, streamQuery } from '../sse';
 import {
   cloneBody,
   cloneResponse,
@@ -103,7 +103,7 @@ export function workspaceRepoRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'workspaces:read',
       params: repoParams,
       query: streamQuery,
-      responses: { 200: { sse: true, description: 'text/event-stream: the clone’s events' } },
+      responses: { 200: { sse: true, description: 'text/event-stream: the clone’s events' }, 204: streamFullyRead },
       events: repoEvents,
       handler: async (ctx, { params }) => {
         const repo = await findRepo(ctx.state.auth, params.id, params.repoId);

@@ -10,7 +10,7 @@ import type { LoggedEvent } from '../../commands/eventLog';
 import { Job, jobStreamId, TERMINAL_JOB_STATUSES, type JobStatus } from '../../models';
 import { route, type RouteSpec } from '../route';
 import { pathParams } from '../schemas';
-import { lastEventIdSchema, requestedLastEventId, streamEvents } from '../sse';
+import { lastEventIdSchema, requestedLastEventId, streamEvents, streamFullyRead } from '../sse';
 import type { ExecutionRouteDeps } from '../deps';
 
 /** A job's stream ends with its terminal status, as GET /api/jobs/{id}/events. */
@@ -42,7 +42,10 @@ export function appStreamRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       auth: 'public',
       params,
       query,
-      responses: { 200: { sse: true, description: 'The job’s events: replay after Last-Event-ID, then live' } },
+      responses: {
+        200: { sse: true, description: 'The job’s events: replay after Last-Event-ID, then live' },
+        204: streamFullyRead,
+      },
       errors: [401, 404],
       handler: async (ctx, { params: { jobId }, query: { token } }) => {
         const verified = await verifyJobEventsToken(deps.config, jobId, token);

@@ -34,7 +34,7 @@ import { EXPIRED_EVENT } from '../../commands/eventLog';
 import { McpSession, mcpStreamId, type McpSessionDoc } from '../../models';
 import type { AppContext } from '../context';
 import type { RouteSpec } from '../route';
-import { streamEvents } from '../sse';
+import { streamEvents, streamFullyRead } from '../sse';
 import type { ExecutionRouteDeps } from '../deps';
 import { oauthRoutes } from '../oauth';
 import { appStreamRoutes } from './appStreams';
@@ -264,7 +264,7 @@ export function mcpRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       method: 'get',
       path: MCP_PATH,
       summary: 'MCP streamable HTTP: the session’s stream, or a POST’s stream resumed after Last-Event-ID',
-      responses: { 200: { sse: true, description: 'Server messages (`event: message`)' } },
+      responses: { 200: { sse: true, description: 'Server messages (`event: message`)' }, 204: streamFullyRead },
       errors: [400, 404, 406],
       handler: (ctx) => get(deps, ctx),
     },

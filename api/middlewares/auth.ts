@@ -6,23 +6,39 @@
  *   unknown / revoked token   → `Invalid or expired token`
  *   expired token             → `Token expired`
  * and 403 `You don't have permission to access this resource` for a missing scope.
+ *
+ * Without an `Authorization` header, the console's session cookie authenticates the request instead, on every route
+ * of both surfaces (not the MCP endpoint, whose bearer check is its own): the request acts as the session's `td_`
+ * token's user (no scope restriction), and one that changes something must pass the CSRF check (api/sessionCookie.ts)
+ * [docs/decisions.md "Console sessions"]. A cookie whose session is not alive is 401 `Session expired or signed out`.
  */
 import type { Next } from 'koa';
-import { hasScope, resolveToken } from '../../commands/tokens';
+import { resolveSession } from '../../commands/sessions';
+import { hasScope, resolveToken, type AuthContext } from '../../commands/tokens';
 import { TOKEN_PREFIX, type TokenKind } from '../../lib/crypto';
-import { ForbiddenError, UnauthorizedError } from '../../lib/errors';
+import { CsrfError, ForbiddenError, InvalidTokenError, UnauthorizedError } from '../../lib/errors';
 import type { Scope } from '../../models';
 import type { AppContext } from '../context';
+import { hasOwnOrigin, isSafeMethod, sessionSecret, type CookieSessions } from '../sessionCookie';
 
 /**
  * @param accepted which token kind the surface accepts (`v1` → `td_`, `service` → `svc_`), or `any` for the
  *   client-library endpoints, which take either.
+ * @param sessions the console's session cookie, accepted when the request has no `Authorization` header; absent:
+ *   bearer tokens only.
  * @returns the middleware; sets ctx.state.auth.
  */
-export function authenticate(accepted: TokenKind | 'any') {
+export function authenticate(accepted: TokenKind | 'any', sessions?: CookieSessions) {
   return async function authenticateMiddleware(ctx: AppContext, next: Next): Promise<void> {
     const header = ctx.get('authorization');
-    if (header === '') throw new UnauthorizedError('Authorization header required');
+    if (header === '') {
+      const secret = sessions && sessionSecret(ctx, sessions);
+      if (!secret) throw new UnauthorizedError('Authorization header required');
+      if (!isSafeMethod(ctx) && !hasOwnOrigin(ctx, sessions!)) throw new CsrfError();
+      const live = await resolveSession(secret, sessions!);
+      if (!live) throw new InvalidTokenError('Session expired or signed out');
+      return authenticated(ctx, live.auth, next);
+    }
     const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
     if (!match) throw new UnauthorizedError('Invalid or expired token');
     const token = match[1];
@@ -32,10 +48,14 @@ export function authenticate(accepted: TokenKind | 'any') {
     const resolved = await resolveToken(token, kind);
     if (resolved === 'expired') throw new UnauthorizedError('Token expired');
     if (resolved === 'invalid') throw new UnauthorizedError('Invalid or expired token');
-    ctx.state.auth = resolved;
-    ctx.state.log = ctx.state.log.child({ org: resolved.organizationId, user: resolved.userId });
-    await next();
+    await authenticated(ctx, resolved, next);
   };
+}
+
+async function authenticated(ctx: AppContext, auth: AuthContext, next: Next): Promise<void> {
+  ctx.state.auth = auth;
+  ctx.state.log = ctx.state.log.child({ org: auth.organizationId, user: auth.userId });
+  await next();
 }
 
 /**

@@ -15,7 +15,7 @@ import type { ExecutionRouteDeps } from '../deps';
 import { clientGone, isExecutionTerminal, replyToExecution } from '../executionReply';
 import { route, type RouteSpec } from '../route';
 import { idParams } from '../schemas';
-import { lastEventId, streamEvents, streamQuery, wantsEventStream } from '../sse';
+import { lastEventId, streamEvents, streamFullyRead, streamQuery, wantsEventStream } from '../sse';
 import {
   executeBody,
   executeResponse,
@@ -144,12 +144,12 @@ export function executionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       method: 'get',
       path: '/executions/:id/stream',
       summary:
-        'Join an execution stream (replay after Last-Event-ID or ?lastEventId=, then live); ends with the terminal event',
+        'Join an execution stream (replay after Last-Event-ID or ?lastEventId=, then live); ends with the terminal event; 204 once read to the end',
       tags,
       auth: 'v1',
       params: idParams,
       query: streamQuery,
-      responses: { 200: sseResponse },
+      responses: { 200: sseResponse, 204: streamFullyRead },
       events: executionStreamEvents,
       handler: async (ctx, { params }) => {
         const afterSeq = lastEventId(ctx);

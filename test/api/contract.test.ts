@@ -74,7 +74,10 @@ describe('GET /api/openapi.json', () => {
   it('carries each route’s auth, its error envelope, and the events of its streams', async () => {
     const { doc } = await getDocument();
     const create = doc.paths['/api/v1/agents'].post;
-    expect(create.security).toEqual([{ personalAccessToken: [] }]);
+    // Both surfaces also take the console's session cookie; the MCP endpoint does not.
+    expect(create.security).toEqual([{ personalAccessToken: [] }, { consoleSession: [] }]);
+    expect(doc.paths['/api/agents'].get.security).toEqual([{ serviceToken: ['agents:read'] }, { consoleSession: [] }]);
+    expect(JSON.stringify(doc.paths['/mcp'].post.security)).not.toContain('consoleSession');
     expect(JSON.stringify(create.responses['401'])).toContain('#/components/schemas/V1Error');
     expect(doc.paths['/api/openapi.json'].get.security).toEqual([]);
     const stream = doc.paths['/api/v1/executions/{id}/stream'].get.responses['200'] as {

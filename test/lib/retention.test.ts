@@ -76,9 +76,12 @@ describe('retention of stream events', () => {
     // Resuming after the first event: the rest, said the same way.
     const resumed = await replay(`/api/v1/executions/${id}/stream`, org.apiToken, 1);
     expect(resumed.map((e) => [e.id, e.event, JSON.parse(e.data).from])).toEqual([[String(head), 'expired', 2]]);
-    // Resuming past the expired event: the stream is over, its last position is told again.
-    const after = await replay(`/api/v1/executions/${id}/stream`, org.apiToken, head);
-    expect(after.map((e) => [e.id, e.event])).toEqual([[String(head), 'expired']]);
+    // Resuming at the expired event: the stream is over and the client has read it to the end (204).
+    const after = await openSse(`${stack.base}/api/v1/executions/${id}/stream`, {
+      headers: { Authorization: bearer(org.apiToken), 'Last-Event-ID': String(head) },
+    });
+    await after.ended;
+    expect([after.status, after.raw]).toEqual([204, '']);
 
     // Records stay: the execution, its result and its usage.
     const record = await as.get(`/executions/${id}`);

@@ -427,6 +427,11 @@ describe('scopes, organizations and sessions', () => {
     const seqs = [...first.events, ...resumed.events].map((e) => Number(e.id!.split('.')[1]));
     expect(seqs).toEqual([...seqs].sort((x, y) => x - y));
     expect(new Set(seqs).size).toBe(seqs.length);
+    // Resumed once more after the call's response, the stream read to its end answers 204: nothing is sent twice.
+    const again = await fetch(`${stack.base}/mcp`, {
+      headers: { ...headers, accept: 'text/event-stream', 'last-event-id': resumed.events.at(-1)!.id! },
+    });
+    expect([again.status, await again.text()]).toEqual([204, '']);
 
     // Any request of the session is served by instance B too.
     const onB = keep(await connectWithToken(other.base, org.mcpToken, session));
