@@ -1,15 +1,12 @@
 /**
- * The console session (the service's /api/session): sign in with a personal access token, which the server turns
- * into an HttpOnly cookie; the page keeps nothing of the token once the request is sent.
+ * The console session (the service's /api/session, through the typed client): sign in with a personal access
+ * token, which the server turns into an HttpOnly cookie; the page keeps nothing of the token once the request is sent.
  */
 import { errorMessage } from '../lib/errors';
+import { api } from './client';
+import type { paths } from './schema';
 
-export interface Session {
-  user: { id: string; email: string; name: string };
-  organization: { id: string; name: string };
-  expiresAt: string;
-  idleExpiresAt: string;
-}
+export type Session = paths['/api/session']['get']['responses'][200]['content']['application/json'];
 
 /** Why a sign-in failed, as the page says it. */
 export class SignInError extends Error {
@@ -22,20 +19,12 @@ export class SignInError extends Error {
   }
 }
 
-async function body(res: Response): Promise<unknown> {
-  try {
-    return await res.json();
-  } catch {
-    return undefined;
-  }
-}
-
 /** @returns the current session, or null when signed out. */
 export async function readSession(): Promise<Session | null> {
-  const res = await fetch('/api/session', { headers: { accept: 'application/json' } });
-  if (res.status === 401) return null;
-  if (!res.ok) throw new Error(errorMessage(await body(res), res.status));
-  return (await res.json()) as Session;
+  const { data, error, response } = await api.GET('/api/session');
+  if (response.status === 401) return null;
+  if (!data) throw new Error(errorMessage(error, response.status));
+  return data;
 }
 
 /**
@@ -44,25 +33,21 @@ export async function readSession(): Promise<Session | null> {
  * @throws SignInError with a sentence for the page.
  */
 export async function signIn(token: string): Promise<Session> {
-  const res = await fetch('/api/session', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json' },
-    body: JSON.stringify({ token }),
-  });
-  if (res.ok) return (await res.json()) as Session;
-  if (res.status === 401) {
+  const { data, error, response } = await api.POST('/api/session', { body: { token } });
+  if (data) return data;
+  if (response.status === 401) {
     throw new SignInError(401, 'That access token was not accepted: check it, or create a new one.');
   }
-  if (res.status === 429) {
-    const after = Number(res.headers.get('retry-after'));
+  if (response.status === 429) {
+    const after = Number(response.headers.get('retry-after'));
     const wait = Number.isFinite(after) && after > 0 ? ` in ${after} s` : ' later';
     throw new SignInError(429, `Too many sign-in attempts: try again${wait}.`);
   }
-  throw new SignInError(res.status, errorMessage(await body(res), res.status));
+  throw new SignInError(response.status, errorMessage(error, response.status));
 }
 
 /** Ends the session (the server forgets it and clears the cookie). */
 export async function signOut(): Promise<void> {
-  const res = await fetch('/api/session', { method: 'DELETE' });
-  if (!res.ok && res.status !== 401) throw new Error(errorMessage(await body(res), res.status));
+  const { error, response } = await api.DELETE('/api/session');
+  if (!response.ok && response.status !== 401) throw new Error(errorMessage(error, response.status));
 }
