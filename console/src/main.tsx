@@ -2,16 +2,23 @@
 import '@mantine/core/styles.css';
 import './console.css';
 import { MantineProvider, createTheme } from '@mantine/core';
-import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import { MutationCache, QueryCache, QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { createBrowserRouter, RouterProvider } from 'react-router';
 import { ApiError } from './api/client';
+import { SESSION_KEY } from './api/useSession';
 import { RequireSession } from './components/RequireSession';
 import { SignInPage } from './pages/SignIn';
 
 const theme = createTheme({ primaryColor: 'indigo' });
-const queryClient = new QueryClient({
+/** A 401 from any call means the session ended (signed out elsewhere, expired, token revoked): back to sign-in. */
+const onError = (err: unknown): void => {
+  if (err instanceof ApiError && err.status === 401) queryClient.setQueryData(SESSION_KEY, null);
+};
+const queryClient: QueryClient = new QueryClient({
+  queryCache: new QueryCache({ onError }),
+  mutationCache: new MutationCache({ onError }),
   defaultOptions: {
     queries: {
       // A 4xx (not found, signed out) is an answer, not a failure to retry.

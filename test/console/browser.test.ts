@@ -8,6 +8,7 @@
  * works at 360 px wide; the sign-in page's first load is measured against its 250 KB budget.
  */
 import type { Browser, Page } from 'playwright-core';
+import { createToken, revokeToken } from '../../commands/tokens';
 import { currentAs } from '../helpers/current';
 import { buildOrg } from '../helpers/factories';
 import { criticalViolations, launchChromium, signIn, watchPage, type PageWatch } from '../helpers/browser';
@@ -221,6 +222,28 @@ it('lists chats with their status, and signs out', async () => {
   await page.goto(`${stack.base}/chats`);
   await page.getByLabel('Access token').waitFor();
   expect(new URL(page.url()).pathname).toBe('/sign-in');
+  await expectClean(page, watch);
+  await page.context().close();
+});
+
+it('ends the session at once when its token is revoked: the next page leads to sign-in', async () => {
+  const s = await setup('Revoked');
+  const { token, record } = await createToken({
+    organizationId: s.org.organizationId,
+    userId: s.org.userId,
+    kind: 'v1',
+  });
+  const { page, watch } = await newPage();
+  await page.goto(`${stack.base}/sign-in`);
+  await signIn(page, token);
+  await page.getByRole('heading', { name: 'Chats' }).waitFor();
+  await page.getByRole('row').filter({ hasText: 'Revoked' }).waitFor();
+
+  await revokeToken(s.org.organizationId, record._id);
+  await page.getByRole('link', { name: 'Agents' }).click();
+  await page.getByLabel('Access token').waitFor();
+  expect(new URL(page.url()).pathname).toBe('/sign-in');
+  expect(await page.evaluate("fetch('/api/session').then((r) => r.status)")).toBe(401);
   await expectClean(page, watch);
   await page.context().close();
 });
