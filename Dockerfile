@@ -8,10 +8,12 @@
 #   health check     node dist/scripts/healthcheck.js (api | worker)…
 ARG NODE_IMAGE=node:24.19.0-bookworm-slim
 
-# 1. Build: every dependency (TypeScript is a devDependency), compile, bundle the workflow code once.
+# 1. Build: every dependency (TypeScript and the console's toolchain are devDependencies), compile, build the console
+#    (console/dist: `npm run build` ends with it), bundle the workflow code once.
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY console/package.json ./console/
 # No install scripts: compiling and bundling need none (the embedded PostgreSQL of development is not used here).
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
@@ -24,13 +26,16 @@ COPY presenters ./presenters
 COPY scripts ./scripts
 COPY worker ./worker
 COPY workflows ./workflows
+COPY console ./console
 RUN npm run build \
   && node -e "require('./dist/scripts/lib/workflowBundle').bundleWorkflowsTo('dist/workflow-bundle.js')"
 
-# 2. Production dependencies alone, installed from the same lock file.
+# 2. Production dependencies alone, installed from the same lock file (the console's are all devDependencies: its
+#    built files need none at run time).
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY console/package.json ./console/
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 # 3. Runtime: git for repository clones, the compiled code, production node_modules, an unprivileged user.
@@ -49,6 +54,7 @@ WORKDIR /app
 COPY package.json ./
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+COPY --from=build /app/console/dist ./console/dist
 # The workspace and media volumes are created from these directories, so it belongs to `node` (uid 1000) like the processes.
 RUN mkdir -p /data/service /data/workspaces /data/media && chown -R node:node /data
 USER node

@@ -6,7 +6,20 @@ import tseslint from 'typescript-eslint';
 import { builtinModules } from 'node:module';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'dist/**', '.tools/**', '.data/**', 'coverage/**', 'tools/**', '.ci/**'] },
+  {
+    ignores: [
+      'node_modules/**',
+      'dist/**',
+      'console/dist/**',
+      'console/dist.*/**',
+      'console/src/api/schema.d.ts',
+      '.tools/**',
+      '.data/**',
+      'coverage/**',
+      'tools/**',
+      '.ci/**',
+    ],
+  },
   js.configs.recommended,
   {
     files: ['**/*.js'],
@@ -18,7 +31,7 @@ export default tseslint.config(
   },
   ...tseslint.configs.recommended,
   {
-    files: ['**/*.ts'],
+    files: ['**/*.ts', '**/*.tsx'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
       '@typescript-eslint/consistent-type-imports': 'error',

@@ -13,6 +13,7 @@ import { configureRetention } from '../lib/expiry';
 import { MethodNotAllowedError } from '../lib/errors';
 import { buildInfo } from '../lib/version';
 import { codecCors, codecRoutes } from './codec';
+import { reservedSegments, serveConsole } from './console';
 import { metricsRoutes } from './metrics';
 import type { AppContext, AppState } from './context';
 import type { AppDeps } from './deps';
@@ -140,6 +141,8 @@ export function createApp(given: AppDeps): Koa<AppState> {
   app.use(jsonBody({ limitBytes: deps.config.bodyLimitBytes, rawBody: rawBodyMatcher(groups) }));
   app.use(requestDeadline(deps.config.requestDeadlineMs));
   app.use(methodNotAllowed(groups));
+  // The console answers the GET/HEAD requests no route answers (api/console.ts), outside every route's own path.
+  app.use(serveConsole({ dir: deps.config.consoleDir, reserved: reservedSegments(groups) }));
   for (const group of groups) {
     const options = {
       validateResponses: deps.config.validateResponses,

@@ -87,6 +87,8 @@ export interface Config {
   dataDir: string;
   /** Deployment environment name. @default development */
   nodeEnv: string;
+  /** The console's built files (scripts/lib/consoleBuild.ts), served at `/` (api/console.ts). @default console/dist */
+  consoleDir: string;
   /** Root of workspace (space) files. @default <dataDir>/workspaces */
   workspacesDir: string;
   /** Largest workspace file an upload may write, in bytes (413 above). @default 100 MiB */
@@ -417,6 +419,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     },
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     dataDir,
+    consoleDir: path.resolve(nonEmpty(env, 'CONSOLE_DIR') ?? path.join('console', 'dist')),
     workspacesDir: path.resolve(nonEmpty(env, 'WORKSPACES_DIR') ?? path.join(dataDir, 'workspaces')),
     workspaceFileMaxBytes: int('WORKSPACE_FILE_MAX_BYTES', 100 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
     workspaceMaxBytes: int('WORKSPACE_MAX_BYTES', 1024 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),

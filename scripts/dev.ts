@@ -15,6 +15,7 @@ import { childEnv, loadConfigOrExit, loadToolConfig } from '../lib/config';
 import { lockDataDir, ProvisionError, serverUnits, type ServerUnits } from './servers';
 import { projectRoot } from './servers/paths';
 import { bundleWorkflowsTo } from './lib/workflowBundle';
+import { buildConsole } from './lib/consoleBuild';
 import { transpileForDev } from './lib/devBuild';
 import { spawnUnit, supervise, workerNames, type Started } from './lib/supervisor';
 
@@ -97,6 +98,12 @@ async function main(): Promise<void> {
   // handlers directly.
   const built = transpileForDev(projectRoot());
   if (built.written > 0) say(`transpiled ${built.written} of ${built.total} sources into ${built.outDir}`);
+  // The console (served at /): built only when its sources or the API contract changed since its last build.
+  try {
+    await buildConsole({ say });
+  } catch (err) {
+    say(`the console did not build (the API still starts; / says so): ${err instanceof Error ? err.message : err}`);
+  }
   const service = (entry: string): (() => Promise<Started>) =>
     spawnUnit({ command: process.execPath, args: [path.join(built.outDir, entry)], env, graceMs: 10_000 });
   const serverNames = servers.units.map((u) => u.name);
@@ -144,6 +151,7 @@ async function main(): Promise<void> {
   if (await waitReady(`${apiUrl}/readyz`, 60_000)) {
     say('');
     say(`API         ${apiUrl}   (ready: ${apiUrl}/readyz)`);
+    say(`Console     ${apiUrl}/   (sign in with a td_ token)`);
     if (uiUrl) say(`Temporal UI ${uiUrl}`);
     say(`MongoDB     ${mongodbUri}`);
     if (servers.postgres) say(`PostgreSQL  ${servers.postgres.address}   (FerretDB's storage)`);

@@ -242,6 +242,9 @@ describe('Dockerfile', () => {
     expect(deps.body).toMatch(/RUN npm ci --omit=dev /);
     expect(runtime.body).toContain('COPY --from=deps /app/node_modules ./node_modules');
     expect(runtime.body).toContain('COPY --from=build /app/dist ./dist');
+    // The console's built files (npm run build builds them; their toolchain stays in the build stage).
+    expect(build.body).toContain('COPY console ./console');
+    expect(runtime.body).toContain('COPY --from=build /app/console/dist ./console/dist');
     expect(runtime.body).not.toMatch(/--from=build \/app\/node_modules/);
     expect(runtime.body).toContain('WORKFLOW_BUNDLE=/app/dist/workflow-bundle.js');
     expect(runtime.body).toMatch(/^CMD \["node", "dist\/scripts\/start\.js"\]$/m);

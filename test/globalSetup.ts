@@ -3,6 +3,7 @@
  * temporary data directory, unless MONGODB_URI / TEMPORAL_ADDRESS name servers already. Test workers inherit the
  * addresses through the environment; each test file then uses its own database.
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,6 +13,32 @@ import { bundleWorkflowsTo } from '../scripts/lib/workflowBundle';
 import { freePort, provisionServers, ProvisionError } from '../scripts/servers';
 import type { TestServers } from './helpers/servers';
 
+/**
+ * Runs `npm run build:console`'s script (a child process: the build loads the server's route declarations, which
+ * this process does not need).
+ * @param say progress printer.
+ * @returns undefined when the console is built, else why not.
+ */
+function buildConsoleInChild(say: (line: string) => void): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const root = path.resolve(__dirname, '..');
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'scripts', 'buildConsole.ts')], {
+      cwd: root,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('error', (e) => resolve(`the console build did not start: ${e.message}`));
+    child.on('exit', (code) => {
+      const lines = err.trim();
+      if (code === 0) {
+        if (lines.includes('built the console')) say(lines.split('\n').pop()!);
+        resolve(undefined);
+      } else resolve(`the console build failed (${code}): ${lines.split('\n').slice(-20).join('\n')}`);
+    });
+  });
+}
+
 export default async function globalSetup(): Promise<void> {
   const started = Date.now();
   const config = loadConfig();
@@ -19,6 +46,8 @@ export default async function globalSetup(): Promise<void> {
   const say = (line: string): void => void process.stderr.write(`[test servers] ${line}\n`);
   // The browser for the reference page's test is found (or installed) while the servers start.
   const chromium = ensureChromium(loadToolConfig(), say);
+  // The console's browser tests need its build: made (only when its sources or the contract changed) meanwhile.
+  const consoleBuilt = buildConsoleInChild(say);
   try {
     const servers = await provisionServers({
       tools: loadToolConfig(),
@@ -35,6 +64,8 @@ export default async function globalSetup(): Promise<void> {
     if (servers.postgres) process.env.AAS_TEST_POSTGRES_URL = servers.postgres.address;
     // Bundle the workflows once for every in-process test worker.
     process.env.AAS_WORKFLOW_BUNDLE = await bundleWorkflowsTo(path.join(dataDir, 'workflow-bundle.js'));
+    const consoleError = await consoleBuilt;
+    if (consoleError) process.env.AAS_TEST_CONSOLE_MISSING = consoleError;
     const browser = await chromium;
     if ('path' in browser) process.env.AAS_TEST_CHROMIUM = browser.path;
     else process.env.AAS_TEST_CHROMIUM_MISSING = browser.missing;

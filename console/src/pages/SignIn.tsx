@@ -1,0 +1,65 @@
+/**
+ * Sign in: a personal access token (`td_…`) is sent once to POST /api/session, which answers with an HttpOnly
+ * cookie; the token leaves the page's memory with the form (never stored in localStorage, sessionStorage or a
+ * cookie scripts can read).
+ */
+import { Alert, Button, Center, Paper, PasswordInput, Stack, Text, Title } from '@mantine/core';
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { useNavigate, useSearchParams } from 'react-router';
+import { signIn } from '../api/session';
+import { SESSION_KEY } from '../api/useSession';
+import { nextPath } from '../lib/paths';
+
+export function SignInPage() {
+  const [token, setToken] = useState('');
+  const [params] = useSearchParams();
+  const navigate = useNavigate();
+  const queryClient = useQueryClient();
+  const mutation = useMutation({
+    mutationFn: signIn,
+    onSuccess: (session) => {
+      setToken('');
+      queryClient.setQueryData(SESSION_KEY, session);
+      void navigate(nextPath(params.get('next')), { replace: true });
+    },
+  });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    if (token.trim()) mutation.mutate(token.trim());
+  };
+  return (
+    <Center mih="100vh" p="md" component="main">
+      <Paper withBorder shadow="sm" p="lg" radius="md" w="100%" maw={420}>
+        <form onSubmit={submit} noValidate>
+          <Stack>
+            <Title order={1} size="h2">
+              Sign in
+            </Title>
+            <Text size="sm" c="dimmed">
+              Paste a personal access token (<code>td_…</code>): the one <code>npm run admin bootstrap</code> printed,
+              or one made under your profile.
+            </Text>
+            <PasswordInput
+              label="Access token"
+              value={token}
+              onChange={(e) => setToken(e.currentTarget.value)}
+              autoComplete="off"
+              spellCheck={false}
+              required
+              data-autofocus
+            />
+            {mutation.isError && (
+              <Alert color="red" role="alert" title="Not signed in">
+                {mutation.error.message}
+              </Alert>
+            )}
+            <Button type="submit" loading={mutation.isPending} disabled={!token.trim()}>
+              Sign in
+            </Button>
+          </Stack>
+        </form>
+      </Paper>
+    </Center>
+  );
+}
