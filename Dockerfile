@@ -43,13 +43,18 @@ FROM ${NODE_IMAGE}
 RUN apt-get update \
   && apt-get install -y --no-install-recommends git ca-certificates \
   && rm -rf /var/lib/apt/lists/*
+# The commit the image was built from, for GET /api/version (.git is not part of the build context):
+#   docker build --build-arg GIT_COMMIT=$(git rev-parse HEAD) .   (docker-compose.yml passes GIT_COMMIT from .env)
+ARG GIT_COMMIT=
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=3000 \
     DATA_DIR=/data/service \
     WORKSPACES_DIR=/data/workspaces \
     MEDIA_DIR=/data/media \
-    WORKFLOW_BUNDLE=/app/dist/workflow-bundle.js
+    WORKER_HEALTH_FILE=/tmp/worker-health.json \
+    WORKFLOW_BUNDLE=/app/dist/workflow-bundle.js \
+    GIT_COMMIT=${GIT_COMMIT}
 WORKDIR /app
 COPY package.json ./
 COPY --from=deps /app/node_modules ./node_modules
@@ -59,4 +64,8 @@ COPY --from=build /app/console/dist ./console/dist
 RUN mkdir -p /data/service /data/workspaces /data/media && chown -R node:node /data
 USER node
 EXPOSE 3000
+# The default command's health: /readyz answers 200 and every worker's health file is fresh (compose's services name
+# their own check for their command).
+HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["node", "dist/scripts/healthcheck.js", "api", "worker"]
 CMD ["node", "dist/scripts/start.js"]

@@ -1,5 +1,5 @@
 // ESLint flat config: typescript-eslint recommended (type-aware), plus the workflow sandbox rules
-// (ARCHITECTURE.md §3): workflows stay deterministic, so no Node built-ins and no value imports
+// (docs/architecture.md §3): workflows stay deterministic, so no Node built-ins and no value imports
 // from activities, models, lib or api.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';

@@ -1,5 +1,5 @@
 /**
- * The dependencies createApp hands the routers (ARCHITECTURE.md §3): a router takes its type from here, never from
+ * The dependencies createApp hands the routers (docs/architecture.md §3): a router takes its type from here, never from
  * app.ts, so the arrows inside api/ point one way. Imports nothing of api/.
  */
 import type { EventDispatcher } from '../commands/serviceEvents';

@@ -1,7 +1,7 @@
 /**
  * Replying to a just-started execution, as JSON once it finished or as its event stream, as the client asked: what
  * both surfaces (POST /api/v1/agents/{id}/execute, the client library's execute) and the MCP tools share
- * (ARCHITECTURE.md §3: what both surfaces use sits in api/ itself).
+ * (docs/architecture.md §3: what both surfaces use sits in api/ itself).
  */
 import { awaitExecution } from '../commands/executions';
 import { ConflictError, ExecutionFailedError } from '../lib/errors';

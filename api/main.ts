@@ -3,7 +3,7 @@
  * SIGTERM/SIGINT: stop accepting, end SSE streams, let in-flight requests finish, close connections, exit 0
  * (forced after 10 s).
  *
- * A service process (worker/service.ts, ARCHITECTURE.md §1) passes {@link ApiOptions.worker}: once listening, the
+ * A service process (worker/service.ts, docs/architecture.md §1) passes {@link ApiOptions.worker}: once listening, the
  * process also runs a Temporal worker on its own NativeConnection (connected in the background, retried while Temporal
  * is away), and starts executions eagerly through a client on that connection. api/ itself never imports worker/.
  */

@@ -1,5 +1,5 @@
 /**
- * The OpenAPI 3.1 document, generated at start-up from the route declarations (ARCHITECTURE.md §4): the same
+ * The OpenAPI 3.1 document, generated at start-up from the route declarations (docs/architecture.md §4): the same
  * JSON Schemas the routes validate with, every declared status, the error envelope of each surface, the two bearer
  * schemes and the scope each route needs, and the event names and data of every text/event-stream response.
  * Nothing here is written by hand per route: a route added to a group is documented by being declared.

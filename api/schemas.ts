@@ -18,7 +18,7 @@ export type Validated<S, Otherwise = unknown> = [S] extends [JSONSchema] ? FromS
  */
 type NoKeywords = Record<never, never>;
 
-/** A string with a length cap (every string field has one, ARCHITECTURE.md §8). */
+/** A string with a length cap (every string field has one, docs/architecture.md §8). */
 export const str = <const E extends Schema = NoKeywords>(maxLength: number, extra: E = {} as E) =>
   ({ type: 'string', maxLength, ...extra }) as const;
 /** A required string: present and non-empty. */

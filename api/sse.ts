@@ -1,5 +1,5 @@
 /**
- * Server-sent events from the durable event log (ARCHITECTURE.md §6): the `: connected` comment first (SPEC: "Each
+ * Server-sent events from the durable event log (docs/architecture.md §6): the `: connected` comment first (SPEC: "Each
  * stream sends an initial connection comment"), then the `retry:` hint, then a replay of the stream after the
  * client's position (`Last-Event-ID`), then live events from the process's EventTailer, `: heartbeat` every 15 s,
  * and the end of the response after a terminal event. Every event carries `id: <seq>`, so a reconnecting client

@@ -1,5 +1,5 @@
 /**
- * The durable event log (ARCHITECTURE.md §6). Every stream (an execution; later chats and jobs) is a sequence of
+ * The durable event log (docs/architecture.md §6). Every stream (an execution; later chats and jobs) is a sequence of
  * events in MongoDB with a per-stream, gap-free `seq` starting at 1 and `_id` = `<streamId>:<seq>`, so an append
  * retried by an activity can never create a second copy. Each stream has one writer at a time.
  *

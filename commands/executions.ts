@@ -452,7 +452,7 @@ async function startAdmitted(
       ...(createdChat ? { chatShowsWorking: true } : {}),
     });
     try {
-      // Eager start when this process runs a worker (ARCHITECTURE.md §1): the first workflow task, which runs the
+      // Eager start when this process runs a worker (docs/architecture.md §1): the first workflow task, which runs the
       // whole reply, comes back in the start call's answer and runs here; refused (no free slot, the server's
       // limits), the execution waits for any worker. The native client has no call deadline of its own: given here.
       const { eager } = deps.temporal;

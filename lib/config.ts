@@ -1,5 +1,5 @@
 /**
- * The service configuration: the ONLY module that reads `process.env` (ARCHITECTURE.md §9).
+ * The service configuration: the ONLY module that reads `process.env` (docs/architecture.md §9).
  *
  * `loadConfig(env)` is pure: it validates every variable at once and throws a ConfigError listing each problem,
  * so start-up prints all bad values together (one line each) and exits 1. Everyone else receives a frozen
@@ -70,7 +70,7 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Human-readable logs (dev launcher). @default false */
   logPretty: boolean;
-  /** A model stream with no event for this long fails its attempt (ARCHITECTURE.md §7). @default 60 */
+  /** A model stream with no event for this long fails its attempt (docs/architecture.md §7). @default 60 */
   modelIdleTimeoutSeconds: number;
   /** Longest an execution may run, every attempt included; then it fails with a terminal error. @default 600 */
   executionDeadlineSeconds: number;

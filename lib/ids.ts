@@ -1,5 +1,5 @@
 /**
- * Identifiers (ARCHITECTURE.md §4): tasks `task-<ms>-<random>`, executions `exec-<ms>-<random>`, every other
+ * Identifiers (docs/architecture.md §4): tasks `task-<ms>-<random>`, executions `exec-<ms>-<random>`, every other
  * resource a short prefix + `_` + random base62.
  */
 import { randomBytes } from 'node:crypto';

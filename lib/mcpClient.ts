@@ -1,6 +1,6 @@
 /**
  * The client of remote MCP servers [docs/decisions.md "MCP server instances"]: the official SDK's Client over its
- * StreamableHTTPClientTransport, whose every HTTP request goes through {@link safeFetch} (ARCHITECTURE.md §8):
+ * StreamableHTTPClientTransport, whose every HTTP request goes through {@link safeFetch} (docs/architecture.md §8):
  * https only, the address checked at connect time (lib/safeDestination.ts, WEBHOOK_ALLOW_PRIVATE as for
  * webhooks), no redirects, the answer's body capped. Each operation connects, does its one thing and closes, all
  * within one time limit. {@link listTools} and {@link callTool} never throw: they answer a typed failure, in the
@@ -12,6 +12,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { assertSafeUrl, safeLookup, UnsafeDestinationError, type Resolver } from './safeDestination';
+import { requestIdHeaders } from './requestContext';
 
 /** Where a server is and what every request to it carries. */
 export interface McpEndpoint {
@@ -133,7 +134,11 @@ export function safeFetch(options: McpClientOptions): FetchLike {
     return new Promise<Response>((resolve, reject) => {
       const req = https.request(url, {
         method: init?.method ?? 'GET',
-        headers: { ...headersOf(init), ...(body ? { 'content-length': String(body.length) } : {}) },
+        headers: {
+          ...requestIdHeaders(),
+          ...headersOf(init),
+          ...(body ? { 'content-length': String(body.length) } : {}),
+        },
         lookup: safeLookup({ allowPrivate: options.allowPrivate, resolver: options.resolver }) as never,
         ca: extraCa(options.caFile),
         agent: false,

@@ -56,6 +56,7 @@ export const executionsFinished = new client.Counter({
   labelNames: ['status'] as const,
   registers: [registry],
 });
+for (const status of ['completed', 'failed', 'cancelled']) executionsFinished.inc({ status }, 0);
 /** Execution duration, creation to end. */
 export const executionDuration = new client.Histogram({
   name: 'aas_execution_duration_seconds',
@@ -80,10 +81,13 @@ export const sseConnections = new client.Gauge({
 /** Webhook attempts by outcome. */
 export const webhookAttempts = new client.Counter({
   name: 'aas_webhook_attempts_total',
-  help: 'Webhook delivery attempts, by outcome (delivered, failed_transient, failed_permanent, refused)',
+  help: 'Webhook delivery attempts, by outcome (delivered, transient, permanent, disabled: the destination was off)',
   labelNames: ['outcome'] as const,
   registers: [registry],
 });
+// Every known series is exported from the start (at 0), so that a rate or a ratio over it (deploy/prometheus) has
+// data before the first event of its kind instead of an empty answer.
+for (const outcome of ['delivered', 'transient', 'permanent', 'disabled']) webhookAttempts.inc({ outcome }, 0);
 /** Webhook delivery lag. */
 export const webhookLag = new client.Histogram({
   name: 'aas_webhook_delivery_lag_seconds',
@@ -123,6 +127,7 @@ export const executionsRefused = new client.Counter({
   labelNames: ['reason'] as const,
   registers: [registry],
 });
+for (const reason of ['queue_full', 'wait_timeout']) executionsRefused.inc({ reason }, 0);
 /** Time a request waited in line before its execution was admitted. */
 export const executionAdmissionWait = new client.Histogram({
   name: 'aas_execution_admission_wait_seconds',

@@ -43,6 +43,15 @@ export function currentRequestId(): string | undefined {
   return storage.getStore()?.requestId;
 }
 
+/**
+ * @returns the header that names this work's request on an outgoing call (webhook attempts, model providers, MCP
+ *   servers), so that the other side's logs can be matched with ours; none outside a request's work.
+ */
+export function requestIdHeaders(): { [REQUEST_ID_HEADER]?: string } {
+  const requestId = currentRequestId();
+  return requestId ? { [REQUEST_ID_HEADER]: requestId } : {};
+}
+
 /** @returns the fields the root logger adds to a line: `reqId` inside an activity. */
 export function requestLogFields(): { reqId?: string } {
   const store = storage.getStore();

@@ -1,5 +1,5 @@
 /**
- * Direct cancel (ARCHITECTURE.md §5; docs/decisions.md "Execution shape 3"): the model and tool calls of an execution
+ * Direct cancel (docs/architecture.md §5; docs/decisions.md "Execution shape 3"): the model and tool calls of an execution
  * run as local activities, which see Temporal's cancellation only when their workflow task ends (at the SDK's next
  * heartbeat of it, seconds later). So each running reply registers an AbortController here, under its execution id,
  * and the cancel endpoint aborts it at once:

@@ -1,5 +1,5 @@
 /**
- * Safe outbound destinations (ARCHITECTURE.md §8) for webhooks and git clones: https only, and every address a
+ * Safe outbound destinations (docs/architecture.md §8) for webhooks and git clones: https only, and every address a
  * host name resolves to is checked at connect time, inside the socket's own DNS lookup, so the address checked is
  * the address connected to (no time-of-check/time-of-use gap, no DNS rebinding). Private, loopback, link-local,
  * CGNAT (100.64/10), unique-local v6, IPv4-mapped/compatible v6 forms of those, and cloud-metadata addresses are

@@ -1,5 +1,5 @@
 /**
- * Stream wake-ups (ARCHITECTURE.md §6; docs/decisions.md "Live events"): pushed notifications that a stream of the
+ * Stream wake-ups (docs/architecture.md §6; docs/decisions.md "Live events"): pushed notifications that a stream of the
  * durable event log has new events, so api processes read the log at once instead of waiting for a poll tick.
  *
  * - Every api process runs a {@link WakeupReceiver}: a UDP socket on its HOST and an ephemeral port, registered in

@@ -8,6 +8,7 @@
 import https from 'node:https';
 import { assertSafeUrl, safeLookup, UnsafeDestinationError, type Resolver } from './safeDestination';
 import { traceWebhookSend } from './tracing';
+import { requestIdHeaders } from './requestContext';
 
 export type AttemptOutcome = 'delivered' | 'transient' | 'permanent';
 
@@ -134,6 +135,7 @@ async function attemptDelivery(input: SendInput): Promise<SendResult> {
     const req = https.request(url, {
       method: 'POST',
       headers: {
+        ...requestIdHeaders(),
         ...input.headers,
         'content-type': 'application/json',
         'content-length': String(Buffer.byteLength(input.body)),

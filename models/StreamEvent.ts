@@ -1,5 +1,5 @@
 /**
- * One event of a stream of the durable event log (`_id` = `<streamId>:<seq>`, ARCHITECTURE.md §6): what
+ * One event of a stream of the durable event log (`_id` = `<streamId>:<seq>`, docs/architecture.md §6): what
  * commands/eventLog.ts appends and reads, always by `_id`. Expires after the stream events' retention (lib/expiry.ts;
  * docs/decisions.md "Retention").
  */

@@ -1,5 +1,5 @@
 /**
- * Admin CLI (ARCHITECTURE.md §9). Each command prints one JSON line on stdout; errors print one line on stderr
+ * Admin CLI (docs/architecture.md §9). Each command prints one JSON line on stdout; errors print one line on stderr
  * and exit 1 (2 for usage errors).
  *   bootstrap --org <name> --email <email> [--name <display name>]
  *       → {organizationId,userId,apiToken,serviceToken}

@@ -62,6 +62,8 @@ export default async function globalSetup(): Promise<void> {
     process.env.AAS_TEST_DATA_DIR = dataDir;
     // Index-usage tests read PostgreSQL's statistics under FerretDB (absent with mongod or MONGODB_URI).
     if (servers.postgres) process.env.AAS_TEST_POSTGRES_URL = servers.postgres.address;
+    // Which MongoDB the tests talk to: tests of the embedded FerretDB run on it and are skipped elsewhere.
+    process.env.AAS_TEST_MONGO_KIND = config.mongodbUri ? 'external' : servers.postgres ? 'ferretdb' : 'mongod';
     // Bundle the workflows once for every in-process test worker.
     process.env.AAS_WORKFLOW_BUNDLE = await bundleWorkflowsTo(path.join(dataDir, 'workflow-bundle.js'));
     const consoleError = await consoleBuilt;

@@ -1,5 +1,5 @@
 /**
- * createWorker: the one place a Temporal Worker is built (ARCHITECTURE.md §3), for the worker-only process
+ * createWorker: the one place a Temporal Worker is built (docs/architecture.md §3), for the worker-only process
  * (worker/main.ts) and for the service process (worker/service.ts: HTTP and workflows on one NativeConnection).
  */
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -62,7 +62,7 @@ export async function createWorker(
   });
 }
 
-/** A worker running in a process that also starts executions (ARCHITECTURE.md §1). */
+/** A worker running in a process that also starts executions (docs/architecture.md §1). */
 export interface InProcessWorker {
   worker: Worker;
   connection: NativeConnection;

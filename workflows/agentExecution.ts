@@ -5,7 +5,7 @@
  * dies, continuing the reply where it stopped) → finish (completed | failed | cancelled: final events, chat message,
  * usage, session released). Finishing always runs, even after cancellation.
  *
- * Shape 3 (every start since it exists, ARCHITECTURE.md §5, docs/decisions.md "Execution shape 3"): both steps are
+ * Shape 3 (every start since it exists, docs/architecture.md §5, docs/decisions.md "Execution shape 3"): both steps are
  * local activities, so the whole execution is one workflow task of the process that started it (eager start). The
  * SDK heartbeats that task while the reply streams; the workflow task timeout (EXECUTION_TASK_TIMEOUT in workflows/ids.ts, set by
  * the starters) bounds how long a dead process goes unnoticed. A local activity sees Temporal's cancellation only

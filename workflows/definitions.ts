@@ -1,6 +1,6 @@
 /**
  * Updates, queries and signals of the workflows, and the inputs and results that other folders hand them or take
- * from them (ARCHITECTURE.md §3): safe to import from the api, commands and activities.
+ * from them (docs/architecture.md §3): safe to import from the api, commands and activities.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { JobAction, JobStatus } from './jobStates';

@@ -1,5 +1,5 @@
 /**
- * What a client reads when an execution fails (ARCHITECTURE.md §7, docs/decisions.md "Failure messages"): the
+ * What a client reads when an execution fails (docs/architecture.md §7, docs/decisions.md "Failure messages"): the
  * service's own words, one code per kind of failure. Activities throw ApplicationFailures whose `type` is one of
  * these codes and whose message is the client's message; anything else (engine timeouts, database or driver
  * errors, raw provider bodies) becomes `internal_error` for clients and goes to the logs with the execution id.

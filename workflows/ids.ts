@@ -1,5 +1,5 @@
 /**
- * Deterministic workflow ids (ARCHITECTURE.md §5): a second start for the same record is refused by Temporal, so
+ * Deterministic workflow ids (docs/architecture.md §5): a second start for the same record is refused by Temporal, so
  * a duplicate request can never run the same work twice.
  */
 

@@ -1,5 +1,5 @@
 /**
- * Anthropic Messages API provider (ARCHITECTURE.md §7), through the official SDK with streaming.
+ * Anthropic Messages API provider (docs/architecture.md §7), through the official SDK with streaming.
  *
  * The SDK never retries (`maxRetries: 0`): the Temporal activity owns retrying, and it may only retry while no
  * output has been delivered, which the SDK cannot know.
@@ -8,6 +8,7 @@ import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@ant
 import type { ContentBlockParam, MessageParam } from '@anthropic-ai/sdk/resources/messages';
 import { ProviderAbortedError, ProviderError } from './types';
 import type { ModelContentBlock, ModelEvent, ModelProvider, ModelRequest } from './types';
+import { requestIdHeaders } from '../requestContext';
 
 /**
  * @returns the Messages API form of a structured message's blocks (empty text blocks left out: refused there); media
@@ -133,7 +134,7 @@ export function createAnthropicProvider(opts: AnthropicProviderOptions): ModelPr
               : {}),
             stream: true,
           },
-          { signal: req.signal }
+          { signal: req.signal, headers: requestIdHeaders() }
         );
         // Tool calls arrive as a content block whose input streams as JSON fragments; yielded once it is complete.
         const toolBlocks = new Map<number, { id: string; name: string; json: string }>();

@@ -1,5 +1,5 @@
 /**
- * The built-in offline provider (ARCHITECTURE.md §7): a deterministic echo so the service runs end to end with no
+ * The built-in offline provider (docs/architecture.md §7): a deterministic echo so the service runs end to end with no
  * model key, and so tests and demos have a reply that depends only on the request.
  */
 import { ProviderAbortedError, textOfContent } from './types';

@@ -1,5 +1,5 @@
 /**
- * The idle timeout of every model call (ARCHITECTURE.md §7): a provider stream that yields no event for `idleMs`
+ * The idle timeout of every model call (docs/architecture.md §7): a provider stream that yields no event for `idleMs`
  * fails with ProviderIdleError, and its request is aborted. Measured between events, the wait for the response
  * headers included, so a model that goes silent at any point (after `message_start`, mid-reply) frees its
  * attempt. Provider-independent: it wraps whatever a ModelProvider's stream yields.

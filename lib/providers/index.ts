@@ -1,5 +1,5 @@
 /**
- * Model providers (ARCHITECTURE.md §7): the interface, the three implementations, and the rules that map an
+ * Model providers (docs/architecture.md §7): the interface, the three implementations, and the rules that map an
  * agent's model name onto one of them.
  *
  * Model name resolution ({@link resolveModel}), with `name = requested || config.defaultModel`:

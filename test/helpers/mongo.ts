@@ -7,6 +7,25 @@ import { connectMongo, disconnectMongo } from '../../lib/mongo';
 import '../../models';
 import { closeAfterAll } from './teardown';
 
+/**
+ * The test servers' MongoDB is the embedded FerretDB (globalSetup: AAS_TEST_MONGO_KIND), so tests of the embedded
+ * database's own behaviour must run: they are skipped, and reported as skipped, only against mongod or a server
+ * named by MONGODB_URI.
+ */
+export const ON_FERRETDB = process.env.AAS_TEST_MONGO_KIND === 'ferretdb';
+/** `it` where the test servers are FerretDB, else `it.skip` (counted as skipped, never as passed). */
+export const itOnFerretDb = ON_FERRETDB ? it : it.skip;
+
+/**
+ * Fails unless the connected server says it is FerretDB: a test of FerretDB's behaviour never passes against
+ * anything else.
+ */
+export async function expectFerretDb(): Promise<void> {
+  const info = await mongoose.connection.db!.admin().command({ buildInfo: 1 });
+  if (!info.ferretdbVersion)
+    throw new Error(`the test servers should be FerretDB (AAS_TEST_MONGO_KIND), but buildInfo says ${info.version}`);
+}
+
 /** @returns a unique database name. */
 export function uniqueDbName(): string {
   return `t_${randomBytes(6).toString('hex')}`;

@@ -126,7 +126,14 @@ it('a slot is given back at the latest after holdMs, whatever became of its exec
   const a = admission({ holdMs: 10 });
   const s = await a.acquire();
   s.bind('exec_lost');
-  await a.acquire();
+  expect(a.admitted).toBe(1);
+  // The one slot is held by an execution nobody reports as ended: the next request waits until the hold cap frees it.
+  const next = a.acquire();
+  expect(await settled(next)).toBe('pending');
+  expect(a.waiting).toBe(1);
+  const second = await next;
+  expect(second).toBeDefined();
+  expect([a.admitted, a.waiting]).toEqual([1, 0]); // the lost slot is gone, the new one holds the only place
 });
 
 it('at shutdown the requests in line are answered 503', async () => {

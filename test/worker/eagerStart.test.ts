@@ -1,5 +1,5 @@
 /**
- * Eager start (ARCHITECTURE.md §1, docs/decisions.md "Process roles"): an app whose process runs a worker on its own
+ * Eager start (docs/architecture.md §1, docs/decisions.md "Process roles"): an app whose process runs a worker on its own
  * NativeConnection (worker/create.ts `runInProcessWorker`, as a service process does) starts an execution with eager
  * workflow start, so its first workflow task, which runs the whole reply, comes back in the start call's answer and
  * runs in this process. When the eager start is refused (here: a client on a connection with no worker for the task
