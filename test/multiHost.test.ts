@@ -1,6 +1,6 @@
 /**
  * Several hosts (issue 41; docs/decisions.md "Several hosts"): the service as it runs on separate machines, proven
- * on the multi-host bed (test/helpers/multiHost.ts: network namespaces on a bridge, each host its own address).
+ * on the multi-host bed (scripts/lib/multiHost.ts: network namespaces on a bridge, each host its own address).
  * Host *servers* runs the embedded MongoDB-compatible server and Temporal on its bridge address; *api-1* and *api-2*
  * each run a service process (HTTP + worker) pointed at *servers*; *worker-1* a worker-only process. The test
  * process is a client on the bridge, as a load balancer would be. Every process advertises its own bridge address
@@ -16,7 +16,7 @@ import { startFakeAnthropic, type FakeAnthropic } from '../scripts/fakes/anthrop
 import { startWebhookReceiver, type WebhookReceiver } from '../scripts/fakes/webhookReceiver';
 import { childTestEnv } from './helpers/env';
 import { buildOrg } from './helpers/factories';
-import { bedUnavailable, createBed, type Bed } from './helpers/multiHost';
+import { bedUnavailable, createBed, type Bed } from '../scripts/lib/multiHost';
 import { spawnScript, type Spawned } from './helpers/processes';
 import { openSse, waitForEvent, type LiveStream, type SseEvent } from './helpers/sse';
 import { until } from './helpers/until';
@@ -94,7 +94,7 @@ if (unavailable) {
       dataDir = mkdtempSync(path.join(os.tmpdir(), 'aas-bed-'));
       fake = await startFakeAnthropic(bed.gateway);
       receiver = await startWebhookReceiver(bed.gateway);
-      servers = spawnScript('test/helpers/bedServers.ts', childTestEnv({}), bed.prefix('servers'), [
+      servers = spawnScript('scripts/lib/bedServers.ts', childTestEnv({}), bed.prefix('servers'), [
         path.join(dataDir, 'servers'),
         bed.hosts.servers.address,
       ]);

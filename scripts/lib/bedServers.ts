@@ -1,11 +1,11 @@
 /**
- * The *servers* host of the multi-host bed (test/helpers/multiHost.ts), run on that host: provisions the embedded
+ * The *servers* host of the multi-host bed (scripts/lib/multiHost.ts), run on that host: provisions the embedded
  * MongoDB-compatible server and the Temporal dev server (the same code as `npm run dev`) listening on the host's
  * bridge address, prints one JSON line with their addresses, and stops them on SIGTERM.
- * Usage: node --import tsx test/helpers/bedServers.ts <dataDir> <address>
+ * Usage: node --import tsx scripts/lib/bedServers.ts <dataDir> <address>
  */
 import { loadToolConfig } from '../../lib/config';
-import { provisionServers } from '../../scripts/servers';
+import { provisionServers } from '../servers';
 
 async function main(): Promise<void> {
   const [dataDir, host] = process.argv.slice(2);
