@@ -50,6 +50,14 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'aas-bench-hosts-'));
   const children: ChildProcess[] = [];
   const fake = await startFakeAnthropic(bed.gateway);
+  // Interrupted, it still stops its processes and removes the hosts.
+  const cleanUp = (): void => {
+    for (const c of children) c.kill('SIGKILL');
+    bed.destroy();
+    process.exit(130);
+  };
+  process.once('SIGINT', cleanUp);
+  process.once('SIGTERM', cleanUp);
   try {
     const servers = startOn(
       bed.prefix('servers'),
@@ -66,7 +74,7 @@ async function main(): Promise<void> {
     const env = (host: string): NodeJS.ProcessEnv => ({
       ...process.env,
       NODE_ENV: 'development',
-      LOG_LEVEL: 'warn',
+      LOG_LEVEL: 'info', // the ready line, `worker started`, is an info line
       HOST: bed.hosts[host].address,
       WAKEUP_HOST: bed.hosts[host].address,
       APP_URL: `http://${bed.hosts[host].address}:3000`,
