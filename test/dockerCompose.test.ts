@@ -474,7 +474,7 @@ describe('Dockerfile', () => {
     expect(runtime.body).toMatch(/^USER node$/m);
   });
 
-  it('targets Node 24 LTS like .nvmrc; engines names what is tested (20 here, 24 in the image)', () => {
+  it('targets Node 24 LTS like .nvmrc; engines names what is tested (24 in CI and the image, 20.19+ still accepted)', () => {
     expect(read('.nvmrc').trim()).toBe('24');
     const engines = (JSON.parse(read('package.json')) as { engines: { node: string } }).engines.node;
     expect(engines).toBe('^20.19.0 || ^24.0.0');
