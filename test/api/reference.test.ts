@@ -3,7 +3,8 @@
  * (the test set-up installs it when it can, test/globalSetup.ts). Every request the page makes goes to the service
  * itself: anything else is refused and counted, so the page is shown to work with no network.
  */
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../helpers/browser';
 import { useTestApp } from '../helpers/app';
 import { useTestDatabase } from '../helpers/mongo';
 
@@ -19,20 +20,7 @@ interface PageWindow {
 }
 
 beforeAll(async () => {
-  const executablePath = process.env.AAS_TEST_CHROMIUM;
-  if (!executablePath) throw new Error(`no browser for the reference test: ${process.env.AAS_TEST_CHROMIUM_MISSING}`);
-  browser = await chromium.launch({
-    executablePath,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
 }, 60_000);
 afterAll(async () => browser?.close());
 

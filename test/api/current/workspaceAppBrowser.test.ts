@@ -4,7 +4,8 @@
  * an inline script does not run, and the page runs in an opaque origin (it can never act as the service's origin).
  */
 import sharp from 'sharp';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../../helpers/browser';
 import { useTestApp } from '../../helpers/app';
 import { currentAs } from '../../helpers/current';
 import { bearer, buildOrg } from '../../helpers/factories';
@@ -15,12 +16,7 @@ const t = useTestApp();
 let browser: Browser | undefined;
 
 beforeAll(async () => {
-  const executablePath = process.env.AAS_TEST_CHROMIUM;
-  if (!executablePath) throw new Error(`no browser for the app test: ${process.env.AAS_TEST_CHROMIUM_MISSING}`);
-  browser = await chromium.launch({
-    executablePath,
-    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
-  });
+  browser = await launchChromium();
 }, 60_000);
 afterAll(async () => browser?.close());
 
