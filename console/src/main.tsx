@@ -39,6 +39,38 @@ const router = createBrowserRouter([
           { index: true, lazy: async () => ({ Component: (await import('./pages/Home')).Home }) },
           { path: 'chats', lazy: async () => ({ Component: (await import('./pages/Chats')).ChatsPage }) },
           { path: 'agents', lazy: async () => ({ Component: (await import('./pages/Agents')).AgentsPage }) },
+          // One line per page: each page's file is its own (issue 36's slices are built side by side).
+          { path: 'agents/new', lazy: async () => ({ Component: (await import('./pages/AgentEdit')).AgentEditPage }) },
+          {
+            path: 'agents/:agentId',
+            lazy: async () => ({ Component: (await import('./pages/AgentEdit')).AgentEditPage }),
+          },
+          { path: 'tasks', lazy: async () => ({ Component: (await import('./pages/Tasks')).TasksPage }) },
+          { path: 'inbox', lazy: async () => ({ Component: (await import('./pages/Inbox')).InboxPage }) },
+          { path: 'jobs/:jobId', lazy: async () => ({ Component: (await import('./pages/Job')).JobPage }) },
+          { path: 'missions', lazy: async () => ({ Component: (await import('./pages/Missions')).MissionsPage }) },
+          {
+            path: 'missions/:missionId',
+            lazy: async () => ({ Component: (await import('./pages/Mission')).MissionPage }),
+          },
+          {
+            path: 'executions',
+            lazy: async () => ({ Component: (await import('./pages/Executions')).ExecutionsPage }),
+          },
+          {
+            path: 'executions/:executionId',
+            lazy: async () => ({ Component: (await import('./pages/Execution')).ExecutionPage }),
+          },
+          {
+            path: 'workspaces',
+            lazy: async () => ({ Component: (await import('./pages/Workspaces')).WorkspacesPage }),
+          },
+          {
+            path: 'workspaces/:workspaceId',
+            lazy: async () => ({ Component: (await import('./pages/Workspace')).WorkspacePage }),
+          },
+          { path: 'usage', lazy: async () => ({ Component: (await import('./pages/Usage')).UsagePage }) },
+          { path: 'settings', lazy: async () => ({ Component: (await import('./pages/Settings')).SettingsPage }) },
           {
             path: ':org/spaces/:spaceId/chats/:chatId',
             lazy: async () => ({ Component: (await import('./pages/Chat')).ChatPage }),

@@ -11,7 +11,7 @@ import type { Browser, Page } from 'playwright-core';
 import { createToken, revokeToken } from '../../commands/tokens';
 import { currentAs } from '../helpers/current';
 import { buildOrg } from '../helpers/factories';
-import { criticalViolations, launchChromium, signIn, watchPage, type PageWatch } from '../helpers/browser';
+import { consolePage, expectClean, launchChromium, signIn } from '../helpers/browser';
 import { useTestDatabase } from '../helpers/mongo';
 import { useExecutionStack } from '../helpers/worker';
 
@@ -27,23 +27,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => browser?.close());
 
-/** A page of its own browser context (its own cookies), watched, and checked when the test ends. */
-async function newPage(viewport = { width: 1280, height: 800 }): Promise<{ page: Page; watch: PageWatch }> {
-  const context = await browser.newContext({ viewport });
-  context.setDefaultTimeout(60_000);
-  const page = await context.newPage();
-  // Every request goes to the service itself: nothing is fetched from anywhere else.
-  await page.route('**/*', (route) =>
-    route.request().url().startsWith(stack.base) ? route.continue() : route.abort()
-  );
-  return { page, watch: watchPage(page) };
-}
-
-async function expectClean(page: Page, watch: PageWatch): Promise<void> {
-  expect(await criticalViolations(page)).toEqual([]);
-  expect(watch.errors).toEqual([]);
-  expect(watch.dialogs).toEqual([]);
-}
+const newPage = (viewport?: { width: number; height: number }) => consolePage(browser, stack.base, viewport);
 
 /** The page's storage and readable cookies, joined (to look for a token in them). */
 const readable = (page: Page): Promise<string> =>

@@ -71,3 +71,44 @@ export async function signIn(page: Page, token: string): Promise<void> {
   await page.getByLabel('Access token').fill(token);
   await page.getByRole('button', { name: 'Sign in' }).click();
 }
+
+/**
+ * A page of its own browser context (its own cookies), watched: every request goes to the service itself, nothing
+ * is fetched from anywhere else.
+ * @param browser the launched browser.
+ * @param base the service's address (the stack's `base`).
+ * @param viewport the window's size (360 px wide for the phone checks).
+ */
+export async function consolePage(
+  browser: Browser,
+  base: string,
+  viewport = { width: 1280, height: 800 }
+): Promise<{ page: Page; watch: PageWatch }> {
+  const context = await browser.newContext({ viewport });
+  context.setDefaultTimeout(60_000);
+  const page = await context.newPage();
+  await page.route('**/*', (route) => (route.request().url().startsWith(base) ? route.continue() : route.abort()));
+  return { page, watch: watchPage(page) };
+}
+
+/** @returns a console page signed in with `token`, showing the page at `path` (default the chats). */
+export async function signedInPage(
+  browser: Browser,
+  base: string,
+  token: string,
+  path = '/chats',
+  viewport?: { width: number; height: number }
+): Promise<{ page: Page; watch: PageWatch }> {
+  const opened = await consolePage(browser, base, viewport);
+  await opened.page.goto(`${base}/sign-in?next=${encodeURIComponent(path)}`);
+  await signIn(opened.page, token);
+  await opened.page.waitForURL((u) => u.pathname === path);
+  return opened;
+}
+
+/** What every console test checks on every page: no critical axe-core violation, no uncaught error, no dialog. */
+export async function expectClean(page: Page, watch: PageWatch): Promise<void> {
+  expect(await criticalViolations(page)).toEqual([]);
+  expect(watch.errors).toEqual([]);
+  expect(watch.dialogs).toEqual([]);
+}

@@ -7,7 +7,14 @@ import { SESSION_KEY, useSession } from '../api/useSession';
 
 const links = [
   { to: '/chats', label: 'Chats' },
+  { to: '/inbox', label: 'Inbox' },
+  { to: '/tasks', label: 'Tasks' },
   { to: '/agents', label: 'Agents' },
+  { to: '/missions', label: 'Missions' },
+  { to: '/executions', label: 'Executions' },
+  { to: '/workspaces', label: 'Workspaces' },
+  { to: '/usage', label: 'Usage' },
+  { to: '/settings', label: 'Settings' },
 ];
 
 export function Layout() {
