@@ -1,11 +1,15 @@
-/** Settings (issue 36: being built). */
-import { Stack, Text, Title } from '@mantine/core';
+/** Settings: the person's access tokens, and the organization's webhook destination with its delivery log. */
+import { Divider, Stack, Title } from '@mantine/core';
+import { SettingsTokens } from '../components/SettingsTokens';
+import { SettingsWebhook } from '../components/SettingsWebhook';
 
 export function SettingsPage() {
   return (
-    <Stack>
+    <Stack gap="xl">
       <Title order={1}>Settings</Title>
-      <Text c="dimmed">This page is being built.</Text>
+      <SettingsTokens />
+      <Divider />
+      <SettingsWebhook />
     </Stack>
   );
 }
