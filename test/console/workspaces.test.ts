@@ -1,0 +1,192 @@
+/**
+ * The console's Workspaces, Workspace and Usage pages in a real browser (Debian's Chromium through playwright-core)
+ * against the real stack (the app on its APP_URL, Temporal, an in-process worker, the fake model). Workspaces: the
+ * list, folders with breadcrumbs, an upload whose content is markup previewed as text (nothing of it runs), the
+ * download link, a share link created, fetched and revoked, delete after an in-page confirmation. Usage: after one
+ * execution, the charts are drawn (svg) and the table's numbers are the API's. On every page: no uncaught error, no
+ * dialog, no critical axe-core violation; 360 px wide.
+ */
+import type { Browser, Page } from 'playwright-core';
+import { expectClean, launchChromium, signedInPage } from '../helpers/browser';
+import { bearer, buildOrg, buildWorkspace } from '../helpers/factories';
+import { useTestDatabase } from '../helpers/mongo';
+import { useExecutionStack } from '../helpers/worker';
+
+useTestDatabase();
+// A browser, the service and the model on a loaded 2-core machine: room for each test (no time is asserted).
+jest.setTimeout(180_000);
+const stack = useExecutionStack('console-workspaces', { DEFAULT_MODEL: 'claude-test' }, { appUrl: true });
+let browser: Browser;
+
+beforeAll(async () => {
+  if (process.env.AAS_TEST_CONSOLE_MISSING) throw new Error(process.env.AAS_TEST_CONSOLE_MISSING);
+  browser = await launchChromium();
+}, 60_000);
+afterAll(async () => browser?.close());
+
+const MARKUP = '<img src=x onerror="alert(1)"><script>alert(2)</script>';
+
+/** Writes a file through the API. */
+async function put(token: string, workspaceId: string, path: string, content: string): Promise<void> {
+  const res = await stack.t.request
+    .put(`/api/workspaces/${workspaceId}/files/content?path=${encodeURIComponent(path)}`)
+    .set('Authorization', bearer(token))
+    .set('Content-Type', 'application/octet-stream')
+    .send(Buffer.from(content));
+  expect(res.status).toBe(201);
+}
+
+const noScrollX = async (page: Page): Promise<void> =>
+  expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(360);
+
+it('browses folders, uploads a file of markup previewed as text, shares, revokes and deletes it', async () => {
+  const org = await buildOrg();
+  const ws = await buildWorkspace(stack.t, { org, name: 'Docs' });
+  await put(org.serviceToken, ws.id, 'notes/today.txt', 'Remember the milk');
+
+  const { page, watch } = await signedInPage(browser, stack.base, org.apiToken, '/workspaces');
+  await page.getByRole('heading', { name: 'Workspaces' }).waitFor();
+  await expectClean(page, watch);
+  await page.getByRole('link', { name: 'Docs' }).click();
+  await page.getByRole('heading', { name: 'Docs' }).waitFor();
+
+  // Folders: into notes, its file previewed, and back to the root by the breadcrumbs.
+  await page.getByRole('link', { name: 'Folder notes' }).click();
+  const crumbs = page.getByRole('navigation', { name: 'Folder' });
+  await crumbs.getByRole('link', { name: 'notes' }).waitFor();
+  await page.getByRole('link', { name: 'today.txt' }).click();
+  await expect(page.getByTestId('file-preview').innerText()).resolves.toBe('Remember the milk');
+  await expectClean(page, watch);
+  await crumbs.getByRole('link', { name: 'Files' }).click();
+  await page.getByRole('link', { name: 'Folder notes' }).waitFor();
+  expect(new URL(page.url()).search).toBe('');
+
+  // Upload (the FileInput's file input) into the root: markup, shown as text and never run.
+  await page.locator('input[type="file"]').setInputFiles({
+    name: 'evil.html',
+    mimeType: 'text/html',
+    buffer: Buffer.from(MARKUP),
+  });
+  await page.getByRole('button', { name: 'Upload', exact: true }).click();
+  await page.getByRole('status').filter({ hasText: 'Uploaded evil.html' }).waitFor();
+  await page.getByRole('link', { name: 'evil.html' }).click();
+  const preview = page.getByTestId('file-preview');
+  await expect(preview.innerText()).resolves.toBe(MARKUP);
+  expect(await page.locator('img[src="x"]').count()).toBe(0);
+  expect(await preview.locator('script').count()).toBe(0);
+  const stored = await stack.t.request
+    .get(`/api/workspaces/${ws.id}/files/content?path=evil.html`)
+    .set('Authorization', bearer(org.serviceToken));
+  expect(stored.text).toBe(MARKUP);
+
+  // The download link is the read route, with the session's cookie.
+  const href = await page.getByRole('link', { name: 'Download' }).getAttribute('href');
+  const download = await page.context().request.get(`${stack.base}${href}`);
+  expect(download.status()).toBe(200);
+  expect(await download.text()).toBe(MARKUP);
+
+  // A share link: public until revoked, then 410.
+  await page.getByRole('button', { name: 'Create share link' }).click();
+  const url = (await page.getByTestId('share-url').innerText()).trim();
+  const shared = await fetch(url);
+  expect(shared.status).toBe(200);
+  expect(await shared.text()).toBe(MARKUP);
+  await page.getByRole('button', { name: 'Copy link' }).waitFor();
+  await page.getByRole('button', { name: 'Revoke link' }).click();
+  await page.getByTestId('share-link').filter({ hasText: 'revoked' }).waitFor();
+  expect((await fetch(url)).status).toBe(410);
+  await expectClean(page, watch);
+
+  // At 360 px: the same page, nothing wider than the screen.
+  await page.setViewportSize({ width: 360, height: 740 });
+  await noScrollX(page);
+
+  // Delete after an in-page confirmation: gone from the list and from the workspace.
+  await page.getByRole('button', { name: 'Delete' }).click();
+  await page
+    .getByRole('group', { name: 'Confirm deleting evil.html' })
+    .getByRole('button', { name: 'Yes, delete' })
+    .click();
+  await page.getByRole('link', { name: 'evil.html' }).waitFor({ state: 'detached' });
+  const listing = await stack.t.request
+    .get(`/api/workspaces/${ws.id}/files`)
+    .set('Authorization', bearer(org.serviceToken));
+  expect(listing.body.entries.map((e: { name: string }) => e.name)).toEqual(['notes']);
+  await expectClean(page, watch);
+  await page.context().close();
+});
+
+it('shows another organization’s workspace as not found', async () => {
+  const mine = await buildOrg();
+  const other = await buildWorkspace(stack.t, { name: 'Secret space' });
+  const { page, watch } = await signedInPage(browser, stack.base, mine.apiToken, `/workspaces/${other.id}`);
+  await page.getByRole('heading', { name: 'Not found' }).waitFor();
+  expect(await page.getByText('Secret space').count()).toBe(0);
+  await expectClean(page, watch);
+  await page.context().close();
+});
+
+it('charts usage after an execution, with a table whose numbers are the API’s', async () => {
+  const org = await buildOrg();
+  const agent = await stack.t.request
+    .post('/api/agents')
+    .set('Authorization', bearer(org.serviceToken))
+    .send({ name: 'Counter <b>bot</b>', system_prompt: 'Be brief.' });
+  expect(agent.status).toBe(201);
+  const agentId = agent.body.agent.id as string;
+  const run = await stack.t.request
+    .post('/api/agent/execute')
+    .set('Authorization', bearer(org.apiToken))
+    .send({ characterId: agentId, message: 'count my tokens' });
+  expect(run.status).toBe(200);
+  const usage = await stack.t.request
+    .get(`/api/usage/organization/${org.organizationId}`)
+    .set('Authorization', bearer(org.apiToken));
+  expect(usage.status).toBe(200);
+  const [mine] = usage.body.agents as {
+    agentId: string;
+    executions: number;
+    input_tokens: number;
+    output_tokens: number;
+  }[];
+  expect(mine).toMatchObject({ agentId, executions: 1 });
+  const today = usage.body.end as string;
+
+  const { page, watch } = await signedInPage(browser, stack.base, org.apiToken, '/usage', { width: 360, height: 740 });
+  const row = page
+    .getByRole('table', { name: 'Usage per period and agent' })
+    .getByRole('row')
+    .filter({ hasText: 'Counter <b>bot</b>' });
+  await row.waitFor();
+  expect((await row.getByRole('cell').allInnerTexts()).map((s) => s.trim())).toEqual([
+    today,
+    'Counter <b>bot</b>',
+    String(mine.executions),
+    String(mine.input_tokens),
+    String(mine.output_tokens),
+  ]);
+  await expect(page.getByTestId('total-executions').innerText()).resolves.toBe('1');
+  // Both charts are drawn: an svg with a bar for the agent.
+  for (const chart of ['tokens-chart', 'executions-chart']) {
+    const figure = page.getByTestId(chart);
+    await figure.locator('svg.recharts-surface').first().waitFor();
+    await figure.locator('.recharts-bar-rectangle').first().waitFor();
+  }
+  await noScrollX(page);
+  await expectClean(page, watch);
+
+  // Another period: per month, the same totals.
+  // By keyboard (at 360 px the layout's fixed header covers the top of the page).
+  await page.getByRole('combobox', { name: 'Per' }).press('ArrowDown');
+  await page.getByRole('option', { name: 'Per month' }).click();
+  await expect(page.getByRole('combobox', { name: 'Per' }).inputValue()).resolves.toBe('Per month');
+  await page.getByRole('button', { name: 'Show' }).press('Enter');
+  await page
+    .getByRole('table', { name: 'Usage per period and agent' })
+    .getByRole('row')
+    .filter({ hasText: `${today.slice(0, 8)}01` })
+    .waitFor();
+  await expect(page.getByTestId('total-executions').innerText()).resolves.toBe('1');
+  await expectClean(page, watch);
+  await page.context().close();
+});
