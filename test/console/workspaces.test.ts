@@ -7,6 +7,7 @@
  * dialog, no critical axe-core violation; 360 px wide.
  */
 import type { Browser, Page } from 'playwright-core';
+import sharp from 'sharp';
 import { expectClean, launchChromium, signedInPage } from '../helpers/browser';
 import { bearer, buildOrg, buildWorkspace } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
@@ -27,12 +28,12 @@ afterAll(async () => browser?.close());
 const MARKUP = '<img src=x onerror="alert(1)"><script>alert(2)</script>';
 
 /** Writes a file through the API. */
-async function put(token: string, workspaceId: string, path: string, content: string): Promise<void> {
+async function put(token: string, workspaceId: string, path: string, content: string | Buffer): Promise<void> {
   const res = await stack.t.request
     .put(`/api/workspaces/${workspaceId}/files/content?path=${encodeURIComponent(path)}`)
     .set('Authorization', bearer(token))
     .set('Content-Type', 'application/octet-stream')
-    .send(Buffer.from(content));
+    .send(Buffer.isBuffer(content) ? content : Buffer.from(content));
   expect(res.status).toBe(201);
 }
 
@@ -43,6 +44,10 @@ it('browses folders, uploads a file of markup previewed as text, shares, revokes
   const org = await buildOrg();
   const ws = await buildWorkspace(stack.t, { org, name: 'Docs' });
   await put(org.serviceToken, ws.id, 'notes/today.txt', 'Remember the milk');
+  const png = await sharp({ create: { width: 40, height: 20, channels: 3, background: '#4c6ef5' } })
+    .png()
+    .toBuffer();
+  await put(org.serviceToken, ws.id, 'pic.png', png);
 
   const { page, watch } = await signedInPage(browser, stack.base, org.apiToken, '/workspaces');
   await page.getByRole('heading', { name: 'Workspaces' }).waitFor();
@@ -60,6 +65,14 @@ it('browses folders, uploads a file of markup previewed as text, shares, revokes
   await crumbs.getByRole('link', { name: 'Files' }).click();
   await page.getByRole('link', { name: 'Folder notes' }).waitFor();
   expect(new URL(page.url()).search).toBe('');
+
+  // An image: the API's thumbnail, drawn.
+  await page.getByRole('link', { name: 'pic.png' }).click();
+  const thumbnail = page.getByRole('img', { name: 'Thumbnail of pic.png' });
+  await thumbnail.waitFor();
+  expect(await thumbnail.getAttribute('src')).toMatch(/^data:image\/png;base64,/);
+  expect(await thumbnail.evaluate((img) => (img as HTMLImageElement).naturalWidth)).toBe(40);
+  await page.getByText('png image, 40 × 20').waitFor();
 
   // Upload (the FileInput's file input) into the root: markup, shown as text and never run.
   await page.locator('input[type="file"]').setInputFiles({
@@ -111,7 +124,7 @@ it('browses folders, uploads a file of markup previewed as text, shares, revokes
   const listing = await stack.t.request
     .get(`/api/workspaces/${ws.id}/files`)
     .set('Authorization', bearer(org.serviceToken));
-  expect(listing.body.entries.map((e: { name: string }) => e.name)).toEqual(['notes']);
+  expect(listing.body.entries.map((e: { name: string }) => e.name).sort()).toEqual(['notes', 'pic.png']);
   await expectClean(page, watch);
   await page.context().close();
 });
