@@ -71,7 +71,7 @@ it('browses folders, uploads a file of markup previewed as text, shares, revokes
   const thumbnail = page.getByRole('img', { name: 'Thumbnail of pic.png' });
   await thumbnail.waitFor();
   expect(await thumbnail.getAttribute('src')).toMatch(/^data:image\/png;base64,/);
-  expect(await thumbnail.evaluate((img) => (img as HTMLImageElement).naturalWidth)).toBe(40);
+  expect(await thumbnail.evaluate((img: unknown) => (img as { naturalWidth: number }).naturalWidth)).toBe(40);
   await page.getByText('png image, 40 × 20').waitFor();
 
   // Upload (the FileInput's file input) into the root: markup, shown as text and never run.
