@@ -130,17 +130,17 @@ export async function recordTaskEvents(deps: EventDeps, before: TaskDoc | null, 
 
 /**
  * @param auth the caller.
- * @param filters status, priority, assignedTo, spaceId (combined with AND).
+ * @param filters status, priority, assignedTo, spaceId, missionId (combined with AND).
  * @param page limit and cursor.
  * @returns one page of tasks, newest first.
  */
 export async function listTasks(
   auth: AuthContext,
-  filters: { status?: string; priority?: string; assignedTo?: string; spaceId?: string },
+  filters: { status?: string; priority?: string; assignedTo?: string; spaceId?: string; missionId?: string },
   page: { limit: number; cursor?: string }
 ): Promise<{ items: TaskDoc[]; nextCursor: string | null }> {
   const filter: Record<string, string> = { organizationId: auth.organizationId };
-  for (const key of ['status', 'priority', 'assignedTo', 'spaceId'] as const) {
+  for (const key of ['status', 'priority', 'assignedTo', 'spaceId', 'missionId'] as const) {
     const value = filters[key];
     if (value !== undefined) filter[key] = value;
   }

@@ -33,7 +33,13 @@ export const taskUpdateBody = {
   properties: { title: requiredStr(500), description: str(20_000), priority, assignTo, status },
 } as const;
 
-export const taskListQuery = pageQuery({ status, priority, assignedTo: str(100), spaceId: str(100) });
+export const taskListQuery = pageQuery({
+  status,
+  priority,
+  assignedTo: str(100),
+  spaceId: str(100),
+  missionId: str(100, { description: 'Only the tasks of this mission (current surface: /api/missions)' }),
+});
 
 export const taskSchema: Schema = record(
   {

@@ -31,7 +31,7 @@ export function Layout() {
   });
   return (
     <AppShell header={{ height: 'auto' }} padding="md">
-      <AppShell.Header p="xs">
+      <AppShell.Header p="xs" pos="static">
         <Group justify="space-between" gap="xs" wrap="wrap">
           <Group gap="xs" wrap="wrap">
             <Text fw={700}>Console</Text>
@@ -57,7 +57,7 @@ export function Layout() {
           </Group>
         </Group>
       </AppShell.Header>
-      <AppShell.Main pt={72}>
+      <AppShell.Main pt="md">
         <main>
           <Outlet />
         </main>

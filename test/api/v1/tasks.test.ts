@@ -94,6 +94,25 @@ describe('GET /api/v1/tasks', () => {
     expect((await as(other.apiToken).get('/tasks')).body).toEqual({ success: true, tasks: [], nextCursor: null });
   });
 
+  it('filters by missionId: only that mission’s tasks, in pages', async () => {
+    const org = await buildOrg();
+    const a = await newTask(org.apiToken);
+    const b = await newTask(org.apiToken);
+    const c = await newTask(org.apiToken);
+    // Tasks join a mission through /api/missions/{id}/tasks (Temporal); here the link is stored as that route does.
+    for (const id of [a.id, c.id]) await Task.updateOne({ _id: id }, { $set: { missionId: 'mis_1' } });
+    const page = async (q: string) => (await as(org.apiToken).get(`/tasks${q}`)).body;
+    const first = await page('?missionId=mis_1&limit=1');
+    expect(first.tasks.map((x: { id: string }) => x.id)).toEqual([c.id]);
+    expect(first.tasks[0].missionId).toBe('mis_1');
+    const second = await page(`?missionId=mis_1&limit=1&cursor=${first.nextCursor}`);
+    expect(second.tasks.map((x: { id: string }) => x.id)).toEqual([a.id]);
+    expect((await page('?missionId=mis_2')).tasks).toEqual([]);
+    expect((await page('')).tasks.map((x: { id: string }) => x.id)).toEqual([c.id, b.id, a.id]);
+    const other = await buildOrg();
+    expect((await as(other.apiToken).get('/tasks?missionId=mis_1')).body.tasks).toEqual([]);
+  });
+
   it('400 with the spec messages for invalid status and priority filters', async () => {
     const org = await buildOrg();
     expect((await as(org.apiToken).get('/tasks?status=done')).body).toEqual(
