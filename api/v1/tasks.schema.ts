@@ -33,7 +33,16 @@ export const taskUpdateBody = {
   properties: { title: requiredStr(500), description: str(20_000), priority, assignTo, status },
 } as const;
 
-export const taskListQuery = pageQuery({ status, priority, assignedTo: str(100), spaceId: str(100) });
+export const taskListQuery = pageQuery({
+  status,
+  priority,
+  assignedTo: str(100),
+  spaceId: str(100),
+  unassigned: {
+    type: 'boolean',
+    description: '`true`: only the tasks assigned to nobody (the ones a member can claim); not with assignedTo',
+  },
+});
 
 export const taskSchema: Schema = record(
   {

@@ -77,6 +77,9 @@ it('my tasks move only along the allowed states; an unassigned one is claimed; n
   expect((await taskOf(org.apiToken, mine)).status).toBe('completed');
 
   const claimable = card(section(page, 'Unassigned, to claim'), 'Anyone can take this');
+  await claimable.waitFor();
+  // Only tasks nobody has are offered to claim.
+  expect(await card(section(page, 'Unassigned, to claim'), 'Review the report').count()).toBe(0);
   await claimable.getByRole('button', { name: 'Claim' }).click();
   await card(section(page, 'Assigned to me'), 'Anyone can take this').waitFor();
   expect((await taskOf(org.apiToken, open)).assignedTo).toBe(org.userId);

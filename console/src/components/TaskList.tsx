@@ -20,8 +20,6 @@ const statusColors: Record<string, string> = {
 export interface TaskListProps {
   title: string;
   filters: TaskFilters;
-  /** Shows only the tasks this test keeps (a page may then show fewer than 20). */
-  keep?: (task: Task) => boolean;
   empty: string;
   userId: string | undefined;
   /** Names of agents and spaces by id, for display. */
@@ -31,14 +29,14 @@ export interface TaskListProps {
   onRun: (taskId: string, executionId: string) => void;
 }
 
-export function TaskList({ title, filters, keep, empty, userId, names, runs, onRun }: TaskListProps) {
+export function TaskList({ title, filters, empty, userId, names, runs, onRun }: TaskListProps) {
   const tasks = useInfiniteQuery({
     queryKey: ['tasks', filters],
     initialPageParam: undefined as string | undefined,
     queryFn: ({ pageParam }) => fetchTasks(filters, pageParam),
     getNextPageParam: (last) => last.nextCursor ?? undefined,
   });
-  const rows = (tasks.data?.pages.flatMap((p) => p.tasks) ?? []).filter((t) => !keep || keep(t));
+  const rows = tasks.data?.pages.flatMap((p) => p.tasks) ?? [];
   const headingId = `tasks-${title.toLowerCase().replace(/[^a-z]+/g, '-')}`;
   return (
     <Stack gap="xs" component="section" aria-labelledby={headingId}>

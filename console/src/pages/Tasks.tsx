@@ -71,9 +71,8 @@ export function TasksPage() {
       )}
       <TaskList
         title="Unassigned, to claim"
-        filters={{ status: 'pending' }}
-        keep={(t) => !t.assignedTo}
-        empty="No unassigned task on this page of pending tasks."
+        filters={{ status: 'pending', unassigned: true }}
+        empty="No task waits to be claimed."
         {...common}
       />
       <Stack gap="xs">
