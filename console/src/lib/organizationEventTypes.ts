@@ -22,3 +22,12 @@ export const ORGANIZATION_EVENT_TYPES = [
   'repo.clone_completed',
   'repo.clone_failed',
 ] as const;
+
+/**
+ * @param type an event type.
+ * @param types prefixes or whole types.
+ * @returns whether the type matches one of them.
+ */
+export function matchesTypes(type: string, types: readonly string[]): boolean {
+  return types.some((t) => type.startsWith(t));
+}

@@ -20,7 +20,7 @@
  */
 import { useQueryClient, type QueryKey } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
-import { ORGANIZATION_EVENT_TYPES } from './organizationEventTypes';
+import { matchesTypes, ORGANIZATION_EVENT_TYPES } from './organizationEventTypes';
 
 /** One event of the stream: the webhook body. */
 export interface OrganizationEvent {
@@ -105,15 +105,6 @@ export function subscribeOrganizationEvents(listener: Listener): () => void {
       setConnection('connecting');
     }, LINGER_MS);
   };
-}
-
-/**
- * @param type an event type.
- * @param types prefixes or whole types.
- * @returns whether the type matches one of them.
- */
-export function matchesTypes(type: string, types: readonly string[]): boolean {
-  return types.some((t) => type.startsWith(t));
 }
 
 /**
