@@ -130,19 +130,31 @@ export async function recordTaskEvents(deps: EventDeps, before: TaskDoc | null, 
 
 /**
  * @param auth the caller.
- * @param filters status, priority, assignedTo, spaceId, missionId (combined with AND).
+ * @param filters status, priority, assignedTo, spaceId, missionId (combined with AND); `unassigned: true` keeps the
+ *   tasks assigned to nobody.
  * @param page limit and cursor.
  * @returns one page of tasks, newest first.
  */
 export async function listTasks(
   auth: AuthContext,
-  filters: { status?: string; priority?: string; assignedTo?: string; spaceId?: string; missionId?: string },
+  filters: {
+    status?: string;
+    priority?: string;
+    assignedTo?: string;
+    spaceId?: string;
+    missionId?: string;
+    unassigned?: boolean;
+  },
   page: { limit: number; cursor?: string }
 ): Promise<{ items: TaskDoc[]; nextCursor: string | null }> {
-  const filter: Record<string, string> = { organizationId: auth.organizationId };
+  const filter: Record<string, string | null> = { organizationId: auth.organizationId };
   for (const key of ['status', 'priority', 'assignedTo', 'spaceId', 'missionId'] as const) {
     const value = filters[key];
     if (value !== undefined) filter[key] = value;
+  }
+  if (filters.unassigned === true) {
+    if (filters.assignedTo !== undefined) throw new ValidationError('Use either assignedTo or unassigned, not both');
+    filter.assignedTo = null;
   }
   return paginate<TaskDoc>(Task, filter, page);
 }

@@ -39,6 +39,10 @@ export const taskListQuery = pageQuery({
   assignedTo: str(100),
   spaceId: str(100),
   missionId: str(100, { description: 'Only the tasks of this mission (current surface: /api/missions)' }),
+  unassigned: {
+    type: 'boolean',
+    description: '`true`: only the tasks assigned to nobody (the ones a member can claim); not with assignedTo',
+  },
 });
 
 export const taskSchema: Schema = record(

@@ -28,7 +28,7 @@ export function taskRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
     route({
       method: 'get',
       path: '/tasks',
-      summary: 'List tasks; status, priority, assignedTo and spaceId filters combine',
+      summary: 'List tasks; status, priority, assignedTo (or unassigned) and spaceId filters combine',
       tags,
       auth: 'v1',
       query: taskListQuery,

@@ -60,5 +60,11 @@ it('the console’s packages are devDependencies of its workspace', () => {
   expect(consolePkg.dependencies).toBeUndefined();
   for (const name of ['react', 'react-dom', 'vite', '@mantine/core', 'react-router', '@tanstack/react-query'])
     expect(consolePkg.devDependencies[name]).toBeDefined();
-  for (const name of Object.keys(consolePkg.devDependencies)) expect(root.dependencies[name]).toBeUndefined();
+  // croner is the one package both sides use on purpose: the console previews a mission's next runs with the library
+  // (and version) the server validates the schedule with. Every other console package stays out of the production
+  // install.
+  const shared = ['croner'];
+  for (const name of shared) expect(consolePkg.devDependencies[name]).toBe(root.dependencies[name]);
+  for (const name of Object.keys(consolePkg.devDependencies))
+    if (!shared.includes(name)) expect(root.dependencies[name]).toBeUndefined();
 });

@@ -75,7 +75,7 @@ describe('POST /api/v1/tasks', () => {
 });
 
 describe('GET /api/v1/tasks', () => {
-  it('filters by status, assignedTo and spaceId, combined; no match gives []', async () => {
+  it('filters by status, assignedTo (or unassigned) and spaceId, combined; no match gives []', async () => {
     const org = await buildOrg();
     const member = await buildMember(org.organizationId);
     const spaceId = (await as(org.apiToken).post('/spaces', { name: 'S' })).body.space.id;
@@ -90,6 +90,13 @@ describe('GET /api/v1/tasks', () => {
     expect(await ids(`?assignedTo=${member.userId}&status=pending`)).toEqual([a.id]);
     expect(await ids(`?spaceId=${spaceId}&status=pending`)).toEqual([c.id, a.id]);
     expect(await ids(`?spaceId=${spaceId}&status=in_progress`)).toEqual([]);
+    // Unassigned (claimable) ones only; with a status too; not together with assignedTo.
+    expect(await ids('?unassigned=true')).toEqual([c.id]);
+    expect(await ids('?unassigned=true&status=in_progress')).toEqual([]);
+    expect(await ids('?unassigned=false')).toEqual([c.id, b.id, a.id]);
+    expect((await as(org.apiToken).get(`/tasks?unassigned=true&assignedTo=${member.userId}`)).body).toEqual(
+      v1Error(400, 'Bad Request', 'Use either assignedTo or unassigned, not both')
+    );
     const other = await buildOrg();
     expect((await as(other.apiToken).get('/tasks')).body).toEqual({ success: true, tasks: [], nextCursor: null });
   });
