@@ -309,6 +309,8 @@ export class EventTailer {
   private receiver: WakeupReceiver | undefined;
   /** The fallback tick came: read every stream. */
   private tickDue = false;
+  /** Other readers of this process's wake-ups (commands/organizationEvents.ts: the organizations' service events). */
+  private readonly wakeupHandlers = new Set<(woken: Wakeup[]) => void>();
 
   /**
    * @param intervalMs fallback poll interval while anyone listens (wake-ups make reads immediate).
@@ -327,7 +329,10 @@ export class EventTailer {
    * @returns the UDP port.
    */
   async listen(bindHost: string, advertisedHost: string): Promise<number> {
-    this.receiver = new WakeupReceiver((woken) => this.wake(woken), this.onError);
+    this.receiver = new WakeupReceiver((woken) => {
+      this.wake(woken);
+      for (const handler of this.wakeupHandlers) handler(woken);
+    }, this.onError);
     return this.receiver.start(bindHost, advertisedHost);
   }
 
@@ -379,6 +384,17 @@ export class EventTailer {
       any = true;
     }
     if (any) void this.poll();
+  }
+
+  /**
+   * Passes every wake-up this process receives to another reader too (the organizations' service events, whose
+   * wake-up names are not streams of this log).
+   * @param handler called with the wake-ups of each datagram.
+   * @returns stops passing them.
+   */
+  onWakeup(handler: (woken: Wakeup[]) => void): () => void {
+    this.wakeupHandlers.add(handler);
+    return () => this.wakeupHandlers.delete(handler);
   }
 
   /** Number of streams being followed (for tests and metrics). */

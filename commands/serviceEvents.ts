@@ -18,6 +18,7 @@ import { retentionExpiry } from '../lib/expiry';
 import { newId } from '../lib/ids';
 import { insertDocument, insertDocumentsOnce, isDuplicateKey } from '../lib/mongo';
 import { invalidate, SharedCache } from '../lib/sharedCache';
+import { wakeStream } from '../lib/wakeups';
 import {
   OUTBOX_QUEUE,
   ServiceEvent,
@@ -152,6 +153,7 @@ export async function recordEvents(
         ...retentionExpiry('deliveryLogMs', createdAt),
       }))
     );
+    wakeOrganizationReaders(organizationId);
     return;
   }
   for (const input of inputs) await recordWith({ ...input, organizationId }, integration, deps.dispatchEvent);
@@ -178,6 +180,21 @@ async function integrationOf(organizationId: string): Promise<WebhookIntegration
  */
 export function integrationChanged(organizationId: string): Promise<void> {
   return invalidate(WEBHOOK_INTEGRATIONS, organizationId);
+}
+
+/**
+ * The wake-up name of an organization's service events (lib/wakeups.ts): readers of GET /api/events
+ * (commands/organizationEvents.ts) read the organization's new events when it comes.
+ * @param organizationId the organization.
+ * @returns the name.
+ */
+export function organizationEventsWakeup(organizationId: string): string {
+  return `service-events:${organizationId}`;
+}
+
+/** A datagram to the api processes (no database write): their organization-event readers read at once. */
+function wakeOrganizationReaders(organizationId: string): void {
+  wakeStream(organizationEventsWakeup(organizationId), 0);
 }
 
 async function recordWith(
@@ -209,6 +226,7 @@ async function recordWith(
       ...retentionExpiry('deliveryLogMs', createdAt),
     });
     event = serviceEventBody(doc as ServiceEventDoc);
+    wakeOrganizationReaders(input.organizationId);
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
     const existing = await ServiceEvent.findById(_id).lean<ServiceEventDoc>();

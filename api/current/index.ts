@@ -8,6 +8,7 @@ import type { RouteSpec } from '../route';
 import { currentAgentRoutes } from './agents';
 import { chatRoutes } from './chats';
 import { clientExecuteRoutes } from './clientExecute';
+import { organizationEventRoutes } from './events';
 import { jobRoutes } from './jobs';
 import { missionRoutes } from './missions';
 import { oauthClientRoutes } from './oauthClients';
@@ -34,6 +35,7 @@ export function currentRoutes(deps: AppDeps, contract: () => Contract): RouteSpe
     ...currentAgentRoutes(),
     ...workspaceRoutes(),
     ...chatRoutes(deps),
+    ...organizationEventRoutes(deps),
     ...jobRoutes(deps),
     ...missionRoutes(deps),
     ...workspaceFileRoutes(deps.config),

@@ -1,4 +1,7 @@
-/** The organization's open chats, newest first, with their status; each leads to its chat page (its chatUrl). */
+/**
+ * The organization's open chats, newest first, with their status; each leads to its chat page (its chatUrl). Statuses
+ * update live through the page's one organization stream (lib/useOrganizationEvents.ts).
+ */
 import { Alert, Anchor, Button, Group, Loader, Select, Stack, Table, Text, Title } from '@mantine/core';
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { useState } from 'react';
@@ -6,12 +9,14 @@ import { Link } from 'react-router';
 import { api, unwrap } from '../api/client';
 import { StatusBadge } from '../components/StatusBadge';
 import { chatPath } from '../lib/paths';
+import { useOrganizationEvents } from '../lib/useOrganizationEvents';
 
 const STATUSES = ['standby', 'working', 'done', 'needs_attention', 'error'] as const;
 type Status = (typeof STATUSES)[number];
 
 export function ChatsPage() {
   const [status, setStatus] = useState<Status | null>(null);
+  useOrganizationEvents(['chat.'], [['chats']]);
   const chats = useInfiniteQuery({
     queryKey: ['chats', status],
     initialPageParam: undefined as string | undefined,
