@@ -78,16 +78,20 @@ function decisionKeys(page: Page): string[] {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-it('shows a job under review first in the inbox, and approves it', async () => {
+it('shows a job under review first in the inbox, live, and approves it', async () => {
   const s = await setup('Reporter');
   const done = await newJob(s, 'Finished work', 'Just do it');
-  const review = await newJob(s, 'Report to approve', 'Write the report [[request_review]]');
   await waitForStatus(s, done, 'completed');
-  await waitForStatus(s, review, 'awaiting_review');
 
   const { page, watch } = await signedInPage(browser, stack.base, s.org.apiToken, '/inbox');
   const keys = decisionKeys(page);
   await page.getByRole('heading', { name: 'Review inbox' }).waitFor();
+  await page.locator(`li[data-job-id="${done}"]`).waitFor();
+  await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+  // A job started while the inbox is open comes in by itself (the organization stream), and waits for review.
+  const review = await newJob(s, 'Report to approve', 'Write the report [[request_review]]');
+  await waitForStatus(s, review, 'awaiting_review');
+  await page.locator(`li[data-job-id="${review}"]`).filter({ hasText: 'awaiting review' }).waitFor({ timeout: 90_000 });
   const row = page.locator(`li[data-job-id="${review}"]`);
   await row.waitFor();
   // Waiting for a person first: the job under review comes before the completed one.

@@ -2,7 +2,8 @@
  * The review inbox (/inbox): the organization's jobs, those waiting for a person first (awaiting review, blocked),
  * then the others by state, each with its title, agent, state and age, and the actions its state allows
  * (components/JobActions.tsx). One section per state, 20 jobs a page as the API pages them; a state filter shows
- * one section. The lists are read again whenever a job changes (every ['jobs'] query is invalidated).
+ * one section. The lists update live: a job.* event of the page's one organization stream
+ * (lib/useOrganizationEvents.ts), or a decision taken here, invalidates every ['jobs'] query.
  */
 import { Alert, Anchor, Button, Group, Loader, Paper, Select, Stack, Text, Title } from '@mantine/core';
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
@@ -10,8 +11,10 @@ import { useId, useState } from 'react';
 import { Link } from 'react-router';
 import { jobKeys, listJobs, type Job } from '../api/jobs';
 import { AgentName } from '../components/AgentName';
+import { ConnectionBadge } from '../components/ConnectionBadge';
 import { JobActions, JobStatusBadge } from '../components/JobActions';
 import { age, INBOX_ORDER, JOB_STATUSES, statusLabel, type JobStatus } from '../lib/jobActions';
+import { useOrganizationEvents } from '../lib/useOrganizationEvents';
 
 const SECTION_TITLES: Record<JobStatus, string> = {
   awaiting_review: 'Awaiting review',
@@ -91,13 +94,17 @@ function JobSection({ status, alone }: { status: JobStatus; alone: boolean }) {
 
 export function InboxPage() {
   const [status, setStatus] = useState<JobStatus | null>(null);
+  const { connection } = useOrganizationEvents(['job.'], [['jobs']]);
   // Whether the organization has any job at all (the empty state); each section reads its own state's pages.
   const any = useQuery({ queryKey: ['jobs', 'any'], queryFn: () => listJobs(null, undefined) });
   const sections = status ? [status] : INBOX_ORDER;
   return (
     <Stack>
       <Group justify="space-between" align="flex-end" wrap="wrap">
-        <Title order={1}>Review inbox</Title>
+        <Group gap="xs">
+          <Title order={1}>Review inbox</Title>
+          <ConnectionBadge connection={connection} />
+        </Group>
         <Select
           label="Status"
           placeholder="Any"
