@@ -140,6 +140,8 @@ it('requests another iteration with feedback from the job page: back to work, th
   await expectClean(page, watch);
 
   await page.getByRole('button', { name: 'Request changes' }).click();
+  // The opened form's field has the focus (keyboard use).
+  await expect(page.getByLabel('Feedback').evaluate((el) => el === document.activeElement)).resolves.toBe(true);
   // Feedback is required: sending none says so, and sends nothing.
   await page.getByRole('button', { name: 'Send feedback' }).click();
   await page.getByText('Write the feedback for the next iteration.').waitFor();
@@ -193,7 +195,12 @@ it('resumes a blocked job with an answer, and cancels another after the in-page 
   // The confirmation is in the page: keeping the job sends nothing.
   await cancelRow.getByText('Cancel this job?').waitFor();
   await expectClean(page, watch);
-  await cancelRow.getByRole('button', { name: 'Keep it' }).click();
+  // By keyboard: the confirmation's safe answer has the focus, and Enter keeps the job.
+  await expect(
+    cancelRow.getByRole('button', { name: 'Keep it' }).evaluate((el) => el === document.activeElement)
+  ).resolves.toBe(true);
+  await page.keyboard.press('Enter');
+  await cancelRow.getByRole('button', { name: 'Cancel job' }).waitFor();
   await cancelRow.getByRole('button', { name: 'Cancel job' }).click();
   await cancelRow.getByRole('button', { name: 'Yes, cancel the job' }).click();
   await waitForStatus(s, toCancel, 'cancelled');

@@ -46,9 +46,11 @@ export function JobActions({ job }: { job: Pick<Job, 'id' | 'title' | 'status' |
   const [key, setKey] = useState<string | null>(null);
   const fieldId = useId();
   const field = useRef<HTMLTextAreaElement>(null);
-  // Keyboard use: the opened form's field takes the focus.
+  const keep = useRef<HTMLButtonElement>(null);
+  // Keyboard use: the opened form's field takes the focus; the cancel confirmation focuses its safe answer.
   useEffect(() => {
     if (open === 'iterate' || open === 'resume') field.current?.focus();
+    if (open === 'cancel') keep.current?.focus();
   }, [open]);
   const decide = useMutation({
     mutationFn: (d: Decision) => actOnJob(job.id, d),
@@ -163,7 +165,7 @@ export function JobActions({ job }: { job: Pick<Job, 'id' | 'title' | 'status' |
             <Button size="compact-sm" color="red" onClick={() => send('cancel')} loading={decide.isPending}>
               Yes, cancel the job
             </Button>
-            <Button size="compact-sm" variant="default" onClick={() => show(null)}>
+            <Button ref={keep} size="compact-sm" variant="default" onClick={() => show(null)}>
               Keep it
             </Button>
           </Group>
