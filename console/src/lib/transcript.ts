@@ -10,6 +10,8 @@
  *   from the stream's start (`needsFullReplay`), so a reply is never shown with its beginning missing.
  */
 
+import { isNewEvent, type StreamEvent } from './eventSource';
+
 export type ChatStatus = 'standby' | 'working' | 'done' | 'needs_attention' | 'error';
 
 export interface HistoryMessage {
@@ -63,11 +65,7 @@ export interface Transcript {
 }
 
 /** One event of the chat stream, as EventSource gives it (`id` = lastEventId, data parsed). */
-export interface ChatEvent {
-  id: number;
-  event: string;
-  data: Record<string, unknown>;
-}
+export type ChatEvent = StreamEvent;
 
 /** Events of the chat stream the page listens to. */
 export const CHAT_EVENTS = [
@@ -188,7 +186,7 @@ function applyToTurn(turn: Turn, e: ChatEvent): Turn {
  * @returns the transcript with the event applied (the same object when the event changes nothing).
  */
 export function applyEvent(t: Transcript, e: ChatEvent): Transcript {
-  if (!Number.isFinite(e.id) || e.id <= t.lastSeq) return t;
+  if (!isNewEvent(t.lastSeq, e)) return t;
   const next: Transcript = { ...t, lastSeq: e.id };
   if (e.event === 'chat.status' && typeof e.data.status === 'string') next.status = e.data.status as ChatStatus;
   const executionId = str(e.data.execution_id);

@@ -5,6 +5,7 @@
  * connection's state is shown: `reconnecting` while EventSource retries.
  */
 import { useEffect, useReducer, useState } from 'react';
+import { openEventStream, type Connection } from './eventSource';
 import {
   applyEvent,
   CHAT_EVENTS,
@@ -15,7 +16,7 @@ import {
   type Transcript,
 } from './transcript';
 
-export type Connection = 'connecting' | 'live' | 'reconnecting' | 'closed';
+export type { Connection } from './eventSource';
 
 type Action = { type: 'event'; event: ChatEvent } | { type: 'reset'; transcript: Transcript };
 
@@ -45,23 +46,11 @@ export function useChatStream(
   useEffect(() => {
     if (!history) return;
     dispatch({ type: 'reset', transcript: fromHistory(history.messages, history.status) });
-    setConnection('connecting');
     const url = `/api/chats/${encodeURIComponent(chatId)}/events${fromStart ? '?lastEventId=0' : ''}`;
-    const source = new EventSource(url);
-    source.onopen = () => setConnection('live');
-    source.onerror = () => setConnection(source.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting');
-    for (const name of CHAT_EVENTS) {
-      source.addEventListener(name, (m: MessageEvent<string>) => {
-        let data: Record<string, unknown>;
-        try {
-          data = JSON.parse(m.data) as Record<string, unknown>;
-        } catch {
-          return;
-        }
-        dispatch({ type: 'event', event: { id: Number(m.lastEventId), event: name, data } });
-      });
-    }
-    return () => source.close();
+    return openEventStream(url, CHAT_EVENTS, {
+      onEvent: (event) => dispatch({ type: 'event', event }),
+      onConnection: setConnection,
+    });
   }, [chatId, history, fromStart]);
 
   return { transcript, connection };

@@ -4,23 +4,17 @@
  * cannot read (another organization's, a deleted one, or a path whose organization or space is not the chat's)
  * shows the not-found page and nothing of it.
  */
-import { Alert, Badge, Button, Group, Loader, Stack, Textarea, Title } from '@mantine/core';
+import { Alert, Button, Group, Loader, Stack, Textarea, Title } from '@mantine/core';
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { useMemo, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { useParams } from 'react-router';
 import { api, ApiError, unwrap } from '../api/client';
+import { ConnectionBadge } from '../components/ConnectionBadge';
 import { StatusBadge } from '../components/StatusBadge';
 import { TurnView } from '../components/TurnView';
 import type { HistoryMessage } from '../lib/transcript';
-import { useChatStream, type Connection } from '../lib/useChatStream';
+import { useChatStream } from '../lib/useChatStream';
 import { NotFound } from './NotFound';
-
-const connectionLabel: Record<Connection, { label: string; color: string }> = {
-  connecting: { label: 'Connecting…', color: 'gray' },
-  live: { label: 'Live', color: 'green' },
-  reconnecting: { label: 'Reconnecting…', color: 'orange' },
-  closed: { label: 'Disconnected', color: 'red' },
-};
 
 /** Reads every page of a chat's history. */
 async function readHistory(chatId: string) {
@@ -80,7 +74,6 @@ export function ChatPage() {
       </Alert>
     );
   const status = transcript.status ?? chat!.status;
-  const conn = connectionLabel[connection];
   return (
     <Stack maw={900}>
       <Group justify="space-between" wrap="wrap">
@@ -89,9 +82,7 @@ export function ChatPage() {
         </Title>
         <Group gap="xs">
           <StatusBadge status={status} />
-          <Badge color={conn.color} variant="dot" role="status" aria-live="polite">
-            {conn.label}
-          </Badge>
+          <ConnectionBadge connection={connection} />
         </Group>
       </Group>
       <Stack component="ol" gap={0} p={0} m={0} aria-label="Conversation">
