@@ -16,7 +16,8 @@ import type { job as jobWorkflow, JobInput } from '../workflows/job';
 import { acceptsAction, type JobAction } from '../workflows/jobStates';
 import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 import { createChat } from './chats';
-import { abortReply, type ExecutionDeps } from './executions';
+import type { ExecutionDeps } from './executionStart';
+import { abortReply } from './executions';
 import type { AuthContext } from './tokens';
 import { isDuplicateKey } from '../lib/mongo';
 
