@@ -8,7 +8,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { ToolOutcome } from '../commands/agentFileTools';
-import { metaEvent } from '../commands/executions';
+import { metaEvent } from '../commands/executionStart';
 import { userTurn } from '../commands/mediaTurn';
 import { recordEvent, type EventDeps } from '../commands/serviceEvents';
 import { agentWithSkills } from '../commands/skills';
@@ -152,7 +152,7 @@ export interface ReplyLimits {
  * stored on their execution, which the api wrote for one organization.
  */
 async function announceRunning(exec: ExecutionDoc, deps: EventDeps): Promise<void> {
-  // A chat the api created with this execution already shows `working` (commands/executions.ts).
+  // A chat the api created with this execution already shows `working` (commands/executionStart.ts).
   if (!exec.chatShowsWorking) await Chat.updateOne({ _id: exec.chatId }, { $set: { status: chatStatusOf('running') } });
   await recordEvent(
     {

@@ -5,7 +5,7 @@
  */
 import { executionsStarted } from '../lib/metrics';
 import { ApplicationFailure } from '@temporalio/common';
-import { recordPendingExecution } from '../commands/executions';
+import { recordPendingExecution } from '../commands/executionStart';
 import { recordEvent, type EventDeps, type ServiceEventType } from '../commands/serviceEvents';
 import type { Config } from '../lib/config';
 import { appendEvents, type LoggedEvent } from '../commands/eventLog';

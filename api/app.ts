@@ -4,7 +4,7 @@
  * The route groups are declared once ({@link routeGroups}): the same list is mounted and documented
  * (api/openapi.ts), so the contract covers exactly the routes that answer.
  */
-import { createExecutionAdmission } from '../commands/executions';
+import { createExecutionAdmission } from '../commands/executionStart';
 import { webhookDispatcher } from '../commands/webhooks';
 import Router from '@koa/router';
 import Koa from 'koa';

@@ -1,7 +1,7 @@
 /**
  * Durable chats of the current surface (/api/chats) over the same Chat, Session and ChatMessage records the v1
  * executions use [docs/decisions.md "Chats"]: create (agent and workspace of the organization), list, read the
- * messages with the work linked to them, send a message (an execution through commands/executions.ts, in the
+ * messages with the work linked to them, send a message (an execution through commands/executionStart.ts, in the
  * chat's session: one at a time), change the chat's options, and close (hide) a chat, cancelling its running work.
  */
 import mongoose from 'mongoose';
@@ -21,7 +21,8 @@ import {
 } from '../models';
 import { executionWorkflowId } from '../workflows/ids';
 import { findOrganizationAgent } from './agents';
-import { abortReply, cancelSubAgents, startExecution, type ExecutionDeps } from './executions';
+import { startExecution, type ExecutionDeps } from './executionStart';
+import { abortReply, cancelSubAgents } from './executions';
 import { findVisibleSpace } from './spaces';
 import type { AuthContext } from './tokens';
 import { isDuplicateKey } from '../lib/mongo';
@@ -151,7 +152,7 @@ export async function chatMessages(
 }
 
 /**
- * Sends a message: starts an execution of the chat's agent in the chat's session (commands/executions.ts), which
+ * Sends a message: starts an execution of the chat's agent in the chat's session (commands/executionStart.ts), which
  * refuses it with 409 while the session's previous execution still runs.
  * @param deps configuration and Temporal.
  * @param auth the caller.

@@ -55,6 +55,7 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
   if (events.length === 0) return;
   const createdAt = new Date();
   const expiry = retentionExpiry('streamEventsMs', createdAt);
+  let retried = false;
   try {
     // Plain objects, written as they are (lean: no mongoose document per event); the fields are all given here.
     await StreamEvent.insertMany(
@@ -71,6 +72,7 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
     );
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
+    retried = true;
     // Some already existed (a retried append): write the rest one by one.
     for (const e of events) {
       await StreamEvent.updateOne(
@@ -84,8 +86,18 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
   // An append that ends at seq 1 is the stream's first event alone (an execution's `meta`, an MCP stream's first
   // message): it raises no head, since a stream without one holds its first event at most ({@link lastSeq}).
   if (last > 1) await StreamHead.updateOne({ _id: streamId }, { $max: { lastSeq: last } }, { upsert: true });
+  // Committed, events and head: this process's readers get them now, from memory (a retried append above, which
+  // kept what was already stored, is not handed over: its readers read the log).
+  if (!retried) for (const tailer of localTailers) tailer.deliverAppended(streamId, events);
   wakeStream(streamId, last);
 }
+
+/**
+ * The tailers of this process ({@link EventTailer}): the events this process appends are handed to them once committed
+ * (issue 37 lever 1: no wake-up to itself, no read back), so a reader in the process that writes (the normal case with
+ * eager start) gets a text delta without a round trip to the database.
+ */
+const localTailers = new Set<EventTailer>();
 
 /**
  * Fetches events `from..to` (inclusive) by id, READ_BATCH to a query, stopping at the first one missing.
@@ -319,7 +331,9 @@ export class EventTailer {
   constructor(
     private readonly intervalMs = 1000,
     private readonly onError: (err: unknown) => void = () => undefined
-  ) {}
+  ) {
+    localTailers.add(this);
+  }
 
   /**
    * Receives wake-ups from the processes that append events (lib/wakeups.ts); without it, only the fallback tick
@@ -397,6 +411,23 @@ export class EventTailer {
     return () => this.wakeupHandlers.delete(handler);
   }
 
+  /**
+   * Events this process appended, committed (events and head): delivered from memory when they continue what the
+   * stream's listeners have; after a gap (an append of another process not read yet), the log is read instead.
+   * @param streamId the stream.
+   * @param events the events as appended, in seq order.
+   */
+  deliverAppended(streamId: string, events: readonly LoggedEvent[]): void {
+    const sub = this.streams.get(streamId);
+    if (!sub || this.stopped) return;
+    if (events[0].seq > sub.delivered + 1) return this.wake([{ streamId, seq: events[events.length - 1].seq }]);
+    for (const { seq, event, data } of events) {
+      if (seq <= sub.delivered) continue;
+      sub.delivered = seq;
+      for (const l of [...sub.listeners]) l({ seq, event, data });
+    }
+  }
+
   /** Number of streams being followed (for tests and metrics). */
   get activeStreams(): number {
     return this.streams.size;
@@ -405,6 +436,7 @@ export class EventTailer {
   /** Stops for good (process shutdown): no more reads, and writers are told to stop sending wake-ups here. */
   async stop(): Promise<void> {
     this.stopped = true;
+    localTailers.delete(this);
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     this.streams.clear();
@@ -455,6 +487,8 @@ export class EventTailer {
           if (heads[i] <= sub.delivered) return;
           const events = await fetchRange(streamId, sub.delivered + 1, Math.min(heads[i], sub.delivered + 5000));
           for (const event of events) {
+            // Delivered meanwhile from memory (deliverAppended): skipped, never sent twice.
+            if (event.seq <= sub.delivered) continue;
             if (event.seq !== sub.delivered + 1) break;
             sub.delivered = event.seq;
             for (const l of [...sub.listeners]) l(event);

@@ -16,7 +16,8 @@ import type { job as jobWorkflow, JobInput } from '../workflows/job';
 import { acceptsAction, type JobAction } from '../workflows/jobStates';
 import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 import { createChat } from './chats';
-import { abortReply, type ExecutionDeps } from './executions';
+import type { ExecutionDeps } from './executionStart';
+import { abortReply } from './executions';
 import type { AuthContext } from './tokens';
 import { isDuplicateKey } from '../lib/mongo';
 
@@ -233,6 +234,44 @@ export async function actOnJob(
     throw err;
   }
   return findJob(auth, id);
+}
+
+/** Most jobs one decision request names (issue 40 point 3). */
+export const MAX_JOB_DECISIONS = 100;
+/** Decisions of one request in flight at once (each one update of its job's workflow); the rest wait their turn. */
+const DECISIONS_IN_FLIGHT = 8;
+
+/**
+ * Takes one decision on many jobs: each job is decided as {@link actOnJob} decides one, independently (one job's
+ * refusal, a state conflict or a job not found, never stops the others).
+ * @param deps Temporal.
+ * @param auth the caller.
+ * @param ids the jobs, at most {@link MAX_JOB_DECISIONS}.
+ * @param action approve, iterate, resume or cancel.
+ * @param text the action's text, as {@link actOnJob} takes it.
+ * @returns per job, in the order given: the job after the decision, or why it was not taken.
+ */
+export async function actOnJobs(
+  deps: Pick<ExecutionDeps, 'temporal'>,
+  auth: AuthContext,
+  ids: readonly string[],
+  action: JobAction,
+  text?: string
+): Promise<PromiseSettledResult<JobDoc>[]> {
+  const results: PromiseSettledResult<JobDoc>[] = new Array<PromiseSettledResult<JobDoc>>(ids.length);
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < ids.length) {
+      const i = next++;
+      try {
+        results[i] = { status: 'fulfilled', value: await actOnJob(deps, auth, ids[i], action, text) };
+      } catch (reason) {
+        results[i] = { status: 'rejected', reason };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(DECISIONS_IN_FLIGHT, ids.length) }, lane));
+  return results;
 }
 
 /**

@@ -16,7 +16,7 @@ import type { MissionDoc } from '../models';
 import { missionScheduleId } from '../workflows/ids';
 import type { missionRun } from '../workflows/missionRun';
 import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchAttributes';
-import type { ExecutionDeps } from './executions';
+import type { ExecutionDeps } from './executionStart';
 
 /** A schedule as clients send it: cron (5 fields, IANA timezone, default UTC), once (an ISO time), or none. */
 export type ScheduleInput = { type: 'cron'; value: string; timezone?: string } | { type: 'once'; value: string };

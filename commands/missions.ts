@@ -18,7 +18,7 @@ import {
 } from '../models';
 import { AGENT_LIBRARY, useLibraryAgent } from './agentLibrary';
 import { findOrganizationAgent } from './agents';
-import type { ExecutionDeps } from './executions';
+import type { ExecutionDeps } from './executionStart';
 import { createJob } from './jobs';
 import { taskGoal } from './missionGoals';
 import { deleteSchedule, parseSchedule, syncSchedule, type ScheduleInput } from './missionSchedules';

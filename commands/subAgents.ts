@@ -32,7 +32,7 @@ import { executionWorkflowId } from '../workflows/ids';
 import type { ToolOutcome } from './agentFileTools';
 import { capOutput } from './agentMcpTools';
 import { canSee } from './agents';
-import { recordPendingExecution, startExecutionWorkflow } from './executions';
+import { recordPendingExecution, startExecutionWorkflow } from './executionStart';
 
 /** The tool's name. */
 export const DELEGATE_TOOL = 'delegate_to_agent';

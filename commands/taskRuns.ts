@@ -11,7 +11,7 @@
 import { newExecutionId } from '../lib/ids';
 import { ConflictError } from '../lib/errors';
 import { Task, type ExecutionDoc, type TaskDoc } from '../models';
-import { startExecution, type ExecutionDeps } from './executions';
+import { startExecution, type ExecutionDeps } from './executionStart';
 import type { EventDeps } from './serviceEvents';
 import { findTask, recordTaskEvents } from './tasks';
 import type { AuthContext } from './tokens';

@@ -6,7 +6,7 @@
  * works on a bounded number of executions, each on the fast path (an eager start into a free workflow task slot of
  * its own worker), and the rest wait at no cost.
  *
- * A slot is taken by the api before any of the execution's work (commands/executions.ts `startExecution`, the one
+ * A slot is taken by the api before any of the execution's work (commands/executionStart.ts `startExecution`, the one
  * place every surface starts an execution), named after the execution once its id exists, and given back:
  *
  * - when the execution's finish runs in this process ({@link executionEnded}, called by the finish activity);

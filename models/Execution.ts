@@ -65,7 +65,7 @@ const schema = new mongoose.Schema(
      */
     chatSeqBase: { type: Number, default: 0 },
     /**
-     * The api created the chat with this execution, already showing `working` (commands/executions.ts): the reply
+     * The api created the chat with this execution, already showing `working` (commands/executionStart.ts): the reply
      * does not write the chat's status when it starts. Unset otherwise.
      */
     chatShowsWorking: { type: Boolean },

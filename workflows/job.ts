@@ -26,7 +26,7 @@ import type { ExecutionActivities } from '../activities/executions';
 import type { JobActivities, MirrorInput } from '../activities/jobs';
 import type { AgentExecutionOutcome, AgentExecutionWorkflow } from './definitions';
 import { JOB_STATE_CONFLICT, jobStatusQuery, jobUpdates, type JobActionInput, type JobView } from './definitions';
-import { EXECUTION_SHAPE, EXECUTION_TASK_TIMEOUT, executionWorkflowId } from './ids';
+import { executionStartOptions } from './executionStart';
 import {
   acceptsAction,
   JOB_ACTIONS,
@@ -35,7 +35,6 @@ import {
   type JobAction,
   type JobStatus,
 } from './jobStates';
-import { agentIdKey, organizationIdKey, workKindKey } from './searchAttributes';
 
 export interface JobInput {
   jobId: string;
@@ -181,16 +180,14 @@ export async function job(input: JobInput): Promise<JobView> {
     try {
       return await iterationScope.run(() =>
         executeChild<AgentExecutionWorkflow>('agentExecution', {
-          workflowId: executionWorkflowId(executionId),
-          args: [{ executionId, deadlineSeconds: input.deadlineSeconds, shape: EXECUTION_SHAPE }],
-          workflowTaskTimeout: EXECUTION_TASK_TIMEOUT,
+          ...executionStartOptions({
+            executionId,
+            organizationId: input.organizationId,
+            agentId: input.agentId,
+            deadlineSeconds: input.deadlineSeconds,
+            memo: { jobId },
+          }),
           parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
-          typedSearchAttributes: [
-            { key: organizationIdKey, value: input.organizationId },
-            { key: agentIdKey, value: input.agentId },
-            { key: workKindKey, value: 'execution' },
-          ],
-          memo: { jobId },
         })
       );
     } catch (err) {

@@ -2,7 +2,7 @@
  * Client-library endpoints on the execution engine: POST /api/agent/execute and
  * GET /api/usage/organization/{orgId}. They accept a `td_` or a `svc_` token.
  */
-import { startExecution } from '../../commands/executions';
+import { startExecution } from '../../commands/executionStart';
 import { organizationUsage } from '../../commands/usage';
 import { NotFoundError } from '../../lib/errors';
 import { route, type RouteSpec } from '../route';

@@ -14,6 +14,7 @@ import {
   str,
 } from '../schemas';
 import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
+import { MAX_JOB_DECISIONS } from '../../commands/jobs';
 
 /** Events replayed to a client that names no position (`Last-Event-ID`): the stream's last ones. */
 export const JOB_REPLAY_EVENTS = 100;
@@ -72,6 +73,30 @@ export const approveBody = actionBody(
 export const iterateBody = actionBody('feedback', 'The reviewer’s feedback: the next iteration’s input', true);
 export const resumeBody = actionBody('input', 'The input the agent asked for: the next iteration’s input', true);
 export const cancelBody = actionBody(null, '', false);
+
+/** The text field each action takes (none for cancel). */
+export const ACTION_TEXT_FIELDS = { approve: 'next_step', iterate: 'feedback', resume: 'input', cancel: null } as const;
+
+/** POST /api/jobs/decisions: one decision on up to MAX_JOB_DECISIONS jobs. */
+export const jobDecisionsBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['action', 'job_ids'],
+  properties: {
+    action: { type: 'string', enum: ['approve', 'iterate', 'resume', 'cancel'] },
+    job_ids: {
+      type: 'array',
+      minItems: 1,
+      maxItems: MAX_JOB_DECISIONS,
+      uniqueItems: true,
+      items: requiredStr(100),
+      description: 'The jobs to decide, each once',
+    },
+    next_step: requiredStr(MAX_MESSAGE_CHARS, { description: 'approve: as POST /api/jobs/{id}/approve' }),
+    feedback: requiredStr(MAX_MESSAGE_CHARS, { description: 'iterate (required): as POST /api/jobs/{id}/iterate' }),
+    input: requiredStr(MAX_MESSAGE_CHARS, { description: 'resume (required): as POST /api/jobs/{id}/resume' }),
+  },
+} as const;
 
 const iso = nullableTimestamp;
 export const jobSchema: Schema = record({
@@ -136,6 +161,29 @@ const jobRef: Schema = record({
 });
 
 export const jobResponse: Schema = record({ job: jobSchema });
+/** The answer of POST /api/jobs/decisions: one result per job named, in the order named. */
+export const jobDecisionsResponse: Schema = record({
+  results: {
+    type: 'array',
+    items: record(
+      {
+        job_id: { type: 'string' },
+        ok: { type: 'boolean', description: 'Whether the decision was taken' },
+        job: jobSchema,
+        error: record(
+          {
+            code: { type: 'string' },
+            message: { type: 'string' },
+            status: { type: 'integer', description: 'The status the single-job route would have answered' },
+            current_state: { type: 'string' },
+          },
+          ['current_state']
+        ),
+      },
+      ['job', 'error']
+    ),
+  },
+});
 export const jobListResponse: Schema = record({ jobs: { type: 'array', items: jobSchema }, next_cursor: nextCursor });
 export const jobLineageResponse: Schema = record({
   job: jobRef,

@@ -2,7 +2,9 @@
  * /api/jobs: long-running work by an agent with a human review loop (commands/jobs.ts, workflows/job.ts), and the
  * job's event stream (`job:<jobId>` in the durable event log, written by the job workflow's activities).
  */
-import { actOnJob, createJob, findJob, jobLineage, jobTranscript, listJobs } from '../../commands/jobs';
+import { actOnJob, actOnJobs, createJob, findJob, jobLineage, jobTranscript, listJobs } from '../../commands/jobs';
+import { StateConflictError, ValidationError } from '../../lib/errors';
+import { translateError } from '../middlewares/errors';
 import { jobStreamId, TERMINAL_JOB_STATUSES, type JobStatus } from '../../models';
 import { presentJob, presentJobRef } from '../../presenters/job';
 import type { JobAction } from '../../workflows/jobStates';
@@ -11,12 +13,15 @@ import { idParams } from '../schemas';
 import { streamFullyRead, streamQuery, streamRecentEvents } from '../sse';
 import type { ExecutionRouteDeps } from '../deps';
 import {
+  ACTION_TEXT_FIELDS,
   type actionBody,
   approveBody,
   cancelBody,
   iterateBody,
   JOB_REPLAY_EVENTS,
   jobCreateBody,
+  jobDecisionsBody,
+  jobDecisionsResponse,
   jobEventsResponse,
   jobLineageResponse,
   jobListQuery,
@@ -57,7 +62,45 @@ export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
         ctx.body = { job: presentJob(await actOnJob(deps, ctx.state.auth, params.id, name, text)) };
       },
     });
+  const decisions = route({
+    method: 'post',
+    path: '/jobs/decisions',
+    summary:
+      'One decision (approve, iterate, resume, cancel) on up to 100 jobs, each taken independently and answered per job (partial success is normal)',
+    tags,
+    auth: 'service',
+    scope: 'jobs:write',
+    body: jobDecisionsBody,
+    responses: { 200: jobDecisionsResponse },
+    handler: async (ctx, { body }) => {
+      const field = ACTION_TEXT_FIELDS[body.action];
+      for (const other of Object.values(ACTION_TEXT_FIELDS))
+        if (other && other !== field && body[other] !== undefined)
+          throw new ValidationError(`${other} does not go with action ${body.action}`);
+      const text = field ? body[field] : undefined;
+      if ((body.action === 'iterate' || body.action === 'resume') && text === undefined)
+        throw new ValidationError(`${field} is required for action ${body.action}`);
+      const settled = await actOnJobs(deps, ctx.state.auth, body.job_ids, body.action, text);
+      ctx.body = {
+        results: settled.map((r, i) => {
+          if (r.status === 'fulfilled') return { job_id: body.job_ids[i], ok: true, job: presentJob(r.value) };
+          const known = translateError(r.reason, 0);
+          if (!known || known.status >= 500)
+            ctx.state.log.warn({ err: r.reason, jobId: body.job_ids[i] }, 'job decision failed');
+          const error = known
+            ? { code: known.code, message: known.message, status: known.status }
+            : { code: 'internal_error', message: 'The decision could not be taken', status: 500 };
+          return {
+            job_id: body.job_ids[i],
+            ok: false,
+            error: known instanceof StateConflictError ? { ...error, current_state: known.currentState } : error,
+          };
+        }),
+      };
+    },
+  });
   return [
+    decisions,
     route({
       method: 'get',
       path: '/jobs',

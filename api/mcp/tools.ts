@@ -9,7 +9,8 @@
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { findVisibleAgent, listAgents } from '../../commands/agents';
 import { chatMessages, createChat, listChats, sendChatMessage } from '../../commands/chats';
-import { awaitExecution, startExecution } from '../../commands/executions';
+import { startExecution } from '../../commands/executionStart';
+import { awaitExecution } from '../../commands/executions';
 import { listTasks } from '../../commands/tasks';
 import { hasScope } from '../../commands/tokens';
 import { check } from '../../lib/ajv';

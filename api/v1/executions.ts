@@ -2,13 +2,8 @@
  * Agent execution (POST /api/v1/agents/{id}/execute: JSON or SSE) and /api/v1/executions (list, read, tree,
  * cancel, stream). Execution runs as workflow `execution-<id>`; this layer only starts, streams and reads.
  */
-import {
-  cancelExecution,
-  executionTree,
-  findExecution,
-  listExecutions,
-  startExecution,
-} from '../../commands/executions';
+import { startExecution } from '../../commands/executionStart';
+import { cancelExecution, executionTree, findExecution, listExecutions } from '../../commands/executions';
 import { TERMINAL_EXECUTION_STATUSES, type ExecutionDoc, type ExecutionStatus } from '../../models';
 import { presentExecution } from '../../presenters/execution';
 import type { ExecutionRouteDeps } from '../deps';

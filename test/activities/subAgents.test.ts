@@ -12,7 +12,9 @@ import type { AuthContext } from '../../commands/tokens';
 import { organizationUsage } from '../../commands/usage';
 import { readEvents, type LoggedEvent } from '../../commands/eventLog';
 import { Execution, type ExecutionDoc } from '../../models';
-import { executionWorkflowId } from '../../workflows/ids';
+import { msToNumber } from '@temporalio/common/lib/time';
+import { EXECUTION_TASK_TIMEOUT, executionWorkflowId } from '../../workflows/ids';
+import { agentIdKey, organizationIdKey, workKindKey } from '../../workflows/searchAttributes';
 import { chatFinished, currentAs } from '../helpers/current';
 import { childTestEnv, TEST_ENCRYPTION_KEY } from '../helpers/env';
 import { bearer, buildMember, buildOrg } from '../helpers/factories';
@@ -162,6 +164,15 @@ describe('with a worker in the test process', () => {
     });
     const described = await stack.t.temporal.client.workflow.getHandle(executionWorkflowId(childId)).describe();
     expect(described.status.name).toBe('COMPLETED');
+    // Started with the same options as the parent's (workflows/executionStart.ts): a dead process is noticed within
+    // EXECUTION_TASK_TIMEOUT, not the engine's default 10 s.
+    const parentDescribed = await stack.t.temporal.client.workflow.getHandle(executionWorkflowId(parentId)).describe();
+    const taskTimeout = (d: typeof described): unknown => d.raw.executionConfig?.defaultWorkflowTaskTimeout?.seconds;
+    expect(Number(taskTimeout(described))).toBe(msToNumber(EXECUTION_TASK_TIMEOUT) / 1000);
+    expect(taskTimeout(described)).toEqual(taskTimeout(parentDescribed));
+    expect(described.typedSearchAttributes.get(workKindKey)).toBe('execution');
+    expect(described.typedSearchAttributes.get(agentIdKey)).toBe(writer);
+    expect(described.typedSearchAttributes.get(organizationIdKey)).toBe(org.organizationId);
 
     // Usage: the child's is what its model billed; the parent's adds its own and the child's, in the record and in
     // the stream's `result`.

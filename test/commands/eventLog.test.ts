@@ -133,6 +133,34 @@ describe('event log', () => {
     }
   });
 
+  it('a reader in the appending process gets the committed events from memory: no wake-up, no tick, no read', async () => {
+    const tailer = new EventTailer(60_000); // no fallback tick within the test, and no wake-up receiver
+    try {
+      const got: number[] = [];
+      const stored: Promise<boolean>[] = [];
+      tailer.subscribe('s-local', 0, (e) => {
+        got.push(e.seq);
+        // Durable first: what a reader is handed is already in the log.
+        stored.push(StreamEvent.exists({ _id: `s-local:${e.seq}` }).then((d) => d !== null));
+      });
+      await new Promise((r) => setTimeout(r, 50)); // the subscription's own first read (nothing yet)
+      await appendEvents('s-local', [{ seq: 1, event: 'meta', data: {} }]);
+      await appendEvents('s-local', [
+        { seq: 2, event: 'message', data: { text: 'a' } },
+        { seq: 3, event: 'message', data: { text: 'b' } },
+      ]);
+      // Handed over before the append returned.
+      expect(got).toEqual([1, 2, 3]);
+      expect(await Promise.all(stored)).toEqual([true, true, true]);
+      // An append after a gap (seq 4 is another writer's, not read yet) is not delivered from memory out of order.
+      await appendEvents('s-local', [{ seq: 5, event: 'm', data: {} }]);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(got).toEqual([1, 2, 3]);
+    } finally {
+      await tailer.stop();
+    }
+  });
+
   it('a late subscriber starting behind gets its own catch-up without duplicates for the others', async () => {
     const tailer = new EventTailer(10);
     try {

@@ -164,7 +164,8 @@ describe('loadConfig', () => {
       cwd: root,
       env: { PATH: process.env.PATH, PORT: '99999', LOG_LEVEL: 'loud' },
       encoding: 'utf8',
-      timeout: 20000,
+      // Loading the api's sources through tsx on a loaded 2-core machine took more than 20 s once (killed, no output).
+      timeout: 90_000,
     });
     expect(res.status).toBe(1);
     const lines = res.stderr.trim().split('\n');

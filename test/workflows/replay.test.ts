@@ -19,7 +19,7 @@ import { useTestDatabase } from '../helpers/mongo';
 import { v1As } from '../helpers/v1';
 import { replaySource, useExecutionStack } from '../helpers/worker';
 import { executionWorkflowId } from '../../workflows/ids';
-import { recordPendingExecution } from '../../commands/executions';
+import { recordPendingExecution } from '../../commands/executionStart';
 import { newExecutionId } from '../../lib/ids';
 import { Execution, type ExecutionDoc } from '../../models';
 

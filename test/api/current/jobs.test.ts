@@ -9,58 +9,17 @@
 import { Execution, Job, ServiceEvent } from '../../../models';
 import { jobWorkflowId } from '../../../workflows/ids';
 import { jobStatusQuery } from '../../../workflows/definitions';
-import { currentAs } from '../../helpers/current';
-import { bearer, buildOrg } from '../../helpers/factories';
+import { bearer } from '../../helpers/factories';
+import { jobSetup, newJob, waitForStatus, type JobSetup } from '../../helpers/jobs';
 import { useTestDatabase } from '../../helpers/mongo';
 import { openSse } from '../../helpers/sse';
-import { until } from '../../helpers/until';
 import { startTestWorker, useExecutionStack } from '../../helpers/worker';
 
 useTestDatabase();
 const stack = useExecutionStack('jobs', { DEFAULT_MODEL: 'claude-test' });
 
-interface Setup {
-  token: string;
-  organizationId: string;
-  api: ReturnType<typeof currentAs>;
-  agentId: string;
-  workspaceId: string;
-}
-
-async function setup(): Promise<Setup> {
-  const org = await buildOrg();
-  const api = currentAs(stack.t, org.serviceToken);
-  const agent = await api.post('/agents', { name: 'Worker', system_prompt: 'Do the work.' });
-  const ws = await api.post('/workspaces', { name: 'Jobs' });
-  return {
-    token: org.serviceToken,
-    organizationId: org.organizationId,
-    api,
-    agentId: agent.body.agent.id,
-    workspaceId: ws.body.workspace.id,
-  };
-}
-
-async function newJob(s: Setup, goal: string, extra: object = {}): Promise<string> {
-  const res = await s.api.post('/jobs', { agent_id: s.agentId, workspace_id: s.workspaceId, goal, ...extra });
-  expect(res.status).toBe(201);
-  return res.body.job.id;
-}
-
-/** The parts of a job's JSON the tests read. */
-interface JobJson {
-  status: string;
-  question: string | null;
-  review: { state: string };
-  iterations: { reason: string; input: string; execution_id: string }[];
-  artifacts: { id: string; content: string }[];
-  links: { chat_id: string };
-}
-
-async function waitForStatus(s: Setup, id: string, status: string, timeoutMs = 20_000): Promise<JobJson> {
-  const read = async (): Promise<JobJson | undefined> => (await s.api.get(`/jobs/${id}`)).body.job;
-  return (await until(read, (job) => job?.status === status, timeoutMs, 100, `job ${id} ${status}`))!;
-}
+type Setup = JobSetup;
+const setup = (): Promise<Setup> => jobSetup(stack.t);
 
 /** The workflow's own view, which the record must agree with. */
 async function workflowStatus(id: string): Promise<string> {

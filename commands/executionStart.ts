@@ -1,0 +1,358 @@
+/**
+ * Starting an agent execution from the api side (or a sub-agent's, from its parent's tool call): admission, the
+ * conversation and its turn (commands/conversations.ts), the pending execution with its user message and `meta` event,
+ * then workflow `execution-<id>` with the options of workflows/executionStart.ts (their one home).
+ */
+import type { Client } from '@temporalio/client';
+import type { Config } from '../lib/config';
+import { withDeadline } from '../lib/deadline';
+import { AppError, NotFoundError, ServiceUnavailableError, ValidationError } from '../lib/errors';
+import { ExecutionAdmission } from '../lib/executionAdmission';
+import { newExecutionId } from '../lib/ids';
+import { executionsStarted, executionsStartedEagerly } from '../lib/metrics';
+import { insertDocument, isDuplicateKey } from '../lib/mongo';
+import { resolveModel } from '../lib/providers';
+import { currentRequestId } from '../lib/requestContext';
+import { callTimeLeft } from '../lib/requestDeadline';
+import type { TemporalDeps } from '../lib/temporal';
+import {
+  ChatMessage,
+  Execution,
+  TERMINAL_EXECUTION_STATUSES,
+  type ExecutionDoc,
+  type ExecutionStatus,
+  type SessionDoc,
+} from '../models';
+import type { AgentExecutionWorkflow } from '../workflows/definitions';
+import { executionStartOptions } from '../workflows/executionStart';
+import { findVisibleAgent } from './agents';
+import { releaseTurn, resolveConversation, takeTurn } from './conversations';
+import { defaultSpaceId } from './defaultSpace';
+import { appendEvents, type LoggedEvent } from './eventLog';
+import { checkMediaForModel, checkMediaIds } from './media';
+import type { EventDeps } from './serviceEvents';
+import type { AuthContext } from './tokens';
+
+/** Time kept back from a request's deadline, when the start of its execution fails, to mark the execution failed. */
+const START_FAILURE_RESERVE_MS = 500;
+
+export interface ExecuteInput {
+  message: string;
+  spaceId?: string;
+  sessionId?: string;
+  chatId?: string;
+  source: 'v1' | 'client' | 'chat' | 'mcp';
+  parentExecutionId?: string;
+  taskId?: string;
+  /** The execution's id, when the caller must know it before the start (a task's run: commands/taskRuns.ts). */
+  executionId?: string;
+  /** Media of the organization the model gets with the message (checked here: commands/media.ts). */
+  mediaIds?: string[];
+}
+
+/** Configuration, Temporal, the admission of executions, and the dispatcher of service events. */
+export interface ExecutionDeps extends EventDeps {
+  config: Readonly<Config>;
+  temporal: TemporalDeps;
+  /**
+   * The process's admission of executions (lib/executionAdmission.ts): {@link startExecution} takes a slot before any
+   * work. Absent where nothing admits (a worker's own starts: job iterations and sub-agents are not admitted).
+   */
+  admission?: ExecutionAdmission;
+}
+
+/** The fields of a pending execution (its session already taken for it). */
+export interface PendingExecution {
+  _id: string;
+  organizationId: string;
+  agentId: string;
+  userId: string;
+  chatId: string;
+  sessionId: string;
+  spaceId: string;
+  turn: number;
+  message: string;
+  provider: string;
+  model: string;
+  modelNote: string | null;
+  parentExecutionId: string | null;
+  rootExecutionId: string;
+  taskId: string | null;
+  source: ExecuteInput['source'] | 'job' | 'subagent';
+  /** A sub-agent's: the parent's tool call that started it. */
+  parentToolCallId?: string | null;
+  /** A sub-agent's nesting depth (commands/subAgents.ts). */
+  depth?: number;
+  /** The request (or work) that started it; default: the current one (lib/requestContext.ts). */
+  requestId?: string | null;
+  jobId?: string | null;
+  chatSeqBase: number;
+  mediaIds?: string[];
+  /** The api created the chat with this execution, already showing `working`: the reply does not write it. */
+  chatShowsWorking?: boolean;
+}
+
+const ignoreDuplicate = (err: unknown): void => {
+  if (!isDuplicateKey(err)) throw err;
+};
+
+/**
+ * The first event of every execution's stream, written by the api before the workflow starts: until the workflow
+ * claims the pending execution, it is the stream's only event.
+ * @param exec the execution's ids.
+ * @returns the `meta` event (seq 1).
+ */
+export function metaEvent(exec: { _id: string; chatId: string; sessionId: string }): LoggedEvent {
+  return { seq: 1, event: 'meta', data: { executionId: exec._id, chatId: exec.chatId, sessionId: exec.sessionId } };
+}
+
+/**
+ * Writes a pending execution, its user message and its `meta` event (each by a deterministic id: a repeat, such as
+ * a retried job activity, writes nothing twice). Its workflow is started by the caller.
+ * @param p the execution's fields.
+ * @returns the execution as stored.
+ */
+export async function recordPendingExecution(p: PendingExecution): Promise<ExecutionDoc> {
+  const { message, mediaIds, ...rest } = p;
+  const fields = { ...rest, requestId: p.requestId ?? currentRequestId() ?? null };
+  // Three inserts by known ids, independent of each other: written together (each is idempotent).
+  const [stored] = await Promise.all([
+    (
+      insertDocument(Execution, {
+        ...fields,
+        input: { message, ...(mediaIds?.length ? { mediaIds } : {}) },
+      }) as Promise<ExecutionDoc>
+    ).catch(async (err: unknown) => {
+      ignoreDuplicate(err);
+      return Execution.findById(p._id).lean<ExecutionDoc>();
+    }),
+    insertDocument(ChatMessage, {
+      _id: `${p._id}:user`,
+      organizationId: p.organizationId,
+      chatId: p.chatId,
+      sessionId: p.sessionId,
+      executionId: p._id,
+      role: 'user',
+      content: message,
+      position: p.turn * 2,
+    }).catch(ignoreDuplicate),
+    appendEvents(p._id, [metaEvent({ _id: p._id, chatId: p.chatId, sessionId: p.sessionId })]),
+  ]);
+  if (!stored) throw new NotFoundError('Execution not found');
+  return stored;
+}
+
+/**
+ * Starts workflow `execution-<id>` of a pending execution started by something else than the api's execute: a
+ * sub-agent's, by its parent's tool call (commands/subAgents.ts). The same workflow options as startExecution's.
+ * @param client a Temporal client (the api's, or the worker's own in an activity).
+ * @param taskQueue the task queue of execution workflows.
+ * @param config the deadline of executions.
+ * @param exec the pending execution.
+ * @param options `rejectDuplicate`: a workflow of that id that already ran (closed) refuses the start too, so a
+ *   repeated start never runs the execution again (WorkflowExecutionAlreadyStartedError either way).
+ */
+export async function startExecutionWorkflow(
+  client: Client,
+  taskQueue: string,
+  config: Pick<Config, 'executionDeadlineSeconds'>,
+  exec: Pick<ExecutionDoc, '_id' | 'organizationId' | 'agentId' | 'provider' | 'model' | 'chatId' | 'sessionId'>,
+  options: { rejectDuplicate?: boolean } = {}
+): Promise<void> {
+  await client.workflow.start<AgentExecutionWorkflow>('agentExecution', {
+    ...executionStartOptions({
+      executionId: exec._id,
+      organizationId: exec.organizationId,
+      agentId: exec.agentId,
+      deadlineSeconds: config.executionDeadlineSeconds,
+      memo: {
+        agentId: exec.agentId,
+        model: `${exec.provider}:${exec.model}`,
+        chatId: exec.chatId,
+        sessionId: exec.sessionId,
+      },
+    }),
+    taskQueue,
+    ...(options.rejectDuplicate ? { workflowIdReusePolicy: 'REJECT_DUPLICATE' as const } : {}),
+  });
+}
+
+/**
+ * Starts an execution of an agent, once the process's admission has a slot for it (the one place every surface
+ * starts an execution: v1 and client execute, chat messages, the MCP tools; docs/decisions.md "Overload").
+ * @param deps configuration, Temporal and the admission.
+ * @param auth the caller.
+ * @param agentId the agent (visible to the caller, not archived).
+ * @param input message and conversation references.
+ * @param options `gone`: aborted when the client goes away (it then leaves the line for a slot).
+ * @returns the pending execution.
+ * @throws ConflictError when the session is already running an execution.
+ * @throws OverloadedError (503 + Retry-After) when no slot frees in time or the line is full.
+ */
+export async function startExecution(
+  deps: ExecutionDeps,
+  auth: AuthContext,
+  agentId: string,
+  input: ExecuteInput,
+  options: { gone?: AbortSignal } = {}
+): Promise<ExecutionDoc> {
+  const slot = await deps.admission?.acquire(options.gone);
+  try {
+    // The slot is named after the execution before its workflow starts: the finish may run before the start returns.
+    return await startAdmitted(deps, auth, agentId, input, (id) => slot?.bind(id));
+  } catch (err) {
+    slot?.release();
+    throw err;
+  }
+}
+
+/**
+ * Reads which executions ended (the admission's sweep, for executions that ran in another process): one read by id
+ * each (docs/query-shapes.md: no `$in`).
+ * @param ids execution ids.
+ * @returns those with a terminal status, or with no record.
+ */
+export async function endedExecutions(ids: string[]): Promise<string[]> {
+  const found = await Promise.all(
+    ids.map((id) => Execution.findById(id).select({ status: 1 }).lean<Pick<ExecutionDoc, '_id' | 'status'>>())
+  );
+  return ids.filter((_, i) => {
+    const exec = found[i];
+    return !exec || TERMINAL_EXECUTION_STATUSES.includes(exec.status as ExecutionStatus);
+  });
+}
+
+/** A slot is held at most this long past the execution deadline (an execution lost by the engine stays pending). */
+const HOLD_MARGIN_MS = 60_000;
+
+/**
+ * The admission of an api process, from the configuration.
+ * @param config EXECUTION_CONCURRENCY, EXECUTION_QUEUE, EXECUTION_QUEUE_WAIT_MS and the execution deadline.
+ * @param onError told when the sweep cannot read the database.
+ * @returns the admission.
+ */
+export function createExecutionAdmission(
+  config: Pick<Config, 'executionAdmission' | 'executionDeadlineSeconds'>,
+  onError: (err: unknown) => void
+): ExecutionAdmission {
+  return new ExecutionAdmission(
+    { ...config.executionAdmission, holdMs: config.executionDeadlineSeconds * 1000 + HOLD_MARGIN_MS },
+    endedExecutions,
+    onError
+  );
+}
+
+async function startAdmitted(
+  deps: ExecutionDeps,
+  auth: AuthContext,
+  agentId: string,
+  input: ExecuteInput,
+  named: (executionId: string) => void
+): Promise<ExecutionDoc> {
+  // A new conversation in the default space: the space is looked up together with the agent.
+  const newInDefaultSpace = input.chatId === undefined && input.sessionId === undefined && input.spaceId === undefined;
+  const [agent, defaultSpace, media] = await Promise.all([
+    findVisibleAgent(auth, agentId),
+    newInDefaultSpace ? defaultSpaceId(auth) : undefined,
+    checkMediaIds(auth, input.mediaIds ?? [], 'mediaIds'),
+  ]);
+  const executionId = input.executionId ?? newExecutionId();
+  named(executionId);
+  const { chat, session, needsLock, createdChat } = await resolveConversation(
+    auth,
+    agent._id,
+    agent.name,
+    executionId,
+    input,
+    defaultSpace
+  );
+  const locked: SessionDoc = needsLock ? await takeTurn(auth.organizationId, session, executionId) : session;
+  const release = (): Promise<unknown> => releaseTurn(chat, session, executionId, createdChat === true);
+  try {
+    // The chat's model option wins over the agent's (PATCH /api/chats/{id}/options).
+    const resolved = resolveModel(chat.model ?? agent.model, deps.config);
+    checkMediaForModel(media, resolved.provider, 'mediaIds');
+    let root = executionId;
+    if (input.parentExecutionId) {
+      const parent = await Execution.findOne({
+        _id: input.parentExecutionId,
+        organizationId: auth.organizationId,
+      }).lean();
+      if (!parent) throw new ValidationError('Invalid parentExecutionId');
+      root = parent.rootExecutionId;
+    }
+    const execution = await recordPendingExecution({
+      _id: executionId,
+      organizationId: auth.organizationId,
+      agentId: agent._id,
+      userId: auth.userId,
+      chatId: chat._id,
+      sessionId: session._id,
+      spaceId: chat.spaceId,
+      turn: locked.turns,
+      message: input.message,
+      provider: resolved.provider,
+      model: resolved.model,
+      modelNote: resolved.note ?? null,
+      parentExecutionId: input.parentExecutionId ?? null,
+      rootExecutionId: root,
+      taskId: input.taskId ?? null,
+      source: input.source,
+      chatSeqBase: locked.chatStreamSeq ?? 0,
+      mediaIds: input.mediaIds,
+      ...(createdChat ? { chatShowsWorking: true } : {}),
+    });
+    try {
+      // Eager start when this process runs a worker (docs/architecture.md §1): the first workflow task, which runs the
+      // whole reply, comes back in the start call's answer and runs here; refused (no free slot, the server's
+      // limits), the execution waits for any worker. The native client has no call deadline of its own: given here.
+      const { eager } = deps.temporal;
+      const client = eager ?? deps.temporal.client;
+      const start = (): Promise<{ eagerlyStarted: boolean }> =>
+        client.workflow.start<AgentExecutionWorkflow>('agentExecution', {
+          ...executionStartOptions({
+            executionId,
+            organizationId: auth.organizationId,
+            agentId: agent._id,
+            deadlineSeconds: deps.config.executionDeadlineSeconds,
+            memo: {
+              agentId: agent._id,
+              model: `${resolved.provider}:${resolved.model}`,
+              chatId: chat._id,
+              sessionId: session._id,
+            },
+          }),
+          requestEagerStart: eager !== undefined,
+          taskQueue: deps.temporal.taskQueue,
+        });
+      // The native client retries a server that is down past its call deadline (its own retry policy, ~10 s): the
+      // start is abandoned in time to mark the execution failed before the request's deadline, and a start that
+      // lands later finds it failed (start_failed) and ends at once, so a request answered 503 never runs.
+      const bound = callTimeLeft(deps.config.dependencyTimeoutMs, START_FAILURE_RESERVE_MS);
+      const handle = await withDeadline(
+        eager ? eager.withDeadline(Date.now() + bound, start) : start(),
+        bound,
+        'Temporal (start of the execution)'
+      );
+      if (handle.eagerlyStarted) executionsStartedEagerly.inc();
+    } catch (err) {
+      await Execution.updateOne(
+        { _id: executionId, status: 'pending' },
+        {
+          $set: {
+            status: 'failed',
+            error: { message: 'Could not start the execution', code: 'start_failed' },
+            completedAt: new Date(),
+          },
+        }
+      );
+      await appendEvents(executionId, [{ seq: 2, event: 'error', data: { message: 'Chat execution failed' } }]);
+      throw err instanceof AppError ? err : new ServiceUnavailableError();
+    }
+    executionsStarted.inc({ source: input.source });
+    return execution;
+  } catch (err) {
+    await release();
+    throw err;
+  }
+}
