@@ -16,8 +16,14 @@ import {
   type SessionTurnDoc,
 } from '../models';
 import { defaultSpaceId } from './defaultSpace';
-import type { ExecuteInput } from './executionStart';
 import type { AuthContext } from './tokens';
+
+/** Which conversation an execution names: a chat, a session, or a space to open a new one in (none: the default). */
+export interface ConversationRef {
+  chatId?: string;
+  sessionId?: string;
+  spaceId?: string;
+}
 
 /**
  * Finds the conversation an execution continues, or opens a new one. A session created here is created already
@@ -31,7 +37,7 @@ export async function resolveConversation(
   agentId: string,
   agentName: string,
   executionId: string,
-  input: ExecuteInput,
+  input: ConversationRef,
   defaultSpace?: string
 ): Promise<{ chat: ChatDoc; session: SessionDoc; needsLock: boolean; createdChat?: boolean }> {
   const org = auth.organizationId;
