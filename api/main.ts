@@ -14,7 +14,8 @@ import { EventTailer } from '../commands/eventLog';
 import { startExpirySweeps } from '../commands/expirySweeps';
 import { createLogger, type Logger } from '../lib/logger';
 import type { Config } from '../lib/config';
-import { connectMongo, disconnectMongo } from '../lib/mongo';
+import { refuseWithoutIndexes } from '../lib/indexes';
+import { autoIndexFor, connectMongo, disconnectMongo } from '../lib/mongo';
 import { createTemporal } from '../lib/temporal';
 import { setupTracing, shutdownTracing } from '../lib/tracing';
 import '../models';
@@ -52,12 +53,15 @@ export async function main(stop: StopSignals, options: ApiOptions = {}): Promise
     logger.fatal('MONGODB_URI is not set (npm run dev sets it for you; npm start needs it)');
     process.exit(1);
   }
+  const autoIndex = autoIndexFor(config.nodeEnv);
   try {
-    await connectMongo(config.mongodbUri, { timeoutMs: config.dependencyTimeoutMs });
+    await connectMongo(config.mongodbUri, { timeoutMs: config.dependencyTimeoutMs, autoIndex });
   } catch (err) {
     logger.fatal({ err }, `cannot reach MongoDB: ${(err as Error).message}`);
     process.exit(1);
   }
+  // Production builds no index at start: without its unique indexes the process refuses to start (lib/indexes.ts).
+  if (!autoIndex) await refuseWithoutIndexes(logger);
   // Where the database has no TTL indexes (the embedded one), this process deletes what expired (lib/expiry.ts).
   const stopSweeps = startExpirySweeps((err) => logger.warn({ err }, 'sweeping expired records failed'));
   // Traces (off unless OTEL_TRACES_EXPORTER asks): before the Temporal client is built, so it joins them.

@@ -103,6 +103,38 @@ export async function ensureExpiryIndexes(): Promise<boolean> {
   return supported;
 }
 
+/**
+ * @returns the collections of the expiring models whose TTL index the database does not hold (a missing collection
+ *   holds none).
+ */
+export async function missingExpiryIndexes(): Promise<string[]> {
+  const missing = await Promise.all(
+    expiring.map(async (model) => {
+      const indexes = await model.collection
+        .listIndexes()
+        .toArray()
+        .catch((err: { code?: number }) => {
+          if (err.code === 26) return []; // NamespaceNotFound
+          throw err;
+        });
+      const ttl = indexes.some((i) => i.key?.expiresAt === 1 && typeof i.expireAfterSeconds === 'number');
+      return ttl ? [] : [model.collection.collectionName];
+    })
+  );
+  return missing.flat();
+}
+
+/**
+ * Where indexes are not built at start (production: `admin migrate` made them), finds out whether the TTL indexes
+ * are there: when every one is, the server removes expired records; otherwise (FerretDB, or a database not
+ * migrated yet) the api sweeps them (commands/expirySweeps.ts), so records still expire.
+ * @returns whether the server removes expired records by itself.
+ */
+export async function detectExpiryIndexes(): Promise<boolean> {
+  ttlSupported = (await missingExpiryIndexes()).length === 0;
+  return ttlSupported;
+}
+
 /** @returns the models registered as expiring (each through {@link registerExpiring}). */
 export function expiringModels(): readonly AnyModel[] {
   return expiring;

@@ -5,7 +5,7 @@
  */
 import mongoose from 'mongoose';
 import { withDeadline } from './deadline';
-import { ensureExpiryIndexes } from './expiry';
+import { detectExpiryIndexes, ensureExpiryIndexes } from './expiry';
 
 mongoose.set('sanitizeFilter', true);
 mongoose.set('strictQuery', true);
@@ -17,7 +17,7 @@ export const DEFAULT_DB_NAME = 'agent_service';
 const DEFAULT_TIMEOUT_MS = 3000;
 
 /**
- * Connects the shared mongoose instance and builds every registered model's indexes.
+ * Connects the shared mongoose instance and, unless told not to, builds every registered model's indexes.
  *
  * Outages: commands are never buffered (`bufferCommands: false`; mongoose would otherwise queue them for 10 s while
  * the server is away and then fail with an error of its own); each one goes to the driver, which waits at most
@@ -26,23 +26,42 @@ const DEFAULT_TIMEOUT_MS = 3000;
  * @param uri MongoDB connection string.
  * @param options.dbName database to use when the URI has no path.
  * @param options.timeoutMs longest wait for a server (DEPENDENCY_TIMEOUT_MS).
+ * @param options.autoIndex build the collections and indexes (with the TTL indexes) at connection, as development
+ *   and tests do (the default); false in production, where `admin migrate` builds them (lib/indexes.ts) and this
+ *   only finds out whether the TTL indexes are there (lib/expiry.ts detectExpiryIndexes).
  * @returns the connection.
  */
 export async function connectMongo(
   uri: string,
-  options: { dbName?: string; timeoutMs?: number } = {}
+  options: { dbName?: string; timeoutMs?: number; autoIndex?: boolean } = {}
 ): Promise<mongoose.Connection> {
   const hasDb = /^mongodb(\+srv)?:\/\/[^/]+\/[^/?]+/.test(uri);
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const autoIndex = options.autoIndex ?? true;
   await mongoose.connect(uri, {
     dbName: options.dbName ?? (hasDb ? undefined : DEFAULT_DB_NAME),
     bufferCommands: false,
     serverSelectionTimeoutMS: timeoutMs,
     connectTimeoutMS: timeoutMs,
+    // Only when off: on by default, and a connection reading from secondaries may not turn them on explicitly.
+    ...(autoIndex ? {} : { autoIndex: false, autoCreate: false }),
   });
-  await Promise.all(Object.values(mongoose.connection.models).map((m) => m.init()));
-  await ensureExpiryIndexes(); // TTL indexes where the server has them (lib/expiry.ts)
+  if (autoIndex) {
+    await Promise.all(Object.values(mongoose.connection.models).map((m) => m.init()));
+    await ensureExpiryIndexes(); // TTL indexes where the server has them (lib/expiry.ts)
+  } else {
+    await detectExpiryIndexes();
+  }
   return mongoose.connection;
+}
+
+/**
+ * @param nodeEnv the configuration's NODE_ENV.
+ * @returns whether a process builds its indexes when it connects: everywhere but in production
+ *   (docs/decisions.md "Indexes in production: admin migrate").
+ */
+export function autoIndexFor(nodeEnv: string): boolean {
+  return nodeEnv !== 'production';
 }
 
 /**

@@ -11,13 +11,20 @@
  *       → {tokens:[{id,kind,name,hint,userId,scopes,createdAt,expiresAt,revokedAt,lastUsedAt}]} (newest first)
  *   member add --org <orgId> --email <email> [--name <display name>] [--role owner|admin|member]
  *       → {organizationId,userId,role,created}
+ *   migrate
+ *       → {collections:{created},indexes:{created,declared},ttlIndexes:{created,supported},
+ *          searchAttributes:{namespace,created,present}}: creates what the database and the Temporal namespace lack
+ *         (the models' collections and indexes, the TTL indexes, the custom search attributes); drops nothing
  *   check
- *       → {mongodb:{ok},temporal:{address,namespace,security}}: reaches MongoDB and the Temporal namespace with the
- *         configured settings (TLS, mTLS, API key), or says why not
+ *       → {mongodb:{ok,indexes},temporal:{address,namespace,security,apiKey,searchAttributes}}: reaches MongoDB and
+ *         the Temporal namespace with the configured settings (TLS, mTLS, API key) and finds every index and search
+ *         attribute there, or says what is missing (exit 1, "run admin migrate")
  *   rate-limit set --org <orgId> --user <userId> --limit <requests per window | default>
  *       → {organizationId,userId,rateLimit} (rateLimit null = the configured default)
  * The database is MONGODB_URI, else the one `npm run dev` runs (its address is in .data/servers.json). In the
- * production image: `node dist/scripts/admin.js <command>` (docs/operations.md "Production").
+ * production image: `node dist/scripts/admin.js <command>` (docs/operations.md "Production"). In production
+ * (NODE_ENV=production) no command builds an index as it connects, and the commands that write records refuse to
+ * run without the unique indexes, as the api and the worker do (lib/indexes.ts).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -29,7 +36,9 @@ import { createToken, listTokens, revokeToken } from '../commands/tokens';
 import { loadConfigOrExit, type Config } from '../lib/config';
 import { sha256Hex } from '../lib/crypto';
 import { AppError } from '../lib/errors';
-import { connectMongo, disconnectMongo, pingMongo } from '../lib/mongo';
+import { findMissing, migrate } from '../commands/migrate';
+import { declaredIndexes, indexesAtStart } from '../lib/indexes';
+import { autoIndexFor, connectMongo, disconnectMongo, pingMongo } from '../lib/mongo';
 import {
   connectionSecurity,
   createTemporal,
@@ -38,8 +47,14 @@ import {
   temporalConnectionOptions,
 } from '../lib/temporal';
 import { ApiToken, MEMBER_ROLES, type MemberRole } from '../models';
+import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes';
 
 class UsageError extends Error {}
+
+/** How long `migrate` waits for a namespace that does not exist yet. */
+const NAMESPACE_WAIT_MS = 60_000;
+/** The gRPC status of a namespace that does not exist. */
+const GRPC_NOT_FOUND = 5;
 
 const USAGE = `usage:
   admin bootstrap --org <name> --email <email> [--name <display name>]
@@ -48,9 +63,19 @@ const USAGE = `usage:
   admin token list --org <orgId> [--user <userId>]
   admin member add --org <orgId> --email <email> [--name <display name>] [--role owner|admin|member]
   admin rate-limit set --org <orgId> --user <userId> --limit <n | default>
+  admin migrate
   admin check`;
 
-const COMMANDS = ['bootstrap', 'token create', 'token revoke', 'token list', 'member add', 'rate-limit set', 'check'];
+const COMMANDS = [
+  'bootstrap',
+  'token create',
+  'token revoke',
+  'token list',
+  'member add',
+  'rate-limit set',
+  'migrate',
+  'check',
+];
 
 function need(values: Record<string, unknown>, name: string): string {
   const v = values[name];
@@ -154,6 +179,8 @@ async function run(argv: string[]): Promise<unknown> {
     action = () => addMember({ organizationId, email, name: values.name, role });
   } else if (command === 'check') {
     return check(loadConfigOrExit());
+  } else if (command === 'migrate') {
+    return runMigrate(loadConfigOrExit());
   } else if (command === 'rate-limit set') {
     const organizationId = need(values, 'org');
     const userId = need(values, 'user');
@@ -183,8 +210,13 @@ async function run(argv: string[]): Promise<unknown> {
   }
 
   const config = loadConfigOrExit();
-  await connectMongo(mongoUri(config.mongodbUri, config.dataDir));
+  const autoIndex = autoIndexFor(config.nodeEnv);
+  await connectMongo(mongoUri(config.mongodbUri, config.dataDir), { autoIndex });
   try {
+    if (!autoIndex) {
+      const { fatal } = await indexesAtStart();
+      if (fatal) throw new Error(fatal);
+    }
     return await action();
   } finally {
     await disconnectMongo();
@@ -192,12 +224,16 @@ async function run(argv: string[]): Promise<unknown> {
 }
 
 /**
- * Reaches MongoDB and the Temporal namespace with the configured settings, as the api and the worker would.
+ * Reaches MongoDB and the Temporal namespace with the configured settings, as the api and the worker would, and
+ * finds there what `admin migrate` creates (building nothing itself).
  * @param config the configuration.
- * @returns what was reached.
+ * @returns what was reached and verified.
  */
 async function check(config: Readonly<Config>): Promise<unknown> {
-  await connectMongo(mongoUri(config.mongodbUri, config.dataDir), { timeoutMs: config.dependencyTimeoutMs });
+  await connectMongo(mongoUri(config.mongodbUri, config.dataDir), {
+    timeoutMs: config.dependencyTimeoutMs,
+    autoIndex: false,
+  });
   const temporal = createTemporal(config);
   try {
     await pingMongo(config.dependencyTimeoutMs);
@@ -205,15 +241,56 @@ async function check(config: Readonly<Config>): Promise<unknown> {
     await pingTemporal(temporal, config.dependencyTimeoutMs).catch((err: unknown) => {
       throw new Error(temporalConnectFailure(config, err));
     });
+    const missing = await findMissing(temporal);
+    const lacking = [
+      missing.indexes.length > 0 ? `indexes ${missing.indexes.join(', ')}` : '',
+      missing.ttlIndexes.length > 0 ? `TTL indexes ${missing.ttlIndexes.join(', ')}` : '',
+      missing.searchAttributes.length > 0
+        ? `search attributes ${missing.searchAttributes.join(', ')} (namespace ${config.temporalNamespace})`
+        : '',
+    ].filter(Boolean);
+    if (lacking.length > 0) throw new Error(`missing ${lacking.join('; ')}: run \`admin migrate\``);
     return {
-      mongodb: { ok: true },
+      mongodb: { ok: true, indexes: declaredIndexes().length },
       temporal: {
         address: options.address,
         namespace: config.temporalNamespace,
         security: connectionSecurity(options),
         apiKey: Boolean(options.apiKey),
+        searchAttributes: Object.keys(SEARCH_ATTRIBUTES),
       },
     };
+  } finally {
+    await temporal.connection.close().catch(() => undefined);
+    await disconnectMongo();
+  }
+}
+
+/**
+ * `admin migrate`: creates what the database and the namespace lack (commands/migrate.ts).
+ * @param config the configuration.
+ * @returns what it created.
+ */
+async function runMigrate(config: Readonly<Config>): Promise<unknown> {
+  await connectMongo(mongoUri(config.mongodbUri, config.dataDir), {
+    timeoutMs: config.dependencyTimeoutMs,
+    autoIndex: false,
+  });
+  const temporal = createTemporal(config);
+  try {
+    // A namespace being made (the bundled server registers its own once it is up: compose starts migrate then)
+    // is waited for, at most NAMESPACE_WAIT_MS.
+    for (const deadline = Date.now() + NAMESPACE_WAIT_MS; ;) {
+      const failure = await pingTemporal(temporal, config.dependencyTimeoutMs).then(
+        () => undefined,
+        (err: unknown) => err as { code?: number }
+      );
+      if (!failure) break;
+      if (failure.code !== GRPC_NOT_FOUND || Date.now() > deadline)
+        throw new Error(temporalConnectFailure(config, failure));
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    return await migrate(temporal);
   } finally {
     await temporal.connection.close().catch(() => undefined);
     await disconnectMongo();

@@ -37,7 +37,7 @@ const compose = parse(composeText, { merge: true }) as {
 const s = compose.services;
 const dockerfile = read('Dockerfile');
 const envExample = read('.env.example');
-/** Services that run until stopped (all but the one-shot setup). */
+/** Services that run until stopped (all but the one-shot migrate). */
 const LONG_RUNNING = ['mongo', 'postgres', 'temporal', 'temporal-ui', 'api', 'worker'];
 
 /** `${NAME…}` references of the compose file (nested ones included), and whether compose requires the variable. */
@@ -146,15 +146,7 @@ const FIXED = [
 
 describe('docker-compose.yml', () => {
   it('has the production services', () => {
-    expect(Object.keys(s).sort()).toEqual([
-      'api',
-      'mongo',
-      'postgres',
-      'temporal',
-      'temporal-setup',
-      'temporal-ui',
-      'worker',
-    ]);
+    expect(Object.keys(s).sort()).toEqual(['api', 'migrate', 'mongo', 'postgres', 'temporal', 'temporal-ui', 'worker']);
     expect(s.mongo.entrypoint?.join(' ')).toMatch(/mongod --replSet rs0 /);
     expect(s.temporal.image).toMatch(/^temporalio\/auto-setup:/);
     expect(s['temporal-ui'].image).toMatch(/^temporalio\/ui:/);
@@ -163,9 +155,9 @@ describe('docker-compose.yml', () => {
     expect(s.api.image).toBe(s.worker.image); // one image, two commands
   });
 
-  it('every long-running service restarts unless stopped; the one-shot setup does not', () => {
+  it('every long-running service restarts unless stopped; the one-shot migrate does not', () => {
     for (const name of LONG_RUNNING) expect([name, s[name].restart]).toEqual([name, 'unless-stopped']);
-    expect(s['temporal-setup'].restart).toBe('no');
+    expect(s.migrate.restart).toBe('no');
   });
 
   it("publishes only the api, on the host's loopback unless .env says otherwise; anything else on the loopback at most", () => {
@@ -293,31 +285,34 @@ describe('docker-compose.yml', () => {
     expect(s.api.healthcheck?.test).toEqual(['CMD', 'node', 'dist/scripts/healthcheck.js', 'api', 'worker']);
     expect(s.api.environment?.WORKER_HEALTH_FILE).toBeTruthy();
     expect(existsSync(path.join(ROOT, 'scripts/healthcheck.ts'))).toBe(true);
-    for (const name of ['api', 'worker']) {
-      // Not required: with Atlas or Temporal Cloud the bundled servers are not started (their profile is off).
+    // Not required: with Atlas or Temporal Cloud the bundled servers are not started (their profile is off).
+    const servers = {
+      mongo: { condition: 'service_healthy', required: false },
+      temporal: { condition: 'service_healthy', required: false },
+    };
+    expect(s.migrate.depends_on).toEqual(servers);
+    // The api and the worker start once `admin migrate` succeeded, whichever servers they use.
+    for (const name of ['api', 'worker'])
       expect(s[name].depends_on).toEqual({
-        mongo: { condition: 'service_healthy', required: false },
-        temporal: { condition: 'service_healthy', required: false },
-        'temporal-setup': { condition: 'service_completed_successfully', required: false },
+        ...servers,
+        migrate: { condition: 'service_completed_successfully' },
       });
-    }
     expect(s.temporal.depends_on).toEqual({ postgres: { condition: 'service_healthy' } });
   });
 
-  it('registers the same search attributes as the dev server, in the namespace of TEMPORAL_NAMESPACE', () => {
-    const script = String(s['temporal-setup'].command);
-    for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) {
-      expect(script).toContain(name);
-      expect(type).toBe('Keyword'); // the setup script registers Keyword attributes
-    }
-    expect(s['temporal-setup'].depends_on).toEqual({ temporal: { condition: 'service_healthy' } });
-    // The script's namespace is its container's TEMPORAL_NAMESPACE (`$$` is a literal `$` for the shell), never a name.
-    expect(script.match(/--namespace \S+/g)).toEqual([
-      '--namespace "$$TEMPORAL_NAMESPACE"',
-      '--namespace "$$TEMPORAL_NAMESPACE"',
-    ]);
+  it('a one-shot `admin migrate` (indexes and search attributes) with the environment of the api, in the namespace of TEMPORAL_NAMESPACE', () => {
+    // The same image and settings as the api: the admin CLI's migrate (test/scripts/migrate.test.ts) creates the
+    // indexes and registers SEARCH_ATTRIBUTES, the ones the dev server registers, in the configured namespace.
+    expect(s.migrate.command).toEqual(['node', 'dist/scripts/admin.js', 'migrate']);
+    expect(s.migrate.image).toBe(s.api.image);
+    expect(s.migrate.build).toEqual(s.api.build);
+    expect(s.migrate.profiles).toBeUndefined(); // with Atlas and Temporal Cloud as well
+    expect(s.migrate.ports).toBeUndefined();
+    expect(s.migrate.volumes).toEqual([]);
+    expect(containerEnv(s.migrate, DOT_ENV)).toEqual(containerEnv(s.api, DOT_ENV));
+    expect(Object.values(SEARCH_ATTRIBUTES).every((type) => type === 'Keyword')).toBe(true);
     const env = { ...DOT_ENV, TEMPORAL_NAMESPACE: 'ops' };
-    expect(containerEnv(s['temporal-setup'], env).TEMPORAL_NAMESPACE).toBe('ops');
+    expect(loadConfig(containerEnv(s.migrate, env))).toMatchObject({ nodeEnv: 'production', temporalNamespace: 'ops' });
     expect(substitute(String(s.temporal.environment?.DEFAULT_NAMESPACE), env)).toBe('ops'); // made at its first start
     expect(loadConfig(containerEnv(s.api, env)).temporalNamespace).toBe('ops');
   });
@@ -376,11 +371,11 @@ describe('docker-compose.yml', () => {
     };
     // Compose reads every service's variables before it applies profiles: none of the bundled ones may be required.
     const resolved = interpolateAll(compose, cloud);
-    expect(activeServices(resolved.services, [])).toEqual(['api', 'worker']);
-    for (const name of ['api', 'worker']) {
-      // Dependencies on services that do not start are skipped (required: false), not an error.
+    expect(activeServices(resolved.services, []).sort()).toEqual(['api', 'migrate', 'worker']);
+    for (const name of ['api', 'worker', 'migrate']) {
+      // Dependencies on services that do not start are skipped (required: false), not an error; migrate starts.
       for (const [dep, { required }] of Object.entries(s[name].depends_on ?? {}))
-        expect([dep, required]).toEqual([dep, false]);
+        expect([dep, required]).toEqual([dep, dep === 'migrate' ? undefined : false]);
       const config = loadConfig(containerEnv(s[name], cloud));
       expect(config).toMatchObject({
         mongodbUri: cloud.MONGODB_URI,

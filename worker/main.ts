@@ -11,7 +11,8 @@ import { loadConfigOrExit } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
 import { serveMetrics } from '../lib/metrics';
 import { setupTracing, shutdownTracing } from '../lib/tracing';
-import { connectMongo, disconnectMongo } from '../lib/mongo';
+import { refuseWithoutIndexes } from '../lib/indexes';
+import { autoIndexFor, connectMongo, disconnectMongo } from '../lib/mongo';
 import { configureCaches } from '../lib/sharedCache';
 import { WakeupReceiver } from '../lib/wakeups';
 import '../models';
@@ -63,7 +64,10 @@ export async function main(stop: StopSignals): Promise<void> {
     worker?.shutdown();
   });
 
-  await connectMongo(config.mongodbUri, { timeoutMs: config.dependencyTimeoutMs });
+  const autoIndex = autoIndexFor(config.nodeEnv);
+  await connectMongo(config.mongodbUri, { timeoutMs: config.dependencyTimeoutMs, autoIndex });
+  // Production builds no index at start: without its unique indexes the process refuses to start (lib/indexes.ts).
+  if (!autoIndex) await refuseWithoutIndexes(logger);
   installRuntimeLogger(logger, config.observability.temporalMetricsPort);
   // Traces (off unless OTEL_TRACES_EXPORTER asks): before the worker and its client are built, so they join them.
   await setupTracing(config, 'worker');

@@ -24,6 +24,7 @@ import {
 import path from 'node:path';
 import type { ToolConfig } from '../../lib/config';
 import { projectRoot, toolsBinDir } from './paths';
+import { buildEstimateMs, humanDuration, startBuild, type Say } from './progress';
 
 export const TEMPORAL_CLI_VERSION = 'v1.5.1';
 export const FERRETDB_VERSION = 'v1.24.2';
@@ -36,7 +37,7 @@ export class ProvisionError extends Error {
   }
 }
 
-export type Say = (line: string) => void;
+export type { Say };
 
 export interface MongoBinary {
   kind: 'mongod' | 'ferretdb';
@@ -85,11 +86,22 @@ function link(target: string, name: string): string {
 }
 
 /**
- * Runs a Go build into a fresh temporary directory, printing a progress line every 30 s.
+ * The flags of every Go build (through GOFLAGS, so that `go install` and tools/ferretdb/build.sh's `go build` both
+ * take them without a change to the build script, whose hash is part of FerretDB's cache key): no VCS stamping, no
+ * local paths in the binary, no symbol table or DWARF (`-s -w`: a dev binary is not debugged; smaller and faster
+ * to link). The cache keys do not change with them, so binaries already cached stay in use.
+ */
+export const GO_BUILD_FLAGS = '-buildvcs=false -trimpath "-ldflags=-s -w"';
+
+/**
+ * Runs a Go build into a fresh temporary directory; while it runs, one progress line for every build under way
+ * (scripts/servers/progress.ts).
  * @returns the directory holding the built binary.
  */
 async function goBuild(opts: {
   go: string;
+  /** The binary's name (its build time is recorded under it). */
+  name: string;
   /** The program to run (default: go itself), given the go binary as $GO. */
   program?: string;
   args: string[];
@@ -104,11 +116,10 @@ async function goBuild(opts: {
   const logFile = path.join(opts.cacheDir, `${opts.label.replace(/\W+/g, '-')}-build.log`);
   const log = createWriteStream(logFile);
   const started = Date.now();
-  opts.say(`building ${opts.label} with Go (first run only; several minutes on 2 cores), log: ${logFile}`);
-  const timer = setInterval(
-    () => opts.say(`still building ${opts.label} (${Math.round((Date.now() - started) / 1000)} s)`),
-    30_000
-  );
+  const estimate = humanDuration(buildEstimateMs(opts.cacheDir, opts.name));
+  opts.say(`building ${opts.label} with Go (first run only; about ${estimate} here), log: ${logFile}`);
+  const end = startBuild({ name: opts.name, label: opts.label, binDir: opts.cacheDir, say: opts.say });
+  let ok = false;
   try {
     const code = await new Promise<number>((resolve, reject) => {
       const child = spawn(
@@ -121,7 +132,7 @@ async function goBuild(opts: {
             ...(opts.gobin ? { GOBIN: tmp } : {}),
             GO: opts.go,
             CGO_ENABLED: '0',
-            GOFLAGS: '-buildvcs=false',
+            GOFLAGS: GO_BUILD_FLAGS,
           },
           stdio: ['ignore', 'pipe', 'pipe'],
         }
@@ -137,13 +148,14 @@ async function goBuild(opts: {
         `building ${opts.label} failed (exit ${code}); last lines:\n    ${tail}\n  full log: ${logFile}`
       );
     }
-    opts.say(`built ${opts.label} in ${Math.round((Date.now() - started) / 1000)} s`);
+    opts.say(`built ${opts.label} in ${humanDuration(Date.now() - started)}`);
+    ok = true;
     return tmp;
   } catch (err) {
     rmSync(tmp, { recursive: true, force: true });
     throw err;
   } finally {
-    clearInterval(timer);
+    end(ok);
     log.end();
   }
 }
@@ -171,6 +183,7 @@ async function buildCached(opts: {
   mkdirSync(binDir, { recursive: true });
   const tmp = await goBuild({
     go,
+    name: opts.name,
     program: opts.program,
     args: opts.args,
     cwd: opts.cwd,
