@@ -196,7 +196,34 @@ it('lists chats with their status, and signs out', async () => {
   await row.waitFor();
   expect(await row.textContent()).toContain('standby');
   await expectClean(page, watch);
-  await row.getByRole('link', { name: 'Lister' }).click();
+
+  // A page of 20: how long after its data arrived the rows are on the screen (issue 36: within 100 ms; measured and
+  // printed, never asserted: a time depends on the machine). The page's own clock: the API answer's responseEnd, then
+  // the first animation frame that shows 20 rows.
+  const api = currentAs(stack.t, s.org.serviceToken);
+  const first = (await api.get('/chats')).body.chats[0] as { agent_id: string; workspace_id: string };
+  for (let i = 0; i < 20; i++)
+    expect((await api.post('/chats', { agent_id: first.agent_id, workspace_id: first.workspace_id })).status).toBe(201);
+  await page.reload();
+  const rendered = (await (
+    await page.waitForFunction(() => {
+      // (the page's globals, typed here: the tests compile without the DOM's types)
+      const { document, performance } = globalThis as unknown as {
+        document: { querySelectorAll(selector: string): { length: number } };
+        performance: { now(): number; getEntriesByType(type: string): { name: string; responseEnd: number }[] };
+      };
+      const rows = document.querySelectorAll('tbody tr').length;
+      const data = performance
+        .getEntriesByType('resource')
+        .filter((e) => e.name.includes('/api/chats?'))
+        .at(-1);
+      return rows >= 20 && data ? performance.now() - data.responseEnd : false;
+    })
+  ).jsonValue()) as number;
+  expect(await page.locator('tbody tr').count()).toBe(20);
+  process.stderr.write(`[console] chats page: 20 rows on screen ${rendered.toFixed(1)} ms after their data arrived\n`);
+
+  await page.getByRole('row').filter({ hasText: 'Lister' }).first().getByRole('link', { name: 'Lister' }).click();
   await page.getByRole('heading', { name: 'Lister' }).waitFor();
   await expectClean(page, watch);
 
