@@ -71,9 +71,16 @@ describe('Temporal over TLS', () => {
     const res = await runScriptAsync('scripts/admin.ts', ['check'], childTestEnv({ MONGODB_URI: db.uri, ...tls }));
     expect(res.stderr).toBe('');
     expect(res.status).toBe(0);
+    // `admin check` also verifies the indexes and the search attributes (issue 42 point 7), through the same settings.
     expect(JSON.parse(res.stdout)).toEqual({
-      mongodb: { ok: true },
-      temporal: { address: frontend.address, namespace: 'default', security: 'mTLS', apiKey: true },
+      mongodb: { ok: true, indexes: expect.any(Number) },
+      temporal: {
+        address: frontend.address,
+        namespace: 'default',
+        security: 'mTLS',
+        apiKey: true,
+        searchAttributes: ['OrganizationId', 'AgentId', 'WorkKind'],
+      },
     });
   });
 
