@@ -219,6 +219,32 @@ it('resumes a blocked job with an answer, and cancels another after the in-page 
   await page.context().close();
 });
 
+it('starts a job from the inbox’s form and opens it; the job reaches review in the chosen workspace', async () => {
+  const s = await setup('Starter');
+  const { page, watch } = await signedInPage(browser, stack.base, s.org.apiToken, '/inbox');
+  await page.getByRole('heading', { name: 'Start a job' }).waitFor();
+  await expectClean(page, watch);
+  await page.getByRole('combobox', { name: 'Agent', exact: true }).click();
+  await page.getByRole('option', { name: 'Starter', exact: true }).click();
+  await page.getByRole('combobox', { name: 'Workspace', exact: true }).click();
+  await page.getByRole('option', { name: 'Jobs', exact: true }).click();
+  await page.getByLabel('Title', { exact: true }).fill('From the form');
+  await page.getByRole('textbox', { name: 'Goal' }).fill('Draft the plan [[request_review]]');
+  await page.getByRole('button', { name: 'Start job' }).click();
+  await page.getByRole('heading', { name: 'From the form' }).waitFor();
+  const id = decodeURIComponent(new URL(page.url()).pathname.split('/').at(-1)!);
+  expect(id).toMatch(/^job_/);
+  await waitForStatus(s, id, 'awaiting_review');
+  const job = (await s.api.get(`/jobs/${id}`)).body.job;
+  expect(job).toMatchObject({
+    agent_id: s.agentId,
+    workspace_id: s.workspaceId,
+    goal: 'Draft the plan [[request_review]]',
+  });
+  await expectClean(page, watch);
+  await page.context().close();
+});
+
 it('shows another organization’s job as not found, and the inbox at 360 px', async () => {
   const mine = await setup();
   const theirs = await setup('Their agent');

@@ -13,6 +13,7 @@ import { jobKeys, listJobs, type Job } from '../api/jobs';
 import { AgentName } from '../components/AgentName';
 import { ConnectionBadge } from '../components/ConnectionBadge';
 import { JobActions, JobStatusBadge } from '../components/JobActions';
+import { JobStart } from '../components/JobStart';
 import { age, INBOX_ORDER, JOB_STATUSES, statusLabel, type JobStatus } from '../lib/jobActions';
 import { useOrganizationEvents } from '../lib/useOrganizationEvents';
 
@@ -115,6 +116,7 @@ export function InboxPage() {
           w={200}
         />
       </Group>
+      <JobStart />
       {any.isPending && <Loader aria-label="Loading jobs" />}
       {any.isError && (
         <Alert color="red" role="alert">
@@ -122,7 +124,7 @@ export function InboxPage() {
         </Alert>
       )}
       {any.isSuccess && any.data.jobs.length === 0 && (
-        <Text>No jobs yet: a job starts when an agent is given long-running work (POST /api/jobs, or a mission).</Text>
+        <Text>No jobs yet: start one above, or from a mission's task (Start work).</Text>
       )}
       {any.isSuccess &&
         any.data.jobs.length > 0 &&
