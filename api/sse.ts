@@ -120,6 +120,27 @@ export function wantsEventStream(ctx: AppContext): boolean {
 }
 
 /**
+ * Answers 200 `text/event-stream` on a long-lived connection (no socket timeout, no Nagle, keep-alive; no proxy
+ * buffering or transform): the one way every stream route opens its response.
+ * @param ctx the request.
+ * @returns the body to write events to (end it to close the stream).
+ */
+export function openEventStream(ctx: AppContext): PassThrough {
+  const socket = ctx.req.socket;
+  socket.setTimeout(0);
+  socket.setNoDelay(true);
+  socket.setKeepAlive(true);
+  ctx.status = 200;
+  ctx.set('Content-Type', 'text/event-stream; charset=utf-8');
+  ctx.set('Cache-Control', 'no-cache, no-transform');
+  ctx.set('Connection', 'keep-alive');
+  ctx.set('X-Accel-Buffering', 'no');
+  const body = new PassThrough();
+  ctx.body = body;
+  return body;
+}
+
+/**
  * Answers the request with an event stream (replay, then live).
  * @param ctx the context.
  * @param opts stream, position, tailer, shutdown signal, terminal test.
@@ -132,17 +153,7 @@ export async function streamEvents(ctx: AppContext, opts: SseOptions): Promise<v
     ctx.set('Cache-Control', 'no-store');
     return;
   }
-  const socket = ctx.req.socket;
-  socket.setTimeout(0);
-  socket.setNoDelay(true);
-  socket.setKeepAlive(true);
-  ctx.status = 200;
-  ctx.set('Content-Type', 'text/event-stream; charset=utf-8');
-  ctx.set('Cache-Control', 'no-cache, no-transform');
-  ctx.set('Connection', 'keep-alive');
-  ctx.set('X-Accel-Buffering', 'no');
-  const body = new PassThrough();
-  ctx.body = body;
+  const body = openEventStream(ctx);
 
   let last = opts.afterSeq;
   let closed = false;

@@ -3,7 +3,6 @@
  * lists): its service events after a cursor, then live (commands/organizationEvents.ts; docs/decisions.md
  * "Organization activity stream").
  */
-import { PassThrough } from 'node:stream';
 import {
   organizationFeedOf,
   parseEventCursor,
@@ -16,7 +15,7 @@ import { sseConnections } from '../../lib/metrics';
 import type { AppContext } from '../context';
 import type { AppDeps } from '../deps';
 import { route, type RouteSpec } from '../route';
-import { SSE_RETRY_MS } from '../sse';
+import { openEventStream, SSE_RETRY_MS } from '../sse';
 import { organizationEventsQuery, organizationEventsResponse, organizationStreamEvents } from './events.schema';
 
 /**
@@ -53,17 +52,7 @@ function openStream(
   position: EventCursor,
   wanted: (type: string) => boolean
 ): void {
-  const socket = ctx.req.socket;
-  socket.setTimeout(0);
-  socket.setNoDelay(true);
-  socket.setKeepAlive(true);
-  ctx.status = 200;
-  ctx.set('Content-Type', 'text/event-stream; charset=utf-8');
-  ctx.set('Cache-Control', 'no-cache, no-transform');
-  ctx.set('Connection', 'keep-alive');
-  ctx.set('X-Accel-Buffering', 'no');
-  const body = new PassThrough();
-  ctx.body = body;
+  const body = openEventStream(ctx);
   sseConnections.inc();
   let closed = false;
   const heartbeat = setInterval(() => body.write(': heartbeat\n\n'), deps.config.sseHeartbeatMs);
