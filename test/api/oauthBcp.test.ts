@@ -133,7 +133,7 @@ describe('§2.1.1 PKCE and the authorization code', () => {
     const { client_id: clientId } = await personClient();
     const { challenge } = pkce();
     // No challenge, challenge without method (RFC 7636: plain), plain, a challenge too short: back with an error.
-    for (const overrides of [
+    for (const overrides of <Record<string, string>[]>[
       { code_challenge: '' },
       { code_challenge_method: '' },
       { code_challenge_method: 'plain' },
