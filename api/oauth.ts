@@ -254,8 +254,10 @@ export function oauthRoutes(config: Readonly<Config>): RouteSpec[] {
       auth: 'public',
       rawBody: formBody('The authorization request’s parameters, `service_token` and `decision` (approve | deny)'),
       responses: {
-        200: html('The consent page again (a missing or refused service token)'),
-        303: redirect('Back to the client with `code` (or `error`), `state` and `iss`'),
+        200: html('The consent page again (a missing or refused service token), or a denial without one'),
+        303: redirect(
+          'Back to the client with `code` (or `error`), `state` and `iss` (a denial: only for a known person)'
+        ),
       },
       handler: async (ctx) => {
         const form = await readForm(ctx);
@@ -265,7 +267,18 @@ export function oauthRoutes(config: Readonly<Config>): RouteSpec[] {
         ctx.status = 303;
         if (checked.kind === 'redirect') return ctx.redirect(checked.to);
         const { approved, state } = checked;
+        const token = form.get('service_token') ?? '';
+        const person = token.startsWith(TOKEN_PREFIX.service) ? await resolveToken(token, 'service') : 'invalid';
         if (form.get('decision') !== 'approve') {
+          // RFC 9700 §4.11.2: the person is authenticated before being sent to a client's redirect URI, so a
+          // client registered by anyone cannot use a refusal to bounce people to its site.
+          if (typeof person === 'string')
+            return page(
+              ctx,
+              200,
+              'Request denied',
+              '<p>Nothing was sent to the client. You can close this window.</p>'
+            );
           ctx.redirect(
             redirectWith(config, approved.redirectUri, {
               error: 'access_denied',
@@ -275,8 +288,6 @@ export function oauthRoutes(config: Readonly<Config>): RouteSpec[] {
           );
           return;
         }
-        const token = form.get('service_token') ?? '';
-        const person = token.startsWith(TOKEN_PREFIX.service) ? await resolveToken(token, 'service') : 'invalid';
         if (typeof person === 'string')
           return consentPage(ctx, form, approved, 'That service token is unknown, revoked or expired.');
         if (!hasScope(person.scopes, MCP_SCOPE))

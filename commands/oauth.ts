@@ -87,6 +87,9 @@ export function authorizationServerMetadata(appUrl: string): Record<string, unkn
     scopes_supported: [MCP_SCOPE],
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
+    // RFC 9207 §3: every authorization response carries `iss` (api/oauth.ts `redirectWith`), so a client may
+    // refuse one without it (mix-up defence, RFC 9700 §4.4).
+    authorization_response_iss_parameter_supported: true,
     grant_types_supported: [...OAUTH_GRANT_TYPES],
     code_challenge_methods_supported: ['S256'],
     token_endpoint_auth_methods_supported: [...OAUTH_CLIENT_AUTH_METHODS],
