@@ -112,7 +112,7 @@ const CONNECT_HINTS: Array<[RegExp, (o: ReturnType<typeof temporalConnectionOpti
     "the server's certificate does not name the host; set TEMPORAL_TLS_SERVER_NAME to the name it carries",
   ],
   [
-    /ConnectionReset|ECONNRESET|UnexpectedEof|close_notify|cancel|certificate required|bad certificate|unknown ca/i,
+    /ConnectionReset|ECONNRESET|BrokenPipe|broken pipe|EPIPE|UnexpectedEof|close_notify|cancel|certificate required|bad certificate|unknown ca/i,
     (o) => Boolean(o.tls && o.tls.clientCertPair),
     'the server may have refused the client certificate (TEMPORAL_TLS_CERT)',
   ],
