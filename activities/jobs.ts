@@ -23,6 +23,7 @@ import {
   type JobStatus,
 } from '../models';
 import { iterationMessage, type IterationReason } from '../workflows/jobStates';
+import { NO_REVIEW_DEADLINE, pendingActions, type ReviewSpec } from '../workflows/reviews';
 
 export interface JobActivityDeps extends EventDeps {
   logger: Logger;
@@ -60,9 +61,23 @@ export interface MirrorInput {
   iterationDone?: IterationDone;
   /** The agent's question (→ blocked). */
   question?: string;
-  /** The review's outcome (approve). */
-  review?: 'approved';
+  /** The review's outcome: approved (approve, a declared `complete` action, auto_approve), rejected
+   * (auto_reject), expired (the deadline's cancel). */
+  review?: 'approved' | 'rejected' | 'expired';
+  /** A review asked for (→ awaiting_review): its deadline (ms since the epoch), if any. */
+  reviewRequest?: { deadline: number | null };
+  /** The decision that caused this transition: the action, its payload, who (a user id; null: the deadline). */
+  decision?: { action: string; payload: Record<string, unknown>; by: string | null };
   error?: { message: string; code: string };
+}
+
+export interface OverdueInput {
+  jobId: string;
+  /** The transition that asked for the review (the key: one overdue per review). */
+  transition: number;
+  streamBase: number;
+  policy: 'remind' | 'escalate';
+  escalateTo: string | null;
 }
 
 /**
@@ -78,6 +93,18 @@ function jobRef(job: JobDoc): Record<string, unknown> {
     task_id: job.taskId ?? null,
   };
 }
+
+/** @returns the job's review declaration (stored as JSON: schemas may hold `$` keys), or null. */
+function readReviewSpec(job: JobDoc): ReviewSpec | null {
+  return job.reviewSpec ? (JSON.parse(job.reviewSpec) as ReviewSpec) : null;
+}
+
+const presentAction = (a: ReturnType<typeof pendingActions>[number]) => ({
+  name: a.name,
+  schema: a.schema,
+  ...(a.effect ? { effect: a.effect } : {}),
+  ...(a.description ? { description: a.description } : {}),
+});
 
 /**
  * @param deps logger and configuration.
@@ -171,17 +198,61 @@ export function createJobActivities(deps: JobActivityDeps) {
         });
     }
     let review = job.review?.state ?? 'none';
+    const spec = readReviewSpec(job);
+    const decision = input.decision ? { ...input.decision, at: now } : undefined;
+    // What the previous review was (kept with its outcome), and whom it waited for.
+    const kept = {
+      requestedAt: job.review?.requestedAt ?? null,
+      assignee: job.review?.assignee ?? null,
+      deadline: job.review?.deadline ?? null,
+      onTimeout: job.review?.onTimeout ?? null,
+      overdueAt: job.review?.overdueAt ?? null,
+      escalatedFrom: job.review?.escalatedFrom ?? null,
+      decision: decision ?? job.review?.decision ?? null,
+    };
     if (input.to === 'awaiting_review') {
       review = 'pending';
-      set.review = { state: review, requestedAt: now, feedback: null };
+      const deadline = input.reviewRequest?.deadline ? new Date(input.reviewRequest.deadline) : null;
+      set.review = {
+        state: review,
+        requestedAt: now,
+        feedback: null,
+        assignee: spec?.assignee ?? job.userId,
+        deadline,
+        onTimeout: deadline ? (spec?.onTimeout ?? null) : null,
+        overdueAt: null,
+        escalatedFrom: null,
+        decision: null,
+      };
+      set.reviewAssignee = spec?.assignee ?? job.userId;
+      set.reviewDueAt = deadline ?? NO_REVIEW_DEADLINE;
     } else if (input.iteration?.reason === 'feedback') {
       review = 'changes_requested';
-      set.review = { state: review, requestedAt: job.review?.requestedAt ?? null, feedback: input.iteration.input };
+      set.review = { ...kept, state: review, feedback: input.iteration.input };
     } else if (input.review === 'approved' || input.iteration?.reason === 'next_step') {
       review = 'approved';
-      set.review = { state: review, requestedAt: job.review?.requestedAt ?? null, feedback: null };
-    }
-    if (set.review) events.push({ event: 'review.updated', data: { job_id: job._id, review_state: review } });
+      set.review = { ...kept, state: review, feedback: null };
+    } else if (input.review) {
+      review = input.review;
+      set.review = { ...kept, state: review, feedback: null, decision: kept.decision };
+    } else if (decision) set.review = { ...kept, state: review, feedback: job.review?.feedback ?? null };
+    if (set.review)
+      events.push({
+        event: 'review.updated',
+        data: {
+          job_id: job._id,
+          review_state: review,
+          ...(input.to === 'awaiting_review'
+            ? {
+                actions: pendingActions(input.to, spec).map(presentAction),
+                assignee: (set.review as { assignee: string }).assignee,
+                deadline: (set.review as { deadline: Date | null }).deadline?.toISOString() ?? null,
+                on_timeout: (set.review as { onTimeout: string | null }).onTimeout,
+              }
+            : {}),
+          ...(decision ? { decision: { action: decision.action, payload: decision.payload, by: decision.by } } : {}),
+        },
+      });
     if (input.question !== undefined) set.question = input.question;
     if (input.error) set.error = input.error;
     if (input.to === 'running' && !job.startedAt) set.startedAt = now;
@@ -233,7 +304,59 @@ export function createJobActivities(deps: JobActivityDeps) {
     return { events: events.length };
   }
 
-  return { prepareIteration, mirrorJobTransition };
+  /**
+   * A review's deadline passed with policy remind or escalate: the job stream's `review.overdue` event, the record
+   * (when, and the new assignee of an escalation, with the previous one), and the service event
+   * `job.review_overdue` (remind) or `job.review_escalated` (escalate), each once per review (keyed by the
+   * transition that asked for it).
+   * @returns how many stream events it wrote.
+   */
+  async function mirrorReviewOverdue(input: OverdueInput): Promise<{ events: number }> {
+    const job = await Job.findById(input.jobId).lean<JobDoc>();
+    if (!job) throw ApplicationFailure.nonRetryable(`Job ${input.jobId} not found`, 'JobMissing');
+    const now = new Date();
+    const from = job.review?.assignee ?? job.userId;
+    const already = job.review?.overdueAt != null && (job.transitionSeq ?? 0) === input.transition;
+    const overdueAt = already ? job.review!.overdueAt! : now;
+    const assignee = input.policy === 'escalate' && input.escalateTo ? input.escalateTo : from;
+    const escalatedFrom = already ? (job.review?.escalatedFrom ?? null) : input.policy === 'escalate' ? from : null;
+    const data = {
+      job_id: job._id,
+      policy: input.policy,
+      deadline: job.review?.deadline?.toISOString() ?? null,
+      overdue_at: overdueAt.toISOString(),
+      assignee: already ? (job.review?.assignee ?? null) : assignee,
+      escalated_from: escalatedFrom,
+    };
+    await appendEvents(jobStreamId(job._id), [{ event: 'review.overdue', data, seq: input.streamBase + 1 }]);
+    if (!already)
+      await Job.updateOne(
+        { _id: job._id, transitionSeq: input.transition },
+        {
+          $set: {
+            streamSeq: input.streamBase + 1,
+            'review.overdueAt': overdueAt,
+            'review.assignee': assignee,
+            'review.escalatedFrom': escalatedFrom,
+            reviewAssignee: assignee,
+          },
+        }
+      );
+    const type: ServiceEventType = input.policy === 'escalate' ? 'job.review_escalated' : 'job.review_overdue';
+    await recordEvent(
+      {
+        type,
+        organizationId: job.organizationId,
+        data: { ...jobRef(job), ...data },
+        key: `job-${job._id}:${input.transition}:${type}`,
+      },
+      deps
+    );
+    log.info({ jobId: job._id, policy: input.policy }, 'job review overdue');
+    return { events: 1 };
+  }
+
+  return { prepareIteration, mirrorJobTransition, mirrorReviewOverdue };
 }
 
 export type JobActivities = ReturnType<typeof createJobActivities>;

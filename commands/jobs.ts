@@ -11,9 +11,10 @@ import { readEvents, type LoggedEvent } from './eventLog';
 import { paginate } from '../lib/pagination';
 import { Job, TERMINAL_JOB_STATUSES, type JobDoc, type JobStatus } from '../models';
 import { jobWorkflowId } from '../workflows/ids';
-import { JOB_STATE_CONFLICT, jobUpdates } from '../workflows/definitions';
+import { JOB_PAYLOAD_INVALID, JOB_STATE_CONFLICT, jobUpdates } from '../workflows/definitions';
 import type { job as jobWorkflow, JobInput } from '../workflows/job';
 import { acceptsAction, type JobAction } from '../workflows/jobStates';
+import type { ReviewSpec } from '../workflows/reviews';
 import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 import { createChat } from './chats';
 import type { ExecutionDeps } from './executionStart';
@@ -39,6 +40,8 @@ export interface JobCreateInput {
   missionRunId?: string;
   taskId?: string;
   metadata?: Record<string, unknown>;
+  /** What its reviews wait for, and their deadline (commands/jobReviews.ts `reviewSpecOf`). */
+  review?: ReviewSpec;
 }
 
 /**
@@ -70,6 +73,7 @@ export async function createJobRecord(auth: AuthContext, input: JobCreateInput, 
     missionRunId: input.missionRunId ?? null,
     taskId: input.taskId ?? null,
     metadata: input.metadata ?? {},
+    reviewSpec: input.review ? JSON.stringify(input.review) : null,
   }).catch(async (err: unknown) => {
     if (!isDuplicateKey(err)) throw err;
     return Job.findById(jobId); // created by a concurrent attempt
@@ -89,7 +93,13 @@ const invalid = (field: string) => (err: unknown) => {
  */
 export function jobWorkflowStart(job: JobDoc, deadlineSeconds: number) {
   const args: [JobInput] = [
-    { jobId: job._id, organizationId: job.organizationId, agentId: job.agentId, deadlineSeconds },
+    {
+      jobId: job._id,
+      organizationId: job.organizationId,
+      agentId: job.agentId,
+      deadlineSeconds,
+      ...(job.reviewSpec ? { review: JSON.parse(job.reviewSpec) as ReviewSpec } : {}),
+    },
   ];
   return {
     workflowId: jobWorkflowId(job._id),
@@ -197,7 +207,8 @@ export async function actOnJob(
   auth: AuthContext,
   id: string,
   action: JobAction,
-  text?: string
+  text?: string,
+  payload?: Record<string, unknown>
 ): Promise<JobDoc> {
   const job = await findJob(auth, id);
   const conflict = (state: string): StateConflictError =>
@@ -219,21 +230,39 @@ export async function actOnJob(
   try {
     await deps.temporal.client.withDeadline(Date.now() + JOB_ACTION_TIMEOUT_MS, async () => {
       const update = await handle.startUpdate(jobUpdates[action], {
-        args: [{ text }],
+        args: [{ text, ...(payload ? { payload } : {}), by: auth.userId }],
         waitForStage: WorkflowUpdateStage.ACCEPTED,
       });
       if (iteration) await abortReply(iteration.executionId);
       await update.result();
     });
   } catch (err) {
-    if (err instanceof WorkflowUpdateFailedError) {
-      const cause = err.cause as { type?: string; details?: unknown[] } | undefined;
-      if (cause?.type === JOB_STATE_CONFLICT) throw conflict(String(cause.details?.[0] ?? job.status));
-    }
-    if (err instanceof WorkflowNotFoundError) throw conflict((await findJob(auth, id)).status);
-    throw err;
+    throw await refusal(err, auth, id, conflict, job.status);
   }
   return findJob(auth, id);
+}
+
+/**
+ * @returns the client's error for a refused update: 409 for the job's state (or a decision already taken), 400
+ *   for a payload its schema refuses; any other error as it is.
+ */
+export async function refusal(
+  err: unknown,
+  auth: AuthContext,
+  id: string,
+  conflict: (state: string) => StateConflictError,
+  status: string
+): Promise<unknown> {
+  if (err instanceof WorkflowUpdateFailedError) {
+    const cause = err.cause as { type?: string; details?: unknown[]; message?: string } | undefined;
+    if (cause?.type === JOB_PAYLOAD_INVALID) return new ValidationError(cause.message ?? 'Invalid payload');
+    if (cause?.type === JOB_STATE_CONFLICT) {
+      const state = String(cause.details?.[0] ?? status);
+      return cause.message ? new StateConflictError(cause.message, state) : conflict(state);
+    }
+  }
+  if (err instanceof WorkflowNotFoundError) return conflict((await findJob(auth, id)).status);
+  return err;
 }
 
 /** Most jobs one decision request names (issue 40 point 3). */
@@ -256,7 +285,8 @@ export async function actOnJobs(
   auth: AuthContext,
   ids: readonly string[],
   action: JobAction,
-  text?: string
+  text?: string,
+  payload?: Record<string, unknown>
 ): Promise<PromiseSettledResult<JobDoc>[]> {
   const results: PromiseSettledResult<JobDoc>[] = new Array<PromiseSettledResult<JobDoc>>(ids.length);
   let next = 0;
@@ -264,7 +294,7 @@ export async function actOnJobs(
     while (next < ids.length) {
       const i = next++;
       try {
-        results[i] = { status: 'fulfilled', value: await actOnJob(deps, auth, ids[i], action, text) };
+        results[i] = { status: 'fulfilled', value: await actOnJob(deps, auth, ids[i], action, text, payload) };
       } catch (reason) {
         results[i] = { status: 'rejected', reason };
       }

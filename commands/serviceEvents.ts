@@ -33,6 +33,8 @@ export const SERVICE_EVENT_TYPES = [
   'job.created',
   'job.status_changed',
   'job.review_requested',
+  'job.review_overdue',
+  'job.review_escalated',
   'job.done',
   'mission.run_started',
   'mission.updated',

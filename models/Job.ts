@@ -9,10 +9,19 @@ import { newId } from '../lib/ids';
 // The statuses are the job workflow's: it needs them as values and may take values only from workflows/, so the model
 // takes them from there, a pure module that imports nothing [docs/decisions.md "Layout (issue 29, second part)"].
 import { JOB_STATUSES } from '../workflows/jobStates';
+import { REVIEW_TIMEOUT_POLICIES } from '../workflows/reviews';
 
 export { JOB_STATUSES, TERMINAL_JOB_STATUSES, type JobStatus } from '../workflows/jobStates';
+export {
+  NO_REVIEW_DEADLINE,
+  pendingActions,
+  REVIEW_ACTION_EFFECTS,
+  REVIEW_TIMEOUT_POLICIES,
+  type ReviewSpec,
+} from '../workflows/reviews';
 
-export const REVIEW_STATES = ['none', 'pending', 'approved', 'changes_requested'] as const;
+// rejected, expired: a review's deadline passed with auto_reject or cancel (issue 40).
+export const REVIEW_STATES = ['none', 'pending', 'approved', 'changes_requested', 'rejected', 'expired'] as const;
 export type ReviewState = (typeof REVIEW_STATES)[number];
 
 /** Why an iteration ran: the goal, a reviewer's feedback, the input the agent asked for, or an approved next step. */
@@ -68,7 +77,24 @@ const schema = new mongoose.Schema(
       state: { type: String, enum: REVIEW_STATES, default: 'none' },
       requestedAt: { type: Date, default: null },
       feedback: { type: String, default: null },
+      /** Typed reviews (issue 40): whom the review waits for, its deadline and policy, and what happened. */
+      assignee: { type: String, default: null },
+      deadline: { type: Date, default: null },
+      onTimeout: { type: String, enum: REVIEW_TIMEOUT_POLICIES, default: null },
+      overdueAt: { type: Date, default: null },
+      escalatedFrom: { type: String, default: null },
+      /** The last decision: `{action, payload, by, at}`. */
+      decision: { type: mongoose.Schema.Types.Mixed, default: null },
     },
+    /**
+     * The job's review declaration (workflows/reviews.ts `ReviewSpec`) as JSON text: declared JSON Schemas may hold
+     * `$`-prefixed keys, which a stored document may not. Null: built-in actions, no deadline.
+     */
+    reviewSpec: { type: String, default: null },
+    /** The inbox's keys (GET /api/jobs/inbox), set when a review is asked for: its assignee, and its deadline
+     * (NO_REVIEW_DEADLINE when it has none, so that it sorts last). */
+    reviewAssignee: { type: String, default: null },
+    reviewDueAt: { type: Date, default: null },
     /** The agent's question while `blocked`. */
     question: { type: String, default: null },
     iterations: { type: [iterationSchema], default: [] },
@@ -91,6 +117,9 @@ schema.index({ organizationId: 1, status: 1, createdAt: -1, _id: -1 });
 schema.index({ organizationId: 1, missionId: 1, createdAt: -1, _id: -1 });
 schema.index({ organizationId: 1, agentId: 1, createdAt: -1, _id: -1 });
 schema.index({ organizationId: 1, chatId: 1, createdAt: -1, _id: -1 });
+// The review inbox (GET /api/jobs/inbox): jobs awaiting review, oldest deadline first, of one assignee or all.
+schema.index({ organizationId: 1, status: 1, reviewDueAt: 1, _id: 1 });
+schema.index({ organizationId: 1, reviewAssignee: 1, status: 1, reviewDueAt: 1, _id: 1 });
 // Lineage: the children of a job.
 schema.index({ organizationId: 1, parentJobId: 1, createdAt: -1, _id: -1 });
 

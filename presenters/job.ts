@@ -1,5 +1,5 @@
 /** Job → the current surface's JSON (snake_case), and its lineage. */
-import type { JobDoc } from '../models';
+import { pendingActions, type JobDoc, type ReviewSpec } from '../models';
 import { iso } from './time';
 
 /**
@@ -24,11 +24,7 @@ export function presentJob(job: JobDoc): Record<string, unknown> {
     agent_id: job.agentId,
     workspace_id: job.spaceId,
     created_by: job.userId,
-    review: {
-      state: job.review?.state ?? 'none',
-      requested_at: iso(job.review?.requestedAt),
-      feedback: job.review?.feedback ?? null,
-    },
+    review: presentReview(job),
     question: job.question ?? null,
     iterations: job.iterations.map((i) => ({
       n: i.n,
@@ -61,5 +57,36 @@ export function presentJob(job: JobDoc): Record<string, unknown> {
     updated_at: iso(job.updatedAt),
     started_at: iso(job.startedAt),
     completed_at: iso(job.completedAt),
+  };
+}
+
+/**
+ * @param job the stored job.
+ * @returns its review: state, and while it waits for a person, the actions it takes (each with its payload's JSON
+ *   Schema), whom it waits for, its deadline and policy; the last decision.
+ */
+function presentReview(job: JobDoc): Record<string, unknown> {
+  const r = job.review;
+  const spec = job.reviewSpec ? (JSON.parse(job.reviewSpec) as ReviewSpec) : null;
+  const decision = r?.decision as { action: string; payload: object; by: string | null; at: Date } | null | undefined;
+  const waiting = job.status === 'awaiting_review';
+  return {
+    state: r?.state ?? 'none',
+    requested_at: iso(r?.requestedAt),
+    feedback: r?.feedback ?? null,
+    actions: pendingActions(job.status, spec).map((a) => ({
+      name: a.name,
+      schema: a.schema,
+      ...(a.effect ? { effect: a.effect } : {}),
+      ...(a.description ? { description: a.description } : {}),
+    })),
+    assignee: waiting ? (r?.assignee ?? null) : null,
+    deadline: waiting ? iso(r?.deadline) : null,
+    on_timeout: waiting ? (r?.onTimeout ?? null) : null,
+    overdue_at: iso(r?.overdueAt),
+    escalated_from: r?.escalatedFrom ?? null,
+    decision: decision
+      ? { action: decision.action, payload: decision.payload ?? {}, by: decision.by ?? null, at: iso(decision.at) }
+      : null,
   };
 }

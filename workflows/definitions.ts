@@ -17,7 +17,24 @@ export interface JobView {
 /** The text an action carries: feedback (iterate), the input asked for (resume), the next step (approve). */
 export interface JobActionInput {
   text?: string;
+  /**
+   * The action's payload, validated against its schema (workflows/reviews.ts) in the update's validator. Absent:
+   * built from `text` (`{feedback}`, `{input}`, `{next_step}`), as before typed reviews.
+   */
+  payload?: Record<string, unknown>;
+  /** Who decided (a user id), recorded with the decision. */
+  by?: string;
 }
+
+/** A declared (custom) review action (update `decide`). */
+export interface JobDecisionInput {
+  action: string;
+  payload: Record<string, unknown>;
+  by?: string;
+}
+
+/** The failure type a job's update validator rejects an invalid payload with (400). */
+export const JOB_PAYLOAD_INVALID = 'JobPayloadInvalid';
 
 /** The failure type a job's update validator rejects a wrong-state action with; `details[0]` is the state. */
 export const JOB_STATE_CONFLICT = 'JobStateConflict';
@@ -28,6 +45,8 @@ export const jobUpdates = {
   resume: defineUpdate<JobView, [JobActionInput]>('resume'),
   cancel: defineUpdate<JobView, [JobActionInput]>('cancel'),
 } satisfies Record<JobAction, unknown>;
+/** A declared review action of the job (workflows/reviews.ts `ReviewSpec.actions`). */
+export const jobDecideUpdate = defineUpdate<JobView, [JobDecisionInput]>('decide');
 
 export const jobStatusQuery = defineQuery<JobView>('status');
 

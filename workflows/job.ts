@@ -24,8 +24,16 @@ import {
 } from '@temporalio/workflow';
 import type { ExecutionActivities } from '../activities/executions';
 import type { JobActivities, MirrorInput } from '../activities/jobs';
-import type { AgentExecutionOutcome, AgentExecutionWorkflow } from './definitions';
-import { JOB_STATE_CONFLICT, jobStatusQuery, jobUpdates, type JobActionInput, type JobView } from './definitions';
+import type { AgentExecutionOutcome, AgentExecutionWorkflow, JobDecisionInput } from './definitions';
+import {
+  JOB_PAYLOAD_INVALID,
+  JOB_STATE_CONFLICT,
+  jobDecideUpdate,
+  jobStatusQuery,
+  jobUpdates,
+  type JobActionInput,
+  type JobView,
+} from './definitions';
 import { executionStartOptions } from './executionStart';
 import {
   acceptsAction,
@@ -35,6 +43,8 @@ import {
   type JobAction,
   type JobStatus,
 } from './jobStates';
+import type { ReviewSpec } from './reviews';
+import { reviewPayloadChecker } from './reviewValidation';
 
 export interface JobInput {
   jobId: string;
@@ -42,9 +52,11 @@ export interface JobInput {
   agentId: string;
   /** Deadline of each iteration's reply (EXECUTION_DEADLINE_SECONDS). */
   deadlineSeconds: number;
+  /** What its reviews wait for and their deadline (workflows/reviews.ts); absent: built-in actions, no deadline. */
+  review?: ReviewSpec;
 }
 
-const { mirrorJobTransition, prepareIteration } = proxyActivities<JobActivities>({
+const { mirrorJobTransition, mirrorReviewOverdue, prepareIteration } = proxyActivities<JobActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', maximumAttempts: 20 },
 });
@@ -53,6 +65,25 @@ const { finishExecution } = proxyActivities<ExecutionActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', maximumAttempts: 20 },
 });
+
+/** A decision taken on a waiting job: by a person (an update) or by a review's deadline. */
+interface Decision {
+  action: JobAction | string;
+  text: string;
+  payload?: Record<string, unknown>;
+  by?: string;
+  /** A declared action's effect. */
+  effect?: 'complete' | 'iterate';
+  /** Taken by the review's deadline (auto_approve), not by a person. */
+  auto?: boolean;
+}
+
+/** The payload of a built-in action sent as text (before typed reviews, and by the routes). */
+function payloadOf(action: JobAction, args: JobActionInput | undefined): Record<string, unknown> {
+  if (args?.payload) return args.payload;
+  const field = action === 'approve' ? 'next_step' : action === 'iterate' ? 'feedback' : 'input';
+  return args?.text === undefined ? {} : { [field]: args.text };
+}
 
 /** Why the next iteration runs, and the human's text. */
 interface NextIteration {
@@ -71,12 +102,34 @@ export async function job(input: JobInput): Promise<JobView> {
   let mirrored = 0;
   let streamSeq = 0;
   let iterations = 0;
-  let pending: { action: JobAction; text: string } | null = null;
+  let pending: Decision | null = null;
   let cancelRequested = false;
   let iterationScope: CancellationScope | undefined;
   const view = (): JobView => ({ id: jobId, status, transition: mirrored, iterations });
 
   setHandler(jobStatusQuery, view);
+  const checkPayload = reviewPayloadChecker(input.review);
+  /** Refuses an action the job's state does not take, or a second decision on the same wait (409). */
+  const refuseConflict = (action: string, accepted: boolean): void => {
+    if (accepted && pending === null && !cancelRequested) return;
+    throw ApplicationFailure.create({
+      type: JOB_STATE_CONFLICT,
+      message:
+        pending !== null && action !== 'cancel'
+          ? `Cannot ${action} a job that is ${status}: a decision (${pending.action}) was already taken`
+          : `Cannot ${action} a job that is ${status}`,
+      details: [status],
+      nonRetryable: true,
+    });
+  };
+  /** Refuses a payload its action's schema does not accept (400), before anything changes. */
+  const refusePayload = (action: string, payload: unknown): void => {
+    const problem = checkPayload(action, payload);
+    if (problem) throw ApplicationFailure.create({ type: JOB_PAYLOAD_INVALID, message: problem, nonRetryable: true });
+  };
+  /** An update's answer: once the transition it caused is mirrored. */
+  const settled = (from: JobStatus, action: string) =>
+    condition(() => status !== from && mirrored === transition && (action !== 'cancel' || status === 'cancelled'));
   for (const action of JOB_ACTIONS) {
     setHandler(
       jobUpdates[action],
@@ -86,25 +139,42 @@ export async function job(input: JobInput): Promise<JobView> {
         if (action === 'cancel') {
           cancelRequested = true;
           iterationScope?.cancel();
-        } else pending = { action, text: args?.text ?? '' };
-        await condition(
-          () => status !== from && mirrored === transition && (action !== 'cancel' || status === 'cancelled')
-        );
+        } else pending = { action, text: args?.text ?? '', payload: payloadOf(action, args), by: args?.by };
+        await settled(from, action);
         return view();
       },
       {
-        validator: (_args: JobActionInput) => {
-          if (!acceptsAction(status, action) || pending !== null || cancelRequested)
-            throw ApplicationFailure.create({
-              type: JOB_STATE_CONFLICT,
-              message: `Cannot ${action} a job that is ${status}`,
-              details: [status],
-              nonRetryable: true,
-            });
+        validator: (args: JobActionInput) => {
+          refuseConflict(action, acceptsAction(status, action));
+          if (action !== 'cancel') refusePayload(action, payloadOf(action, args));
         },
       }
     );
   }
+  setHandler(
+    jobDecideUpdate,
+    async (args: JobDecisionInput) => {
+      const from = status;
+      const effect = input.review?.actions.find((a) => a.name === args.action)?.effect ?? 'complete';
+      pending = { action: args.action, text: JSON.stringify(args.payload), payload: args.payload, by: args.by, effect };
+      await settled(from, args.action);
+      return view();
+    },
+    {
+      validator: (args: JobDecisionInput) => {
+        if (!input.review?.actions.some((a) => a.name === args?.action))
+          throw ApplicationFailure.create({
+            type: JOB_PAYLOAD_INVALID,
+            message: `Unknown action: ${String(args?.action)} (this job's review declares ${
+              input.review?.actions.map((a) => a.name).join(', ') || 'no actions of its own'
+            })`,
+            nonRetryable: true,
+          });
+        refuseConflict(args.action, status === 'awaiting_review');
+        refusePayload(args.action, args.payload ?? {});
+      },
+    }
+  );
 
   /** The one way the job changes state: in the workflow first, then mirrored by the activity. */
   async function move(
@@ -125,10 +195,16 @@ export async function job(input: JobInput): Promise<JobView> {
   let next: NextIteration | null = { reason: 'goal', text: '' };
   /** The iteration a cancel interrupted, recorded with the cancellation. */
   let interrupted: MirrorInput['iterationDone'];
+  /** The decision that starts the next iteration, recorded with it. */
+  let pendingDecision: MirrorInput['decision'];
   while (next !== null && !cancelRequested) {
     const n = ++iterations;
     const executionId = `exec-${Date.now()}-${uuid4().replace(/-/g, '').slice(0, 8)}`;
-    await move('running', { iteration: { n, executionId, reason: next.reason, input: next.text } });
+    await move('running', {
+      iteration: { n, executionId, reason: next.reason, input: next.text },
+      ...(pendingDecision ? { decision: pendingDecision } : {}),
+    });
+    pendingDecision = undefined;
     const current: NextIteration = next;
     await CancellationScope.nonCancellable(() =>
       prepareIteration({ jobId, n, executionId, reason: current.reason, input: current.text })
@@ -151,23 +227,82 @@ export async function job(input: JobInput): Promise<JobView> {
       await move('completed', { iterationDone: done });
       return view();
     }
-    if (request.kind === 'review') await move('awaiting_review', { iterationDone: done });
-    else await move('blocked', { iterationDone: done, question: request.question });
-    await condition(() => pending !== null || cancelRequested);
+    if (request.kind === 'review') {
+      const deadline = input.review?.timeoutSeconds ? Date.now() + input.review.timeoutSeconds * 1000 : null;
+      await move('awaiting_review', { iterationDone: done, reviewRequest: { deadline } });
+      const timedOut = await awaitReview();
+      if (timedOut === 'cancel') {
+        await move('cancelled', { review: 'expired' });
+        return view();
+      }
+      if (timedOut === 'auto_reject') {
+        await move('failed', {
+          review: 'rejected',
+          decision: { action: 'auto_reject', payload: {}, by: null },
+          error: { message: 'The review’s deadline passed: rejected (auto_reject)', code: 'review_rejected' },
+        });
+        return view();
+      }
+    } else {
+      await move('blocked', { iterationDone: done, question: request.question });
+      await condition(() => pending !== null || cancelRequested);
+    }
     if (cancelRequested) break;
     const asked = pending!;
     pending = null;
-    if (asked.action === 'approve' && asked.text === '') {
-      await move('completed', { review: 'approved' });
+    const decision = {
+      action: asked.auto ? 'auto_approve' : asked.action,
+      payload: asked.payload ?? {},
+      by: asked.by ?? null,
+    };
+    if ((asked.action === 'approve' && asked.text === '') || asked.effect === 'complete') {
+      await move('completed', { review: 'approved', decision });
       return view();
     }
     next = {
-      reason: asked.action === 'iterate' ? 'feedback' : asked.action === 'resume' ? 'input' : 'next_step',
-      text: asked.text,
+      reason:
+        asked.action === 'iterate' || asked.effect === 'iterate'
+          ? 'feedback'
+          : asked.action === 'resume'
+            ? 'input'
+            : 'next_step',
+      text: asked.effect === 'iterate' ? `${asked.action}: ${asked.text}` : asked.text,
     };
+    pendingDecision = decision;
   }
   await move('cancelled', interrupted ? { iterationDone: interrupted } : {});
   return view();
+
+  /**
+   * Waits for a decision on the review; with a deadline, a durable timer raced with it (a `condition` with a
+   * timeout), whose policy fires once: remind and escalate record it and go on waiting; auto_approve decides;
+   * auto_reject and cancel are returned for the caller to end the job.
+   */
+  async function awaitReview(): Promise<'auto_reject' | 'cancel' | null> {
+    const spec = input.review;
+    if (spec?.timeoutSeconds && spec.onTimeout) {
+      const answered = await condition(() => pending !== null || cancelRequested, spec.timeoutSeconds * 1000);
+      if (!answered) {
+        const policy = spec.onTimeout;
+        if (policy === 'auto_reject' || policy === 'cancel') return policy;
+        if (policy === 'auto_approve') pending = { action: 'approve', text: '', payload: {}, auto: true };
+        else {
+          const written = await CancellationScope.nonCancellable(() =>
+            mirrorReviewOverdue({
+              jobId,
+              transition,
+              streamBase: streamSeq,
+              policy,
+              escalateTo: policy === 'escalate' ? spec.escalateTo : null,
+            })
+          );
+          streamSeq += written.events;
+        }
+      }
+    }
+    await condition(() => pending !== null || cancelRequested);
+    return null;
+  }
 
   /** Runs one iteration as a child execution, cancelled with the job. */
   async function runIteration(executionId: string): Promise<AgentExecutionOutcome> {

@@ -23,7 +23,15 @@ export const JOB_ACTIONS = ['approve', 'iterate', 'resume', 'cancel'] as const;
 export type JobAction = (typeof JOB_ACTIONS)[number];
 
 /** What the job's own work does (its workflow, after an iteration). */
-export type JobEvent = 'start' | 'review_requested' | 'input_requested' | 'reply' | 'iteration_failed';
+export type JobEvent =
+  | 'start'
+  | 'review_requested'
+  | 'input_requested'
+  | 'reply'
+  | 'iteration_failed'
+  // Typed reviews (issue 40, workflows/reviews.ts): a declared action, and a review's deadline passing.
+  | 'decision'
+  | 'review_timeout';
 
 export interface JobTransition {
   from: JobStatus;
@@ -48,6 +56,12 @@ export const JOB_TRANSITIONS: readonly JobTransition[] = [
   { from: 'awaiting_review', to: 'cancelled', on: 'cancel' },
   { from: 'blocked', to: 'running', on: 'resume' },
   { from: 'blocked', to: 'cancelled', on: 'cancel' },
+  // Typed reviews (issue 40): a declared action, by its effect; a deadline, by its policy.
+  { from: 'awaiting_review', to: 'completed', on: 'decision', when: 'complete' },
+  { from: 'awaiting_review', to: 'running', on: 'decision', when: 'iterate' },
+  { from: 'awaiting_review', to: 'completed', on: 'review_timeout', when: 'auto_approve' },
+  { from: 'awaiting_review', to: 'failed', on: 'review_timeout', when: 'auto_reject' },
+  { from: 'awaiting_review', to: 'cancelled', on: 'review_timeout', when: 'cancel' },
 ];
 
 /**

@@ -1,6 +1,13 @@
 /** JSON Schemas of the current surface's /api/jobs (requests, responses, and the job stream's events). */
 import type { Schema } from '../../lib/ajv';
-import { ITERATION_REASONS, JOB_STATUSES, REVIEW_STATES } from '../../models/Job';
+import {
+  ITERATION_REASONS,
+  JOB_STATUSES,
+  REVIEW_ACTION_EFFECTS,
+  REVIEW_STATES,
+  REVIEW_TIMEOUT_POLICIES,
+} from '../../models/Job';
+import { MAX_REVIEW_ACTIONS, MAX_REVIEW_TIMEOUT_SECONDS, REVIEW_ACTION_NAME } from '../../workflows/reviews';
 import {
   expiredEvent,
   nextCursor,
@@ -21,6 +28,56 @@ export const JOB_REPLAY_EVENTS = 100;
 
 const jobStatus = oneOfStrings(JOB_STATUSES, 'status');
 
+/** A job's review declaration (issue 40, workflows/reviews.ts; checked further by commands/jobReviews.ts). */
+export const reviewDeclaration = {
+  type: 'object',
+  additionalProperties: false,
+  description:
+    'What the job’s reviews wait for besides approve and iterate (declared actions, each with a JSON Schema for its payload), whom they wait for, and their deadline',
+  properties: {
+    actions: {
+      type: 'array',
+      maxItems: MAX_REVIEW_ACTIONS,
+      description: 'Declared actions, taken with POST /api/jobs/{id}/decision',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['name'],
+        properties: {
+          name: {
+            type: 'string',
+            pattern: REVIEW_ACTION_NAME,
+            'x-message': 'Invalid review action name: lower-case letters, digits and _, at most 40',
+          },
+          schema: {
+            type: 'object',
+            description: 'JSON Schema (draft 2020-12 keywords, strict) of the payload; default: an empty object',
+          },
+          effect: {
+            ...oneOfStrings(REVIEW_ACTION_EFFECTS, 'effect'),
+            description: 'complete (default): the job completes; iterate: another iteration with the payload',
+          },
+          description: requiredStr(500),
+        },
+      },
+    },
+    assignee: requiredStr(100, { description: 'Whom the review waits for (a user id); default: the job’s creator' }),
+    timeout: {
+      oneOf: [
+        { type: 'integer', minimum: 1, maximum: MAX_REVIEW_TIMEOUT_SECONDS },
+        { type: 'string', maxLength: 40 },
+      ],
+      'x-message': 'Invalid review.timeout: whole seconds or an ISO 8601 duration (PT2S, PT1H, P1D)',
+      description: 'How long each review may wait: whole seconds, or an ISO 8601 duration (days to seconds)',
+    },
+    on_timeout: {
+      ...oneOfStrings(REVIEW_TIMEOUT_POLICIES, 'on_timeout'),
+      description: 'What the deadline does (once per review); default remind',
+    },
+    escalate_to: requiredStr(100, { description: 'on_timeout escalate: the user the review is reassigned to' }),
+  },
+} as const;
+
 export const jobCreateBody = {
   type: 'object',
   additionalProperties: false,
@@ -39,6 +96,28 @@ export const jobCreateBody = {
       additionalProperties: { type: 'string', maxLength: 1000 },
       description: 'Free key → string values, returned as given',
     },
+    review: reviewDeclaration,
+  },
+} as const;
+
+/** GET /api/jobs/inbox. */
+export const inboxQuery = pageQuery({
+  assignee: str(100, { description: 'Only reviews waiting for this user' }),
+});
+
+/** POST /api/jobs/{id}/decision: a declared action (or a built-in one) with its payload. */
+export const decisionBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['action'],
+  properties: {
+    action: {
+      type: 'string',
+      pattern: REVIEW_ACTION_NAME,
+      'x-message': 'Invalid action',
+      description: 'A declared action of the job’s review, or approve, iterate, resume',
+    },
+    payload: { type: 'object', description: 'Validated against the action’s schema (400 with its error)' },
   },
 } as const;
 
@@ -70,8 +149,17 @@ export const approveBody = actionBody(
   'Optional: the next step; the job runs another iteration with it instead of completing',
   false
 );
-export const iterateBody = actionBody('feedback', 'The reviewer’s feedback: the next iteration’s input', true);
-export const resumeBody = actionBody('input', 'The input the agent asked for: the next iteration’s input', true);
+// Required by the review's schema, which the job's workflow checks (400 with the schema's error, issue 40).
+export const iterateBody = actionBody(
+  'feedback',
+  'The reviewer’s feedback: the next iteration’s input (required)',
+  false
+);
+export const resumeBody = actionBody(
+  'input',
+  'The input the agent asked for: the next iteration’s input (required)',
+  false
+);
 export const cancelBody = actionBody(null, '', false);
 
 /** The text field each action takes (none for cancel). */
@@ -99,6 +187,15 @@ export const jobDecisionsBody = {
 } as const;
 
 const iso = nullableTimestamp;
+const reviewAction: Schema = record(
+  {
+    name: { type: 'string' },
+    schema: { type: 'object' },
+    effect: { type: 'string', enum: [...REVIEW_ACTION_EFFECTS] },
+    description: { type: 'string' },
+  },
+  ['effect', 'description']
+);
 export const jobSchema: Schema = record({
   id: { type: 'string' },
   organization_id: { type: 'string' },
@@ -112,6 +209,26 @@ export const jobSchema: Schema = record({
     state: { type: 'string', enum: [...REVIEW_STATES] },
     requested_at: iso,
     feedback: nullableStr,
+    actions: {
+      type: 'array',
+      items: reviewAction,
+      description: 'While awaiting_review or blocked: the actions the job takes, each with its payload’s JSON Schema',
+    },
+    assignee: { ...nullableStr, description: 'While awaiting_review: whom the review waits for' },
+    deadline: { ...iso, description: 'While awaiting_review: when its timeout passes' },
+    on_timeout: {
+      oneOf: [{ type: 'null' }, { type: 'string', enum: [...REVIEW_TIMEOUT_POLICIES] }],
+      description: 'While awaiting_review: what the deadline does',
+    },
+    overdue_at: { ...iso, description: 'When the deadline passed (remind, escalate)' },
+    escalated_from: { ...nullableStr, description: 'The assignee before an escalation' },
+    decision: {
+      oneOf: [
+        { type: 'null' },
+        record({ action: { type: 'string' }, payload: { type: 'object' }, by: nullableStr, at: iso }),
+      ],
+      description: 'The last decision: action (auto_approve, auto_reject: the deadline), payload, who (a user id)',
+    },
   }),
   question: { ...nullableStr, description: 'What the agent asked while `blocked`' },
   iterations: {
@@ -277,6 +394,25 @@ export const jobStreamEvents: Record<string, Schema> = {
       execution_id: nullableStr,
     }),
   }),
-  'review.updated': record({ ...jobId, review_state: { type: 'string', enum: [...REVIEW_STATES] } }),
+  'review.updated': record(
+    {
+      ...jobId,
+      review_state: { type: 'string', enum: [...REVIEW_STATES] },
+      actions: { type: 'array', items: reviewAction },
+      assignee: nullableStr,
+      deadline: iso,
+      on_timeout: { oneOf: [{ type: 'null' }, { type: 'string', enum: [...REVIEW_TIMEOUT_POLICIES] }] },
+      decision: record({ action: { type: 'string' }, payload: { type: 'object' }, by: nullableStr }),
+    },
+    ['actions', 'assignee', 'deadline', 'on_timeout', 'decision']
+  ),
+  'review.overdue': record({
+    ...jobId,
+    policy: { type: 'string', enum: ['remind', 'escalate'] },
+    deadline: iso,
+    overdue_at: iso,
+    assignee: nullableStr,
+    escalated_from: nullableStr,
+  }),
   expired: expiredEvent,
 };

@@ -3,6 +3,7 @@
  * job's event stream (`job:<jobId>` in the durable event log, written by the job workflow's activities).
  */
 import { actOnJob, actOnJobs, createJob, findJob, jobLineage, jobTranscript, listJobs } from '../../commands/jobs';
+import { decideJob, listInbox, reviewSpecOf } from '../../commands/jobReviews';
 import { StateConflictError, ValidationError } from '../../lib/errors';
 import { translateError } from '../middlewares/errors';
 import { jobStreamId, TERMINAL_JOB_STATUSES, type JobStatus } from '../../models';
@@ -17,6 +18,8 @@ import {
   type actionBody,
   approveBody,
   cancelBody,
+  decisionBody,
+  inboxQuery,
   iterateBody,
   JOB_REPLAY_EVENTS,
   jobCreateBody,
@@ -34,6 +37,8 @@ import {
 } from './jobs.schema';
 
 const tags = ['Jobs'];
+/** The built-in actions a decision may name, and the payload field that is their text. */
+const BUILTIN_TEXT_FIELDS = { approve: 'next_step', iterate: 'feedback', resume: 'input' } as const;
 
 /**
  * @param deps app dependencies.
@@ -103,6 +108,25 @@ export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
     decisions,
     route({
       method: 'get',
+      path: '/jobs/inbox',
+      summary:
+        'The review inbox: jobs awaiting review with their deadlines, oldest deadline first (none last); filter: assignee',
+      tags,
+      auth: 'service',
+      scope: 'jobs:read',
+      query: inboxQuery,
+      responses: { 200: jobListResponse },
+      handler: async (ctx, { query: q }) => {
+        const { items, nextCursor } = await listInbox(
+          ctx.state.auth,
+          { assignee: q.assignee },
+          { limit: q.limit, cursor: q.cursor }
+        );
+        ctx.body = { jobs: items.map(presentJob), next_cursor: nextCursor };
+      },
+    }),
+    route({
+      method: 'get',
       path: '/jobs',
       summary: 'List the organization’s jobs, newest first (filters: status, mission_id, agent_id, chat_id)',
       tags,
@@ -136,6 +160,7 @@ export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           title: body.title,
           parentJobId: body.parent_job_id,
           metadata: body.metadata,
+          review: body.review ? reviewSpecOf(body.review) : undefined,
         });
         ctx.status = 201;
         ctx.body = { job: presentJob(job) };
@@ -244,5 +269,33 @@ export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       'feedback',
       'Request another iteration with the reviewer’s feedback (409 otherwise)'
     ),
+    route({
+      method: 'post',
+      path: '/jobs/:id/decision',
+      summary:
+        'Take one of the actions the review declares (or approve, iterate, resume) with its payload, validated against the action’s schema',
+      tags,
+      auth: 'service',
+      scope: 'jobs:write',
+      params: idParams,
+      body: decisionBody,
+      responses: { 200: jobResponse },
+      errors: [409],
+      handler: async (ctx, { params, body }) => {
+        const payload = (body.payload ?? {}) as Record<string, unknown>;
+        const builtin = BUILTIN_TEXT_FIELDS[body.action as keyof typeof BUILTIN_TEXT_FIELDS];
+        const job = builtin
+          ? await actOnJob(
+              deps,
+              ctx.state.auth,
+              params.id,
+              body.action as JobAction,
+              typeof payload[builtin] === 'string' ? (payload[builtin] as string) : undefined,
+              payload
+            )
+          : await decideJob(deps, ctx.state.auth, params.id, body.action, payload);
+        ctx.body = { job: presentJob(job) };
+      },
+    }),
   ];
 }

@@ -56,6 +56,8 @@ export const WEBHOOK_EVENT_DATA: Record<ServiceEventType | 'test', Schema> = {
   'job.created': recordedByOwner,
   'job.status_changed': recordedByOwner,
   'job.review_requested': recordedByOwner,
+  'job.review_overdue': recordedByOwner,
+  'job.review_escalated': recordedByOwner,
   'job.done': recordedByOwner,
   'mission.run_started': recordedByOwner,
   'mission.updated': recordedByOwner,

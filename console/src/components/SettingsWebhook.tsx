@@ -32,6 +32,8 @@ const EVENT_TYPE_SET: Record<EventType, true> = {
   'job.created': true,
   'job.status_changed': true,
   'job.review_requested': true,
+  'job.review_overdue': true,
+  'job.review_escalated': true,
   'job.done': true,
   'mission.run_started': true,
   'mission.updated': true,

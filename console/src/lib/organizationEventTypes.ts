@@ -7,6 +7,8 @@ export const ORGANIZATION_EVENT_TYPES = [
   'job.created',
   'job.status_changed',
   'job.review_requested',
+  'job.review_overdue',
+  'job.review_escalated',
   'job.done',
   'mission.run_started',
   'mission.updated',
