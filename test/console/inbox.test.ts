@@ -274,3 +274,37 @@ it('shows another organization’s job as not found, and the inbox at 360 px', a
   await expectClean(page, watch);
   await page.context().close();
 });
+
+it('shows a review’s deadline, its policy and its declared actions in the inbox (issue 40)', async () => {
+  const s = await setup();
+  const res = await s.api.post('/jobs', {
+    agent_id: s.agentId,
+    workspace_id: s.workspaceId,
+    title: 'Pick a slogan',
+    goal: 'Three slogans [[request_review]]',
+    review: {
+      actions: [{ name: 'choose', schema: { type: 'object', properties: { option: { enum: ['a', 'b'] } } } }],
+      timeout: 'PT2H',
+      on_timeout: 'auto_approve',
+    },
+  });
+  expect(res.status).toBe(201);
+  const timed: string = res.body.job.id;
+  const plain = await newJob(s, 'No deadline', 'Draft [[request_review]]');
+  await waitForStatus(s, timed, 'awaiting_review');
+  await waitForStatus(s, plain, 'awaiting_review');
+  const deadline = (await s.api.get(`/jobs/${timed}`)).body.job.review.deadline as string;
+  expect(deadline).not.toBeNull();
+
+  const { page, watch } = await signedInPage(browser, stack.base, s.org.apiToken, '/inbox');
+  const row = page.locator(`li[data-job-id="${timed}"]`);
+  await row.getByText('Review due').waitFor();
+  expect(await row.locator(`[data-review-due="${deadline}"]`).textContent()).toMatch(
+    /Review due .* \(then auto approve\) · Actions: approve, iterate, choose/
+  );
+  expect(await page.locator(`li[data-job-id="${plain}"]`).textContent()).toContain(
+    'No review deadline · Actions: approve, iterate'
+  );
+  await expectClean(page, watch);
+  await page.context().close();
+});

@@ -1,7 +1,7 @@
 /**
  * The review inbox (/inbox): the organization's jobs, those waiting for a person first (awaiting review, blocked),
- * then the others by state, each with its title, agent, state and age, and the actions its state allows
- * (components/JobActions.tsx). One section per state, 20 jobs a page as the API pages them; a state filter shows
+ * then the others by state, each with its title, agent, state and age, a review's deadline and declared actions
+ * (issue 40), and the actions its state allows (components/JobActions.tsx). One section per state, 20 jobs a page as the API pages them; a state filter shows
  * one section. The lists update live: a job.* event of the page's one organization stream
  * (lib/useOrganizationEvents.ts), or a decision taken here, invalidates every ['jobs'] query.
  */
@@ -45,6 +45,15 @@ function JobRow({ job, now }: { job: Job; now: number }) {
         <Text size="sm" c="dimmed">
           Agent: <AgentName agentId={job.agent_id} /> · created {age(job.created_at, now)}
         </Text>
+        {job.status === 'awaiting_review' && (
+          <Text size="sm" data-review-due={job.review.deadline ?? ''}>
+            {job.review.deadline
+              ? `Review due ${new Date(job.review.deadline).toLocaleString()}`
+              : 'No review deadline'}
+            {job.review.on_timeout ? ` (then ${job.review.on_timeout.replace('_', ' ')})` : ''} · Actions:{' '}
+            {job.review.actions.map((a) => a.name).join(', ')}
+          </Text>
+        )}
         {job.status === 'blocked' && job.question && (
           <Text size="sm" style={{ whiteSpace: 'pre-wrap', overflowWrap: 'anywhere' }}>
             The agent asks: {job.question}
