@@ -156,7 +156,13 @@ export async function job(input: JobInput): Promise<JobView> {
     async (args: JobDecisionInput) => {
       const from = status;
       const effect = input.review?.actions.find((a) => a.name === args.action)?.effect ?? 'complete';
-      pending = { action: args.action, text: JSON.stringify(args.payload), payload: args.payload, by: args.by, effect };
+      pending = {
+        action: args.action,
+        text: JSON.stringify(args.payload ?? {}),
+        payload: args.payload ?? {},
+        by: args.by,
+        effect,
+      };
       await settled(from, args.action);
       return view();
     },

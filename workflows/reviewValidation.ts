@@ -48,7 +48,7 @@ export function schemaProblem(schema: unknown): string | null {
 export function reviewPayloadChecker(
   spec: ReviewSpec | null | undefined
 ): (action: string, payload: unknown) => string | null | undefined {
-  const ajv = newAjv();
+  let ajv: Ajv | undefined; // made on first use: most jobs never validate a payload in a given run (replays)
   const compiled = new Map<string, ValidateFunction>();
   return (action, payload) => {
     let validate = compiled.get(action);
@@ -58,7 +58,7 @@ export function reviewPayloadChecker(
           action as BuiltinReviewAction
         ] ?? spec?.actions.find((a) => a.name === action)?.schema;
       if (!schema) return undefined;
-      validate = ajv.compile(schema);
+      validate = (ajv ??= newAjv()).compile(schema);
       compiled.set(action, validate);
     }
     return validate(payload) ? null : describe(action, validate.errors?.[0]);
