@@ -45,6 +45,8 @@ function doc(tenant: string, i: number): Record<string, unknown> {
     position: i,
     version: i,
     createdAt: new Date(base + i * 1000),
+    reviewAssignee: `usr_${tenant}`,
+    reviewDueAt: new Date(base + i * 1000),
   };
 }
 
@@ -57,6 +59,7 @@ interface Shape {
 }
 
 const NEWEST: Record<string, -1> = { createdAt: -1, _id: -1 };
+const DUE: Record<string, 1> = { reviewDueAt: 1, _id: 1 };
 const org = (t: string): Filter => ({ organizationId: t });
 const visible = (t: string): Filter => ({ $or: [{ visibility: { $ne: 'private' } }, { userId: `usr_${t}` }] });
 
@@ -92,6 +95,15 @@ const shapes: Shape[] = [
     model: Job,
     filter: (t) => ({ ...org(t), parentJobId: `job_${t}` }),
     sort: { createdAt: 1 },
+  },
+  // The review inbox (commands/jobReviews.ts listInbox) asks `status: 'awaiting_review'`; the seeded jobs are all
+  // `queued`: the same shape, one status for every row (the worst case).
+  { name: 'review inbox', model: Job, filter: (t) => ({ ...org(t), status: 'queued' }), sort: DUE },
+  {
+    name: 'review inbox of an assignee',
+    model: Job,
+    filter: (t) => ({ ...org(t), reviewAssignee: `usr_${t}`, status: 'queued' }),
+    sort: DUE,
   },
 ];
 
