@@ -35,6 +35,7 @@ const bodies: Record<string, object | undefined> = {
   'POST /jobs/:id/cancel': {},
   'POST /jobs/:id/resume': { input: 'x' },
   'POST /jobs/:id/iterate': { feedback: 'x' },
+  'POST /jobs/:id/decision': { action: 'choose', payload: {} },
   'GET /missions/:id': undefined,
   'PATCH /missions/:id': { title: 'Taken over' },
   'POST /missions/:id/tasks': { title: 'Taken over' },
