@@ -126,7 +126,8 @@ export async function finishSso(
 ): Promise<{ auth: AuthContext; claims: IdTokenClaims; next: string }> {
   const { state, cookieState } = callback;
   // The state must be the one this browser was given (its cookie): a code started elsewhere signs no one in here.
-  if (!state || !cookieState || state !== cookieState) throw new SsoError('expired', 'state missing or not this browser’s');
+  if (!state || !cookieState || state !== cookieState)
+    throw new SsoError('expired', 'state missing or not this browser’s');
   const login = await SsoLogin.findOneAndDelete({ _id: sha256Hex(state) }).lean<SsoLoginDoc>();
   if (!login || login.expiresAt.getTime() <= Date.now() || login.issuer !== sso.issuer)
     throw new SsoError('expired', 'no login under way for this state');
@@ -183,6 +184,9 @@ async function exchangeCode(
   }
   const body = (await res.json().catch(() => ({}))) as { id_token?: unknown; error?: unknown };
   if (!res.ok || typeof body.id_token !== 'string')
-    throw new SsoError('invalid', `token endpoint answered ${res.status} ${String(body.error ?? 'without an ID token')}`);
+    throw new SsoError(
+      'invalid',
+      `token endpoint answered ${res.status} ${String(body.error ?? 'without an ID token')}`
+    );
   return body.id_token;
 }

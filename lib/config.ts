@@ -648,7 +648,8 @@ function oidcConfig(
   let consoleSso: OidcConfig['console'];
   if (consoleIssuer !== undefined) {
     const issuer = issuers.find((i) => i.issuer === consoleIssuer);
-    if (!issuer) problems.push(`OIDC_CONSOLE_ISSUER=${JSON.stringify(consoleIssuer)}: must be an issuer of OIDC_ISSUERS`);
+    if (!issuer)
+      problems.push(`OIDC_CONSOLE_ISSUER=${JSON.stringify(consoleIssuer)}: must be an issuer of OIDC_ISSUERS`);
     else {
       const clientId = nonEmpty(env, 'OIDC_CONSOLE_CLIENT_ID') ?? issuer.audiences[0];
       if (!issuer.audiences.includes(clientId))

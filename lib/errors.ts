@@ -72,7 +72,12 @@ export function idTokenError(problem: IdTokenProblem | 'unmapped'): AppError {
     case 'expired':
       return new AppError(401, 'id_token_expired', 'ID token expired (or not yet valid)', headers);
     case 'audience':
-      return new AppError(401, 'id_token_audience', 'ID token audience is not a client id this service accepts', headers);
+      return new AppError(
+        401,
+        'id_token_audience',
+        'ID token audience is not a client id this service accepts',
+        headers
+      );
     case 'issuer':
       return new AppError(401, 'id_token_issuer', 'ID token issuer is not a configured identity provider', headers);
     case 'unknown_key':

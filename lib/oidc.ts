@@ -42,14 +42,7 @@ export interface IdTokenClaims extends JWTPayload {
  * document or JWKS cannot be read).
  */
 export type IdTokenRefusal =
-  | 'malformed'
-  | 'issuer'
-  | 'audience'
-  | 'expired'
-  | 'unknown_key'
-  | 'signature'
-  | 'nonce'
-  | 'unavailable';
+  'malformed' | 'issuer' | 'audience' | 'expired' | 'unknown_key' | 'signature' | 'nonce' | 'unavailable';
 
 /** Asymmetric algorithms only: a provider's ID tokens are never checked with a shared secret. */
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];

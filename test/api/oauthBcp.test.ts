@@ -403,12 +403,16 @@ describe('§4.11.2 errors before sign-in go back only to trusted redirect URIs',
       [native, REDIRECT],
     ]) {
       for (const [why, overrides] of Object.entries(malformed)) {
-        const res = await getAuthorize(authorizeParams(clientId, challenge, { redirect_uri: redirectUri, ...overrides }));
+        const res = await getAuthorize(
+          authorizeParams(clientId, challenge, { redirect_uri: redirectUri, ...overrides })
+        );
         expect({ why, status: res.status }).toEqual({ why, status: 302 });
         const back = location(res)!;
         expect(`${back.origin}${back.pathname}`).toBe(redirectUri);
         expect(back.searchParams.get('state')).toBe('st');
-        expect(back.searchParams.get('error')).toMatch(/^(invalid_request|invalid_scope|unsupported_response_type|invalid_target)$/);
+        expect(back.searchParams.get('error')).toMatch(
+          /^(invalid_request|invalid_scope|unsupported_response_type|invalid_target)$/
+        );
       }
     }
   });

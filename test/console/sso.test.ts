@@ -95,9 +95,10 @@ it('signs in through the identity provider and ends in the HttpOnly session cook
   // The state cookie of the login is gone, and no script reads the session's.
   expect(cookies.find((c) => c.name === 'aas_sso')).toBeUndefined();
   expect(await page.evaluate('document.cookie')).not.toContain(session!.value);
-  const who = (await page.evaluate(
-    `fetch('/api/session').then((r) => r.json())`
-  )) as { user: { id: string; email: string }; organization: { id: string } };
+  const who = (await page.evaluate(`fetch('/api/session').then((r) => r.json())`)) as {
+    user: { id: string; email: string };
+    organization: { id: string };
+  };
   expect(who).toMatchObject({ user: { id: user._id, email }, organization: { id: org.organizationId } });
   await expectClean(page, watch);
   await context.close();

@@ -8,14 +8,14 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK, type JWTPayload } from 'jose';
+import { exportJWK, generateKeyPair, SignJWT, type JWK, type JWTPayload } from 'jose';
 import type { ClientMetadata } from 'oidc-provider';
 import { ROOT } from './processes';
 
 /** A signing key: its id, its private key (for tokens the test signs) and its private JWK (the provider's). */
 export interface TestKey {
   kid: string;
-  privateKey: Awaited<ReturnType<typeof importJWK>>;
+  privateKey: Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
   jwk: JWK;
 }
 
