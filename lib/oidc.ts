@@ -151,6 +151,7 @@ export class IdentityProviders {
 function refusal(err: unknown): IdTokenRefusal {
   if (err instanceof errors.JWTExpired) return 'expired';
   if (err instanceof errors.JWTClaimValidationFailed) {
+    if (err.reason === 'missing') return 'signature';
     if (err.claim === 'aud') return 'audience';
     if (err.claim === 'iss') return 'issuer';
     if (err.claim === 'nbf' || err.claim === 'iat') return 'expired';
