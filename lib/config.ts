@@ -645,16 +645,17 @@ function oidcConfig(
       }
   }
   const consoleIssuer = nonEmpty(env, 'OIDC_CONSOLE_ISSUER');
+  const consoleClientId = nonEmpty(env, 'OIDC_CONSOLE_CLIENT_ID');
+  const clientSecret = nonEmpty(env, 'OIDC_CONSOLE_CLIENT_SECRET');
   let consoleSso: OidcConfig['console'];
   if (consoleIssuer !== undefined) {
     const issuer = issuers.find((i) => i.issuer === consoleIssuer);
     if (!issuer)
       problems.push(`OIDC_CONSOLE_ISSUER=${JSON.stringify(consoleIssuer)}: must be an issuer of OIDC_ISSUERS`);
     else {
-      const clientId = nonEmpty(env, 'OIDC_CONSOLE_CLIENT_ID') ?? issuer.audiences[0];
+      const clientId = consoleClientId ?? issuer.audiences[0];
       if (!issuer.audiences.includes(clientId))
         problems.push(`OIDC_CONSOLE_CLIENT_ID=${JSON.stringify(clientId)}: must be an audience of ${issuer.issuer}`);
-      const clientSecret = nonEmpty(env, 'OIDC_CONSOLE_CLIENT_SECRET');
       consoleSso = { issuer: issuer.issuer, clientId, ...(clientSecret ? { clientSecret } : {}) };
     }
   }
