@@ -31,6 +31,11 @@ export interface TestIdp {
   setClients(clients: ClientMetadata[]): Promise<void>;
   /** The authorization code flow with PKCE, through the development login and consent pages: the ID token. */
   idTokenByFlow(clientId: string, redirectUri: string, login: string): Promise<string>;
+  /**
+   * A browser at the provider: from an authorization URL through the login (as `login`) and consent pages, to the
+   * first address outside the provider (the client's redirect URI with `code` or `error`).
+   */
+  signInAt(authorizationUrl: string, login: string): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -79,7 +84,7 @@ export async function startTestIdp(clients: ClientMetadata[]): Promise<TestIdp> 
       .sign(key.privateKey);
   };
 
-  const idTokenByFlow = async (clientId: string, redirectUri: string, login: string): Promise<string> => {
+  const signInAt = async (authorizationUrl: string, login: string): Promise<string> => {
     const jar = new Map<string, string>();
     const go = async (url: string, body?: Record<string, string>): Promise<Response> => {
       const res = await fetch(url, {
@@ -98,37 +103,9 @@ export async function startTestIdp(clients: ClientMetadata[]): Promise<TestIdp> 
       }
       return res;
     };
-    const verifier = randomBytes(32).toString('base64url');
-    const nonce = randomBytes(16).toString('base64url');
-    let url = `${issuer}/auth?${new URLSearchParams({
-      client_id: clientId,
-      response_type: 'code',
-      redirect_uri: redirectUri,
-      scope: 'openid email',
-      nonce,
-      state: 'flow',
-      code_challenge: createHash('sha256').update(verifier).digest('base64url'),
-      code_challenge_method: 'S256',
-    })}`;
+    let url = authorizationUrl;
     for (let hop = 0; hop < 12; hop++) {
-      if (url.startsWith(redirectUri)) {
-        const code = new URL(url).searchParams.get('code');
-        if (!code) throw new Error(`the provider sent back no code: ${url}`);
-        const token = await fetch(`${issuer}/token`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({
-            grant_type: 'authorization_code',
-            code,
-            redirect_uri: redirectUri,
-            code_verifier: verifier,
-            client_id: clientId,
-          }).toString(),
-        });
-        const answer = (await token.json()) as { id_token?: string };
-        if (!answer.id_token) throw new Error(`no ID token: ${JSON.stringify(answer)}`);
-        return answer.id_token;
-      }
+      if (!url.startsWith(`${issuer}/`)) return url;
       let res = await go(url);
       if (res.status === 200) {
         // A development interaction page: sign in as `login`, or consent.
@@ -141,6 +118,39 @@ export async function startTestIdp(clients: ClientMetadata[]): Promise<TestIdp> 
       url = new URL(location, url).toString();
     }
     throw new Error('too many redirects');
+  };
+
+  const idTokenByFlow = async (clientId: string, redirectUri: string, login: string): Promise<string> => {
+    const verifier = randomBytes(32).toString('base64url');
+    const back = await signInAt(
+      `${issuer}/auth?${new URLSearchParams({
+        client_id: clientId,
+        response_type: 'code',
+        redirect_uri: redirectUri,
+        scope: 'openid email',
+        nonce: randomBytes(16).toString('base64url'),
+        state: 'flow',
+        code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+        code_challenge_method: 'S256',
+      })}`,
+      login
+    );
+    const code = new URL(back).searchParams.get('code');
+    if (!back.startsWith(redirectUri) || !code) throw new Error(`the provider sent back no code: ${back}`);
+    const token = await fetch(`${issuer}/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: redirectUri,
+        code_verifier: verifier,
+        client_id: clientId,
+      }).toString(),
+    });
+    const answer = (await token.json()) as { id_token?: string };
+    if (!answer.id_token) throw new Error(`no ID token: ${JSON.stringify(answer)}`);
+    return answer.id_token;
   };
 
   return {
@@ -161,6 +171,7 @@ export async function startTestIdp(clients: ClientMetadata[]): Promise<TestIdp> 
       await reported;
     },
     idTokenByFlow,
+    signInAt,
     close: async () => {
       if (child.exitCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
