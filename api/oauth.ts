@@ -39,6 +39,7 @@ import {
   revocationResponse,
   tokenResponse,
 } from './oauth.schema';
+import { isLoopbackHostname } from '../lib/safeDestination';
 
 const tags = ['OAuth'];
 /** Largest form body the endpoints read. */
@@ -89,7 +90,7 @@ function redirectWith(config: Readonly<Config>, redirectUri: string, params: Rec
  */
 function trustedRedirect(client: { organizationId?: string | null }, redirectUri: string): boolean {
   if (client.organizationId) return true;
-  return ['127.0.0.1', 'localhost', '[::1]'].includes(new URL(redirectUri).hostname);
+  return isLoopbackHostname(new URL(redirectUri).hostname);
 }
 
 async function checkAuthorization(config: Readonly<Config>, params: URLSearchParams): Promise<Checked> {

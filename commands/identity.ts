@@ -12,6 +12,7 @@
 import { createHash } from 'node:crypto';
 import type { IdTokenClaims } from '../lib/oidc';
 import { NotFoundError, ValidationError } from '../lib/errors';
+import { isDuplicateKey } from '../lib/mongo';
 import { IdentityDomain, IdentityLink, Membership, Organization, User, type IdentityLinkDoc } from '../models';
 import { memberContext, type AuthContext } from './tokens';
 
@@ -112,8 +113,7 @@ export async function addIdentityDomain(input: {
     );
   } catch (err) {
     // Two organizations adding the same domain at once: the _id keeps one.
-    if ((err as { code?: number }).code === 11000)
-      throw new ValidationError(`${domain} is verified by another organization`);
+    if (isDuplicateKey(err)) throw new ValidationError(`${domain} is verified by another organization`);
     throw err;
   }
   return { domain, organizationId: input.organizationId, issuer };

@@ -10,6 +10,7 @@ import path from 'node:path';
 import ms from 'ms';
 import ipaddr from 'ipaddr.js';
 import { temporalTls, type TemporalTls } from './configTemporal';
+import { isLoopbackHostname } from './safeDestination';
 
 /** Validated, typed configuration of the api, the worker and the scripts. */
 export interface Config {
@@ -596,7 +597,7 @@ function acceptableIssuer(value: string): boolean {
     const u = new URL(value);
     if (u.search !== '' || u.hash !== '' || u.username !== '' || u.password !== '') return false;
     if (u.protocol === 'https:') return true;
-    return u.protocol === 'http:' && ['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname);
+    return u.protocol === 'http:' && isLoopbackHostname(u.hostname);
   } catch {
     return false;
   }
