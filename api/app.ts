@@ -29,6 +29,7 @@ import { requestId } from './middlewares/requestId';
 import { buildOpenApi, contractHash, type RouteGroup } from './openapi';
 import { mountRoutes } from './route';
 import { cookieSessions } from './sessionCookie';
+import { identityProviders } from '../lib/oidc';
 import { V1_PREFIX, v1Routes } from './v1';
 
 /**
@@ -49,6 +50,7 @@ export function routeGroups(deps: AppDeps, contract: () => Contract): RouteGroup
         rateLimit: { limit: deps.config.rateLimitRequests, windowSeconds: deps.config.rateLimitWindowSeconds },
         idempotency: true,
         session,
+        identity: identityProviders(deps.config.oidc),
       },
     },
     {

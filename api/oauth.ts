@@ -39,6 +39,7 @@ import {
   revocationResponse,
   tokenResponse,
 } from './oauth.schema';
+import { isLoopbackHostname } from '../lib/safeDestination';
 
 const tags = ['OAuth'];
 /** Largest form body the endpoints read. */
@@ -81,6 +82,17 @@ function redirectWith(config: Readonly<Config>, redirectUri: string, params: Rec
   return url.toString();
 }
 
+/**
+ * A redirect URI the authorization server trusts enough to send an error to before anyone signed in (RFC 9700
+ * §4.11.2) [docs/decisions.md "Identity providers (issue 43)"]: a loopback address (a native client on the person's
+ * own machine, RFC 8252 §7.3: nothing there can phish), or any registered URI of a client registered with a service
+ * token (an organization vouches for it). An anonymous registration's https URI is not trusted.
+ */
+function trustedRedirect(client: { organizationId?: string | null }, redirectUri: string): boolean {
+  if (client.organizationId) return true;
+  return isLoopbackHostname(new URL(redirectUri).hostname);
+}
+
 async function checkAuthorization(config: Readonly<Config>, params: URLSearchParams): Promise<Checked> {
   const get = (k: string): string | undefined => params.get(k) ?? undefined;
   const client = get('client_id') ? await findClient(get('client_id')!) : null;
@@ -90,10 +102,12 @@ async function checkAuthorization(config: Readonly<Config>, params: URLSearchPar
   if (!redirectUri || !client.redirectUris.includes(redirectUri))
     return { kind: 'page', message: 'The redirect_uri is not one the client registered.' };
   const state = get('state') ?? null;
-  const fail = (error: string, description: string): Checked => ({
-    kind: 'redirect',
-    to: redirectWith(config, redirectUri, { error, error_description: description, state }),
-  });
+  // RFC 9700 §4.11.2: before anyone signed in, an error goes back automatically only to a redirect URI the server
+  // trusts; any other client's errors are shown on our page.
+  const fail = (error: string, description: string): Checked =>
+    trustedRedirect(client, redirectUri)
+      ? { kind: 'redirect', to: redirectWith(config, redirectUri, { error, error_description: description, state }) }
+      : { kind: 'page', message: `The client's authorization request is invalid (${error}): ${description}.` };
   if (!client.grantTypes.includes('authorization_code'))
     return fail('unauthorized_client', 'The client is not registered for the authorization code grant');
   if (get('response_type') !== 'code') return fail('unsupported_response_type', 'response_type must be code');

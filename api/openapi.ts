@@ -28,6 +28,7 @@ export const SECURITY_SCHEMES = {
   service: 'serviceToken',
   mcp: 'mcpOAuth',
   session: 'consoleSession',
+  idToken: 'identityProviderIdToken',
 } as const;
 
 /** Response headers on current-surface routes that carry a token (SPEC "Limits"). */
@@ -190,7 +191,12 @@ function security(group: RouteGroup, route: RouteSpec): unknown[] | undefined {
     case 'service':
       return [{ [SECURITY_SCHEMES.service]: scopes }, ...session];
     case 'client':
-      return [{ [SECURITY_SCHEMES.service]: scopes }, { [SECURITY_SCHEMES.v1]: [] }, ...session];
+      return [
+        { [SECURITY_SCHEMES.service]: scopes },
+        { [SECURITY_SCHEMES.v1]: [] },
+        { [SECURITY_SCHEMES.idToken]: [] },
+        ...session,
+      ];
     case 'mcp':
       return [{ [SECURITY_SCHEMES.mcp]: scopes }, { [SECURITY_SCHEMES.service]: scopes }];
   }
@@ -333,6 +339,16 @@ export function buildOpenApi(groups: RouteGroup[], meta: { version: string; appU
             'as that token’s user on both surfaces when a request has no `Authorization` header. A request that ' +
             'changes something (not GET, HEAD or OPTIONS) must also carry an `Origin` header naming this service ' +
             '(CSRF check; 403 otherwise).',
+        },
+        [SECURITY_SCHEMES.idToken]: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'JWT',
+          description:
+            'The client-library endpoints: an OpenID Connect ID token of a configured identity provider (OIDC_ISSUERS), ' +
+            'mapped to a member by an identity link or by its verified email in a verified domain (docs/identity.md); ' +
+            '401 `id_token_expired`, `id_token_audience`, `id_token_issuer`, `id_token_unknown_key`, `id_token_invalid` ' +
+            'or `identity_unmapped` when refused.',
         },
         [SECURITY_SCHEMES.mcp]: {
           type: 'oauth2',

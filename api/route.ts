@@ -13,6 +13,7 @@ import type { AppContext, AppState } from './context';
 import { authenticate, requireScope } from './middlewares/auth';
 import { idempotency } from './middlewares/idempotency';
 import { rateLimit } from './middlewares/rateLimit';
+import type { IdentityProviders } from '../lib/oidc';
 import type { CookieSessions } from './sessionCookie';
 import type { Validated } from './schemas';
 
@@ -163,6 +164,8 @@ export interface MountOptions {
    * `Authorization` header (api/sessionCookie.ts).
    */
   session?: CookieSessions;
+  /** The identity providers whose ID tokens the group's `client` routes accept (lib/oidc.ts). */
+  identity?: IdentityProviders;
 }
 
 /** Surface options besides response validation (per route group). */
@@ -182,7 +185,7 @@ function authFor(route: RouteSpec, options: MountOptions): Middleware[] {
   const chain: Middleware[] = [];
   if (route.auth === 'v1') chain.push(authenticate('v1', options.session));
   if (route.auth === 'service') chain.push(authenticate('service', options.session));
-  if (route.auth === 'client') chain.push(authenticate('any', options.session));
+  if (route.auth === 'client') chain.push(authenticate('any', options.session, options.identity));
   if (route.auth === 'mcp') {
     if (!options.mcpAuth) throw new Error(`${route.method.toUpperCase()} ${route.path}: no mcpAuth for its group`);
     chain.push(options.mcpAuth);

@@ -32,6 +32,7 @@ import { clientExpiry, liveTokenScopes, revokeFamily, tokenLive, touchClient } f
 import { MCP_SCOPE, mcpResourceUrl, oauthIssuer, type OAuthClientAuthMethod, type OAuthGrantType } from './oauth';
 import { memberContext, type AuthContext } from './tokens';
 import { isDuplicateKey } from '../lib/mongo';
+import { isLoopbackHostname } from '../lib/safeDestination';
 
 /** Lifetimes [docs/decisions.md "MCP and OAuth"]. */
 export const OAUTH_LIFETIMES = {
@@ -86,7 +87,7 @@ function acceptableRedirectUri(value: string): boolean {
   }
   if (url.hash !== '' || value.includes('#')) return false;
   if (url.protocol === 'https:') return true;
-  return url.protocol === 'http:' && ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
+  return url.protocol === 'http:' && isLoopbackHostname(url.hostname);
 }
 
 /**

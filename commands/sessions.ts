@@ -1,6 +1,8 @@
 /**
- * Console sessions [docs/decisions.md "Console sessions"]: a person signs in with a personal access token (`td_`)
- * and gets a random secret (the cookie's value); the request then acts as the token's user on both surfaces.
+ * Console sessions [docs/decisions.md "Console sessions"]: a person signs in with a personal access token (`td_`),
+ * or through the identity provider ("Sign in with SSO", api/current/sso.ts), and gets a random secret (the cookie's
+ * value); the request then acts as the token's (or the identity's) user on both surfaces. A session of SSO has no
+ * token: it is alive while its user is a member of its organization (and within its lifetimes).
  *
  * - Only the secret's SHA-256 is stored (the session's `_id`), and of the token only its record's id and hash: the
  *   clear token is never stored nor sent back.
@@ -15,7 +17,7 @@ import { InvalidTokenError, RateLimitedError } from '../lib/errors';
 import { sha256Hex, TOKEN_PREFIX } from '../lib/crypto';
 import { ConsoleSession, Organization, User, type ConsoleSessionDoc } from '../models';
 import { countRequest } from './rateLimits';
-import { resolveToken, resolveTokenHash, type AuthContext } from './tokens';
+import { memberContext, resolveToken, resolveTokenHash, type AuthContext } from './tokens';
 
 /** The lifetime settings (lib/config.ts `session`). */
 export interface SessionSettings {
@@ -84,6 +86,18 @@ export async function countSignIn(address: string, token: string, limits: SignIn
 }
 
 /**
+ * Counts the start of an SSO sign-in against the same per-address budget as token sign-ins.
+ * @param address the client's address.
+ * @param limits the limits.
+ * @throws RateLimitedError (429, Retry-After) past the limit.
+ */
+export async function countSsoStart(address: string, limits: SignInLimits): Promise<void> {
+  const now = Date.now();
+  const { count, resetAt } = await countRequest(`session-signin:address:${address}`, limits.signInWindowSeconds, now);
+  if (count > limits.signInPerAddress) throw new RateLimitedError(Math.max(1, Math.ceil((resetAt - now) / 1000)));
+}
+
+/**
  * Signs a person in with a personal access token.
  * @param token the clear `td_` token.
  * @param settings the lifetime settings.
@@ -98,6 +112,29 @@ export async function createSession(
   const auth = await resolveToken(token, 'v1');
   if (auth === 'expired') throw new InvalidTokenError('Token expired');
   if (auth === 'invalid') throw new InvalidTokenError();
+  return openSession(auth, { tokenHash: sha256Hex(token) }, settings);
+}
+
+/**
+ * Opens a session for a person the identity provider signed in (api/current/sso.ts).
+ * @param auth the member the ID token maps to (commands/identity.ts).
+ * @param identity the token's issuer and subject.
+ * @param settings the lifetime settings.
+ * @returns the cookie's secret and the live session.
+ */
+export function createSsoSession(
+  auth: AuthContext,
+  identity: { issuer: string; subject: string },
+  settings: SessionSettings
+): Promise<{ secret: string } & LiveSession> {
+  return openSession(auth, { issuer: identity.issuer, subject: identity.subject }, settings);
+}
+
+async function openSession(
+  auth: AuthContext,
+  credential: { tokenHash: string } | { issuer: string; subject: string },
+  settings: SessionSettings
+): Promise<{ secret: string } & LiveSession> {
   const secret = randomBytes(32).toString('base64url');
   const now = new Date();
   const session = (
@@ -106,7 +143,7 @@ export async function createSession(
       organizationId: auth.organizationId,
       userId: auth.userId,
       tokenId: auth.tokenId,
-      tokenHash: sha256Hex(token),
+      ...credential,
       createdAt: now,
       lastSeenAt: now,
       ...expiryFields(new Date(now.getTime() + settings.maxAgeMs)),
@@ -129,7 +166,9 @@ export async function resolveSession(secret: string, settings: SessionSettings):
   if (!session) return null;
   const now = Date.now();
   if (session.expiresAt.getTime() <= now || idleEnd(session, settings).getTime() <= now) return null;
-  const auth = await resolveTokenHash(session.tokenHash, 'v1');
+  const auth = session.tokenHash
+    ? await resolveTokenHash(session.tokenHash, 'v1')
+    : ((await memberContext(session.organizationId, session.userId, session.tokenId, [], 'v1')) ?? 'invalid');
   if (typeof auth === 'string' || auth.organizationId !== session.organizationId || auth.userId !== session.userId)
     return null;
   if (now - session.lastSeenAt.getTime() >= lastSeenResolutionMs(settings)) {

@@ -10,6 +10,7 @@ import path from 'node:path';
 import ms from 'ms';
 import ipaddr from 'ipaddr.js';
 import { temporalTls, type TemporalTls } from './configTemporal';
+import { isLoopbackHostname } from './safeDestination';
 
 /** Validated, typed configuration of the api, the worker and the scripts. */
 export interface Config {
@@ -218,6 +219,37 @@ export interface Config {
     signInPerToken: number;
     signInWindowSeconds: number;
   };
+  /**
+   * OpenID Connect identity providers (docs/identity.md): the client-library endpoints accept their ID tokens
+   * (OIDC_ISSUERS), and the console offers "Sign in with SSO" through one of them (OIDC_CONSOLE_ISSUER).
+   */
+  oidc: OidcConfig;
+}
+
+/** An identity provider whose ID tokens are accepted. */
+export interface OidcIssuer {
+  /** The issuer identifier (`iss`): https, or http on a loopback host; its discovery document and JWKS are read. */
+  issuer: string;
+  /** The accepted audiences (`aud`: the client ids registered at the provider for this service). */
+  audiences: string[];
+}
+
+/** The identity providers' settings [docs/decisions.md "Identity providers (issue 43)"]. */
+export interface OidcConfig {
+  /** OIDC_ISSUERS: a JSON array of `{"issuer": "...", "audience": "..." | ["...", ...]}`; empty: ID tokens are refused. */
+  issuers: OidcIssuer[];
+  /** OIDC_CLOCK_TOLERANCE: allowed clock skew on `exp`, `iat`, `nbf`. @default 60s */
+  clockToleranceSeconds: number;
+  /**
+   * OIDC_JWKS_COOLDOWN: after a JWKS fetch, a token naming an unknown key is refused without fetching again for this
+   * long (a rotated key is found at the first fetch after it). @default 30s
+   */
+  jwksCooldownMs: number;
+  /**
+   * The console's "Sign in with SSO" (OIDC_CONSOLE_ISSUER, one of `issuers`; OIDC_CONSOLE_CLIENT_ID, default that
+   * issuer's first audience; OIDC_CONSOLE_CLIENT_SECRET, unset: a public client with PKCE only). Unset: token sign-in only.
+   */
+  console?: { issuer: string; clientId: string; clientSecret?: string };
 }
 
 /** Operators' settings of issue 27 (docs/operations.md "Operating it"). */
@@ -483,8 +515,10 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       signInPerToken: int('SESSION_SIGNIN_PER_TOKEN', 10, 1, 1_000_000),
       signInWindowSeconds: Math.round(duration('SESSION_SIGNIN_WINDOW', '15m', 1000, 86_400_000) / 1000),
     },
+    oidc: { issuers: [], clockToleranceSeconds: 60, jwksCooldownMs: 30_000 },
   };
   config.observability = observabilityConfig(env, config, problems);
+  config.oidc = oidcConfig(env, problems, duration);
   if (config.restart.maxMs < config.restart.initialMs) {
     problems.push(
       `RESTART_BACKOFF_MAX_MS=${config.restart.maxMs}: must be at least RESTART_BACKOFF_MS (${config.restart.initialMs})`
@@ -554,6 +588,83 @@ function observabilityConfig(env: Env, config: Config, problems: string[]): Obse
           },
         }
       : {}),
+  };
+}
+
+/** An issuer may be https anywhere, or http on a loopback host only (a provider on the same machine, tests). */
+function acceptableIssuer(value: string): boolean {
+  try {
+    const u = new URL(value);
+    if (u.search !== '' || u.hash !== '' || u.username !== '' || u.password !== '') return false;
+    if (u.protocol === 'https:') return true;
+    return u.protocol === 'http:' && isLoopbackHostname(u.hostname);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The identity providers' block (issue 43).
+ * @param env the environment.
+ * @param problems where problems are added.
+ * @param duration the duration reader of loadConfig.
+ * @returns the block.
+ */
+function oidcConfig(
+  env: Env,
+  problems: string[],
+  duration: (name: string, def: string, min: number, max: number) => number
+): OidcConfig {
+  const issuers: OidcIssuer[] = [];
+  const raw = nonEmpty(env, 'OIDC_ISSUERS');
+  if (raw !== undefined) {
+    const bad = (why: string): void => {
+      problems.push(`OIDC_ISSUERS: ${why} (a JSON array of {"issuer": "https://...", "audience": "<client id>"})`);
+    };
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch {
+      parsed = undefined;
+    }
+    if (!Array.isArray(parsed)) bad('not a JSON array');
+    else
+      for (const entry of parsed as unknown[]) {
+        const e = (entry ?? {}) as { issuer?: unknown; audience?: unknown };
+        const audiences = typeof e.audience === 'string' ? [e.audience] : e.audience;
+        if (typeof e.issuer !== 'string' || !acceptableIssuer(e.issuer)) {
+          bad(`${JSON.stringify(e.issuer)} is not an issuer URL (https, or http on a loopback host; no query)`);
+        } else if (
+          !Array.isArray(audiences) ||
+          audiences.length === 0 ||
+          audiences.some((a) => typeof a !== 'string' || a.trim() === '')
+        ) {
+          bad(`issuer ${e.issuer} needs an audience (a non-empty string or array of strings)`);
+        } else if (issuers.some((i) => i.issuer === e.issuer)) {
+          bad(`issuer ${e.issuer} is listed twice`);
+        } else issuers.push({ issuer: e.issuer, audiences: audiences as string[] });
+      }
+  }
+  const consoleIssuer = nonEmpty(env, 'OIDC_CONSOLE_ISSUER');
+  const consoleClientId = nonEmpty(env, 'OIDC_CONSOLE_CLIENT_ID');
+  const clientSecret = nonEmpty(env, 'OIDC_CONSOLE_CLIENT_SECRET');
+  let consoleSso: OidcConfig['console'];
+  if (consoleIssuer !== undefined) {
+    const issuer = issuers.find((i) => i.issuer === consoleIssuer);
+    if (!issuer)
+      problems.push(`OIDC_CONSOLE_ISSUER=${JSON.stringify(consoleIssuer)}: must be an issuer of OIDC_ISSUERS`);
+    else {
+      const clientId = consoleClientId ?? issuer.audiences[0];
+      if (!issuer.audiences.includes(clientId))
+        problems.push(`OIDC_CONSOLE_CLIENT_ID=${JSON.stringify(clientId)}: must be an audience of ${issuer.issuer}`);
+      consoleSso = { issuer: issuer.issuer, clientId, ...(clientSecret ? { clientSecret } : {}) };
+    }
+  }
+  return {
+    issuers,
+    clockToleranceSeconds: Math.round(duration('OIDC_CLOCK_TOLERANCE', '60s', 0, 600_000) / 1000),
+    jwksCooldownMs: duration('OIDC_JWKS_COOLDOWN', '30s', 0, 3_600_000),
+    ...(consoleSso ? { console: consoleSso } : {}),
   };
 }
 

@@ -57,6 +57,48 @@ export class InvalidTokenError extends AppError {
   }
 }
 
+/** Why an identity provider's ID token was refused (lib/oidc.ts), besides a provider that cannot be reached (503). */
+export type IdTokenProblem = 'malformed' | 'issuer' | 'audience' | 'expired' | 'unknown_key' | 'signature' | 'nonce';
+
+/**
+ * 401 of an identity provider's ID token on the client-library endpoints, or of the console's "Sign in with SSO"
+ * (docs/identity.md): one code per reason, so the caller can tell a clock or configuration problem from a bad token.
+ * @param problem why the token was refused, or `unmapped` when it is valid but names no member.
+ * @returns the error.
+ */
+export function idTokenError(problem: IdTokenProblem | 'unmapped'): AppError {
+  const headers = { 'www-authenticate': 'Bearer error="invalid_token"' };
+  switch (problem) {
+    case 'expired':
+      return new AppError(401, 'id_token_expired', 'ID token expired (or not yet valid)', headers);
+    case 'audience':
+      return new AppError(
+        401,
+        'id_token_audience',
+        'ID token audience is not a client id this service accepts',
+        headers
+      );
+    case 'issuer':
+      return new AppError(401, 'id_token_issuer', 'ID token issuer is not a configured identity provider', headers);
+    case 'unknown_key':
+      return new AppError(
+        401,
+        'id_token_unknown_key',
+        'ID token signed with a key its identity provider does not publish',
+        headers
+      );
+    case 'unmapped':
+      return new AppError(
+        401,
+        'identity_unmapped',
+        'No member of an organization matches this identity (a verified email in a verified domain, or an identity link)',
+        headers
+      );
+    default:
+      return new AppError(401, 'id_token_invalid', 'ID token invalid (signature, algorithm, claims or nonce)', headers);
+  }
+}
+
 /**
  * 403: a request authenticated by the session cookie that changes something without an `Origin` header naming the
  * service itself (cross-site request forgery) [docs/decisions.md "Console sessions"].

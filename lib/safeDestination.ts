@@ -194,3 +194,15 @@ export function safeLookup(
     );
   };
 }
+
+/** The host names of the loopback interface as a URL's `hostname` writes them. */
+const LOOPBACK_HOSTNAMES = ['127.0.0.1', 'localhost', '[::1]'];
+
+/**
+ * @param hostname a URL's `hostname`.
+ * @returns whether it names the loopback interface (a native client's redirect URI, RFC 8252 §7.3; a provider on
+ *   the same machine).
+ */
+export function isLoopbackHostname(hostname: string): boolean {
+  return LOOPBACK_HOSTNAMES.includes(hostname);
+}

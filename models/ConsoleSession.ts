@@ -1,6 +1,7 @@
 /**
- * A console session: a person signed in to the console with a personal access token (`td_`) and holds a cookie
- * [docs/decisions.md "Console sessions"]. Not the conversation state of a chat (models/Session.ts).
+ * A console session: a person signed in to the console with a personal access token (`td_`), or through the
+ * organization's identity provider ("Sign in with SSO", docs/identity.md), and holds a cookie
+ * [docs/decisions.md "Console sessions", "Identity providers (issue 43)"]. Not the conversation state of a chat (models/Session.ts).
  *
  * `_id` is the SHA-256 (hex) of the cookie's random secret, so a request's session is read by `_id` and the
  * database never holds a value that signs anyone in. The token itself is not stored either: only its record's id
@@ -16,10 +17,16 @@ const schema = new mongoose.Schema(
     _id: { type: String, required: true },
     organizationId: { type: String, required: true },
     userId: { type: String, required: true },
-    /** The `td_` token's record (ApiToken `_id`). */
+    /** The `td_` token's record (ApiToken `_id`), or `sso:<hash of issuer and subject>` for a session of SSO. */
     tokenId: { type: String, required: true },
-    /** SHA-256 of the token, the key its record is resolved by (the same value ApiToken stores as `hash`). */
-    tokenHash: { type: String, required: true },
+    /**
+     * SHA-256 of the token, the key its record is resolved by (the same value ApiToken stores as `hash`); null for a
+     * session of SSO, which lives while its user is a member of its organization.
+     */
+    tokenHash: { type: String, default: null },
+    /** The identity provider of a session of SSO (its `iss` and `sub`); null for a token's session. */
+    issuer: { type: String, default: null },
+    subject: { type: String, default: null },
     createdAt: { type: Date, required: true },
     /** The last request seen, written at most once per `lastSeenResolutionMs` (commands/sessions.ts). */
     lastSeenAt: { type: Date, required: true },

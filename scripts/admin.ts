@@ -21,6 +21,14 @@
  *         attribute there, or says what is missing (exit 1, "run admin migrate")
  *   rate-limit set --org <orgId> --user <userId> --limit <requests per window | default>
  *       → {organizationId,userId,rateLimit} (rateLimit null = the configured default)
+ *   link-identity --issuer <iss> --subject <sub> --user <userId> [--org <orgId>]
+ *       → {issuer,subject,userId,organizationId}: ID tokens of that identity act as the user (docs/identity.md)
+ *   unlink-identity --issuer <iss> --subject <sub>
+ *       → {removed}
+ *   domain add --org <orgId> --domain <example.com> [--issuer <iss>]
+ *       → {domain,organizationId,issuer}: verified emails of the domain map to the organization's members
+ *   domain remove --org <orgId> --domain <example.com>
+ *       → {removed}
  * The database is MONGODB_URI, else the one `npm run dev` runs (its address is in .data/servers.json). In the
  * production image: `node dist/scripts/admin.js <command>` (docs/operations.md "Production"). In production
  * (NODE_ENV=production) no command builds an index as it connects, and the commands that write records refuse to
@@ -31,6 +39,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import ms from 'ms';
 import { addMember, bootstrapOrganization } from '../commands/bootstrap';
+import { addIdentityDomain, linkIdentity, removeIdentityDomain, unlinkIdentity } from '../commands/identity';
 import { setRateLimit } from '../commands/rateLimits';
 import { createToken, listTokens, revokeToken } from '../commands/tokens';
 import { loadConfigOrExit, type Config } from '../lib/config';
@@ -63,6 +72,10 @@ const USAGE = `usage:
   admin token list --org <orgId> [--user <userId>]
   admin member add --org <orgId> --email <email> [--name <display name>] [--role owner|admin|member]
   admin rate-limit set --org <orgId> --user <userId> --limit <n | default>
+  admin link-identity --issuer <iss> --subject <sub> --user <userId> [--org <orgId>]
+  admin unlink-identity --issuer <iss> --subject <sub>
+  admin domain add --org <orgId> --domain <example.com> [--issuer <iss>]
+  admin domain remove --org <orgId> --domain <example.com>
   admin migrate
   admin check`;
 
@@ -73,6 +86,10 @@ const COMMANDS = [
   'token list',
   'member add',
   'rate-limit set',
+  'link-identity',
+  'unlink-identity',
+  'domain add',
+  'domain remove',
   'migrate',
   'check',
 ];
@@ -110,6 +127,9 @@ async function run(argv: string[]): Promise<unknown> {
       id: { type: 'string' },
       token: { type: 'string' },
       limit: { type: 'string' },
+      issuer: { type: 'string' },
+      subject: { type: 'string' },
+      domain: { type: 'string' },
       role: { type: 'string', default: 'member' },
     },
   });
@@ -177,6 +197,25 @@ async function run(argv: string[]): Promise<unknown> {
     const role = values.role as MemberRole;
     if (!MEMBER_ROLES.includes(role)) throw new UsageError(`--role must be one of ${MEMBER_ROLES.join(', ')}`);
     action = () => addMember({ organizationId, email, name: values.name, role });
+  } else if (command === 'link-identity') {
+    const issuer = need(values, 'issuer');
+    const subject = need(values, 'subject');
+    const userId = need(values, 'user');
+    const organizationId = values.org?.trim() || undefined;
+    action = () => linkIdentity({ issuer, subject, userId, organizationId });
+  } else if (command === 'unlink-identity') {
+    const issuer = need(values, 'issuer');
+    const subject = need(values, 'subject');
+    action = async () => ({ removed: await unlinkIdentity(issuer, subject) });
+  } else if (command === 'domain add') {
+    const organizationId = need(values, 'org');
+    const domain = need(values, 'domain');
+    const issuer = values.issuer?.trim() || undefined;
+    action = () => addIdentityDomain({ organizationId, domain, issuer });
+  } else if (command === 'domain remove') {
+    const organizationId = need(values, 'org');
+    const domain = need(values, 'domain');
+    action = async () => ({ removed: await removeIdentityDomain(organizationId, domain) });
   } else if (command === 'check') {
     return check(loadConfigOrExit());
   } else if (command === 'migrate') {

@@ -17,6 +17,7 @@ import { dataBlockRoutes } from './dataBlocks';
 import { workspaceFileRoutes } from './workspaceFiles';
 import { webhookRoutes } from './webhooks';
 import { sessionRoutes } from './session';
+import { ssoRoutes } from './sso';
 import { spaceClientRoutes } from './spaces';
 import { workspaceRepoRoutes } from './workspaceRepos';
 import { workspaceRoutes } from './workspaces';
@@ -32,6 +33,7 @@ export function currentRoutes(deps: AppDeps, contract: () => Contract): RouteSpe
   return [
     ...contractRoutes(deps.config, contract),
     ...sessionRoutes(deps),
+    ...ssoRoutes(deps),
     ...currentAgentRoutes(),
     ...workspaceRoutes(),
     ...chatRoutes(deps),

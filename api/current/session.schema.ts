@@ -30,3 +30,32 @@ export const signedOutResponse: Schema = {
   noContent: true,
   description: 'Signed out: the session is ended and the cookie cleared (also when there was no live session)',
 };
+
+export const ssoResponse: Schema = {
+  ...record({
+    enabled: { type: 'boolean', description: 'Whether the console offers "Sign in with SSO" (OIDC_CONSOLE_ISSUER)' },
+    issuer: { ...nullableStr, description: 'The identity provider it signs in with, or null' },
+    startUrl: { ...nullableStr, description: 'Where the sign-in page sends the browser to start it, or null' },
+  }),
+  description: 'Whether "Sign in with SSO" is offered, and through which identity provider',
+};
+
+export const ssoStartQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    next: { type: 'string', maxLength: 2000, description: 'The console path to land on once signed in' },
+  },
+} as const;
+
+export const ssoCallbackQuery = {
+  type: 'object',
+  additionalProperties: true,
+  properties: {
+    code: { type: 'string', maxLength: 4096 },
+    state: { type: 'string', maxLength: 200 },
+    iss: { type: 'string', maxLength: 2000 },
+    error: { type: 'string', maxLength: 200 },
+    error_description: { type: 'string', maxLength: 2000 },
+  },
+} as const;

@@ -365,6 +365,59 @@ describe('§4.11 open redirection, §4.12 303 not 307', () => {
   });
 });
 
+describe('§4.11.2 errors before sign-in go back only to trusted redirect URIs', () => {
+  it('a malformed request of an anonymous https client is shown on our page; loopback and organization clients get it back', async () => {
+    const https = 'https://client.example/callback';
+    const { challenge } = pkce();
+    const malformed: Record<string, Record<string, string>> = {
+      'no PKCE': { code_challenge: '' },
+      'PKCE plain': { code_challenge_method: 'plain' },
+      'bad scope': { scope: 'admin' },
+      'bad response_type': { response_type: 'token' },
+      'bad resource': { resource: 'https://elsewhere.example/mcp' },
+    };
+    // Anyone may register a client: its https URI is not trusted, the error stays on our page.
+    const { client_id: anonymous } = await personClient({ token_endpoint_auth_method: 'none', redirect_uris: [https] });
+    for (const [why, overrides] of Object.entries(malformed)) {
+      const res = await getAuthorize(authorizeParams(anonymous, challenge, { redirect_uri: https, ...overrides }));
+      expect({ why, status: res.status, location: res.headers.get('location') }).toEqual({
+        why,
+        status: 400,
+        location: null,
+      });
+      expect(await res.text()).toContain('The client&#39;s authorization request is invalid');
+    }
+    // A client an organization registered (with its service token): its URI is trusted.
+    const org = await buildOrg();
+    const owned = await registerClient(
+      app.base,
+      { redirect_uris: [https], grant_types: ['authorization_code'], token_endpoint_auth_method: 'none' },
+      { authorization: bearer(await buildServiceToken(org, ['mcp'])) }
+    );
+    expect(owned.status).toBe(201);
+    const { client_id: organizationClient } = (await owned.json()) as { client_id: string };
+    // A native client's loopback URI (RFC 8252): trusted.
+    const { client_id: native } = await personClient();
+    for (const [clientId, redirectUri] of [
+      [organizationClient, https],
+      [native, REDIRECT],
+    ]) {
+      for (const [why, overrides] of Object.entries(malformed)) {
+        const res = await getAuthorize(
+          authorizeParams(clientId, challenge, { redirect_uri: redirectUri, ...overrides })
+        );
+        expect({ why, status: res.status }).toEqual({ why, status: 302 });
+        const back = location(res)!;
+        expect(`${back.origin}${back.pathname}`).toBe(redirectUri);
+        expect(back.searchParams.get('state')).toBe('st');
+        expect(back.searchParams.get('error')).toMatch(
+          /^(invalid_request|invalid_scope|unsupported_response_type|invalid_target)$/
+        );
+      }
+    }
+  });
+});
+
 describe('§4.16 clickjacking, §4.2 Referer, §2.6 CORS, §4.3 tokens in URLs', () => {
   it('every page of the authorization endpoint refuses framing, sends no Referer, loads nothing, is not cached', async () => {
     const { client_id: clientId } = await personClient();

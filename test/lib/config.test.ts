@@ -154,6 +154,55 @@ describe('loadConfig', () => {
       );
   });
 
+  it('identity providers: a JSON list of issuers with their audiences, the console issuer among them', () => {
+    expect(loadConfig({}).oidc).toEqual({ issuers: [], clockToleranceSeconds: 60, jwksCooldownMs: 30_000 });
+    const c = loadConfig({
+      OIDC_ISSUERS: JSON.stringify([
+        { issuer: 'https://login.example.com', audience: ['aas-client', 'aas-console'] },
+        { issuer: 'http://127.0.0.1:9000', audience: 'local' },
+      ]),
+      OIDC_CONSOLE_ISSUER: 'https://login.example.com',
+      OIDC_CONSOLE_CLIENT_ID: 'aas-console',
+      OIDC_CLOCK_TOLERANCE: '2m',
+      OIDC_JWKS_COOLDOWN: '0s',
+    });
+    expect(c.oidc).toEqual({
+      issuers: [
+        { issuer: 'https://login.example.com', audiences: ['aas-client', 'aas-console'] },
+        { issuer: 'http://127.0.0.1:9000', audiences: ['local'] },
+      ],
+      clockToleranceSeconds: 120,
+      jwksCooldownMs: 0,
+      console: { issuer: 'https://login.example.com', clientId: 'aas-console' },
+    });
+    const problems = (env: Record<string, string>): string => {
+      try {
+        loadConfig(env);
+        return '';
+      } catch (err) {
+        return (err as ConfigError).problems.join('\n');
+      }
+    };
+    expect(problems({ OIDC_ISSUERS: 'https://login.example.com' })).toMatch(/OIDC_ISSUERS: not a JSON array/);
+    expect(problems({ OIDC_ISSUERS: '[{"issuer":"http://login.example.com","audience":"a"}]' })).toMatch(
+      /not an issuer URL/
+    );
+    expect(problems({ OIDC_ISSUERS: '[{"issuer":"https://login.example.com"}]' })).toMatch(/needs an audience/);
+    expect(
+      problems({
+        OIDC_ISSUERS: '[{"issuer":"https://login.example.com","audience":"a"}]',
+        OIDC_CONSOLE_ISSUER: 'https://other.example.com',
+      })
+    ).toMatch(/OIDC_CONSOLE_ISSUER="https:\/\/other.example.com": must be an issuer of OIDC_ISSUERS/);
+    expect(
+      problems({
+        OIDC_ISSUERS: '[{"issuer":"https://login.example.com","audience":"a"}]',
+        OIDC_CONSOLE_ISSUER: 'https://login.example.com',
+        OIDC_CONSOLE_CLIENT_ID: 'b',
+      })
+    ).toMatch(/OIDC_CONSOLE_CLIENT_ID="b": must be an audience/);
+  });
+
   it('requires ENCRYPTION_KEY in production', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/ENCRYPTION_KEY: required/);
   });

@@ -1,5 +1,5 @@
 import { declaredIndexes } from '../../lib/indexes';
-import { Membership } from '../../models';
+import { IdentityDomain, IdentityLink, Membership } from '../../models';
 import { SEARCH_ATTRIBUTES } from '../../workflows/searchAttributes';
 import { useTestApp } from '../helpers/app';
 import { childTestEnv } from '../helpers/env';
@@ -202,6 +202,42 @@ describe('admin CLI', () => {
     expect(down.stderr).toMatch(/^admin: cannot connect to Temporal at 127\.0\.0\.1:1 \(plaintext\): /);
   }, 120_000);
 
+  it("link-identity and domain add / remove record what maps an identity provider's tokens to members", async () => {
+    const issuer = 'https://login.example.com';
+    const linked = admin('link-identity', '--issuer', issuer, '--subject', '00u1abcd', '--user', boot.userId);
+    expect([linked.status, linked.stderr]).toEqual([0, '']);
+    expect(JSON.parse(linked.stdout.trim())).toEqual({
+      issuer,
+      subject: '00u1abcd',
+      userId: boot.userId,
+      organizationId: boot.organizationId,
+    });
+    expect(await IdentityLink.countDocuments({ issuer, subject: '00u1abcd', userId: boot.userId })).toBe(1);
+    const unlinked = admin('unlink-identity', '--issuer', issuer, '--subject', '00u1abcd');
+    expect(JSON.parse(unlinked.stdout.trim())).toEqual({ removed: true });
+
+    const added = admin('domain', 'add', '--org', boot.organizationId, '--domain', 'Example.COM', '--issuer', issuer);
+    expect([added.status, added.stderr]).toEqual([0, '']);
+    expect(JSON.parse(added.stdout.trim())).toEqual({
+      domain: 'example.com',
+      organizationId: boot.organizationId,
+      issuer,
+    });
+    const other = JSON.parse(admin('bootstrap', '--org', 'Other', '--email', 'other@example.org').stdout.trim());
+    const taken = admin('domain', 'add', '--org', other.organizationId, '--domain', 'example.com');
+    expect([taken.status, taken.stderr.trim()]).toEqual([1, 'admin: example.com is verified by another organization']);
+    const bad = admin('domain', 'add', '--org', boot.organizationId, '--domain', 'not a domain');
+    expect([bad.status, bad.stderr.trim()]).toEqual([
+      1,
+      'admin: not a domain is not a domain name such as example.com',
+    ]);
+    const removed = admin('domain', 'remove', '--org', boot.organizationId, '--domain', 'example.com');
+    expect(JSON.parse(removed.stdout.trim())).toEqual({ removed: true });
+    expect(await IdentityDomain.countDocuments({})).toBe(0);
+    const stranger = admin('link-identity', '--issuer', issuer, '--subject', 's', '--user', 'usr_missing');
+    expect([stranger.status, stranger.stderr.trim()]).toEqual([1, 'admin: User is not a member of this organization']);
+  }, 120_000);
+
   it('usage errors exit 2 with one clear line and the usage', () => {
     const cases: string[][] = [
       ['bootstrap', '--org', 'X'],
@@ -212,6 +248,8 @@ describe('admin CLI', () => {
       ['token', 'list'],
       ['member', 'add', '--org', 'o'],
       ['member', 'add', '--org', 'o', '--email', 'x@example.com', '--role', 'root'],
+      ['link-identity', '--issuer', 'https://login.example.com', '--user', 'u'],
+      ['domain', 'add', '--org', 'o'],
       ['frobnicate'],
     ];
     for (const args of cases) {

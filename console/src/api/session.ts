@@ -46,6 +46,31 @@ export async function signIn(token: string): Promise<Session> {
   throw new SignInError(response.status, errorMessage(error, response.status));
 }
 
+export type SsoOffer = paths['/api/session/sso']['get']['responses'][200]['content']['application/json'];
+
+/** @returns whether the service offers "Sign in with SSO" (an identity provider configured for the console). */
+export async function readSsoOffer(): Promise<SsoOffer> {
+  const { data, error, response } = await api.GET('/api/session/sso');
+  if (!data) throw new Error(errorMessage(error, response.status));
+  return data;
+}
+
+/** Why an SSO sign-in came back refused (`/sign-in?sso_error=<reason>`), as the page says it. */
+export function ssoErrorMessage(reason: string): string {
+  switch (reason) {
+    case 'denied':
+      return 'The identity provider did not sign you in (cancelled or not allowed).';
+    case 'expired':
+      return 'That sign-in took too long or was started in another window: try again.';
+    case 'unmapped':
+      return 'Your identity is not linked to a member of an organization here: ask an administrator.';
+    case 'unavailable':
+      return 'The identity provider cannot be reached right now: try again later.';
+    default:
+      return 'The identity provider’s answer was refused: try again, or use an access token.';
+  }
+}
+
 /** Ends the session (the server forgets it and clears the cookie). */
 export async function signOut(): Promise<void> {
   const { error, response } = await api.DELETE('/api/session');

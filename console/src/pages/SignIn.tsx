@@ -1,13 +1,15 @@
 /**
  * Sign in: a personal access token (`td_…`) is sent once to POST /api/session, which answers with an HttpOnly
  * cookie; the token leaves the page's memory with the form (never stored in localStorage, sessionStorage or a
- * cookie scripts can read).
+ * cookie scripts can read). When the service has an identity provider for the console, "Sign in with SSO" sends
+ * the browser through it (the service's /api/session/sso/start), which ends in the same cookie; a refusal comes
+ * back here with `?sso_error=<reason>`.
  */
-import { Alert, Button, Center, Paper, PasswordInput, Stack, Text, Title } from '@mantine/core';
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { Alert, Button, Center, Divider, Paper, PasswordInput, Stack, Text, Title } from '@mantine/core';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { useNavigate, useSearchParams } from 'react-router';
-import { signIn } from '../api/session';
+import { readSsoOffer, signIn, ssoErrorMessage } from '../api/session';
 import { SESSION_KEY } from '../api/useSession';
 import { nextPath } from '../lib/paths';
 
@@ -16,6 +18,11 @@ export function SignInPage() {
   const [params] = useSearchParams();
   const navigate = useNavigate();
   const queryClient = useQueryClient();
+  const sso = useQuery({ queryKey: ['session', 'sso'], queryFn: readSsoOffer, retry: false });
+  const ssoError = params.get('sso_error');
+  const ssoStart = sso.data?.startUrl
+    ? `${sso.data.startUrl}?${new URLSearchParams({ next: nextPath(params.get('next')) }).toString()}`
+    : null;
   const mutation = useMutation({
     mutationFn: signIn,
     onSuccess: (session) => {
@@ -57,6 +64,19 @@ export function SignInPage() {
             <Button type="submit" loading={mutation.isPending} disabled={!token.trim()}>
               Sign in
             </Button>
+            {ssoError && (
+              <Alert color="red" role="alert" title="Not signed in with SSO">
+                {ssoErrorMessage(ssoError)}
+              </Alert>
+            )}
+            {ssoStart && (
+              <>
+                <Divider label="or" labelPosition="center" />
+                <Button component="a" href={ssoStart} variant="default">
+                  Sign in with SSO
+                </Button>
+              </>
+            )}
           </Stack>
         </form>
       </Paper>
