@@ -20,6 +20,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { SUBAGENT_FINISHED, SUBAGENT_STARTED } from '../commands/subAgents';
 import { appendEvents, lastSeq, type LoggedEvent } from '../commands/eventLog';
+import { toolEventKind } from '../commands/executionSteps';
 import { chatStatusOf, chatStreamId, type ChatStatus, type ExecutionDoc, type ExecutionStatus } from '../models';
 import { parseReplyRequest } from '../workflows/jobStates';
 
@@ -81,14 +82,8 @@ export function chatStatusAfter(
 export const mirrorsToChat = (exec: MirroredExecution): boolean =>
   (exec.source === 'chat' || exec.source === 'job') && exec.error?.code !== 'start_failed';
 
-/**
- * @returns `tool_use`, `tool_result` or null: the kind of a tool event, in today's form (a `message` event) or
- * the form streams recorded before (its own event name), which a retry still replays.
- */
-export function toolEventKind(e: Pick<LoggedEvent, 'event' | 'data'>): 'tool_use' | 'tool_result' | null {
-  const kind = e.event === 'message' ? (e.data as { messageType?: string }).messageType : e.event;
-  return kind === 'tool_use' || kind === 'tool_result' ? kind : null;
-}
+/** What kind of tool event an event is (the definition lives with the reply's steps). */
+export { toolEventKind };
 
 /** The MCP server and tool of a tool event (commands/agentMcpTools.ts McpToolRef). */
 interface McpRef {

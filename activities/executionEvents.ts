@@ -7,15 +7,11 @@ import type { ToolOutcome } from '../commands/agentFileTools';
 import type { McpToolRef } from '../commands/agentMcpTools';
 import type { LoggedEvent } from '../commands/eventLog';
 import type { ModelContentBlock, ModelMessage } from '../lib/providers';
-import { toolEventKind } from './chatStream';
+import { isTextDelta, toolEventKind } from '../commands/executionSteps';
 
 /** The v1 `message` event carrying a text delta (SPEC "Agent execution stream"). */
 export function textDeltaEvent(text: string): Omit<LoggedEvent, 'seq'> {
   return { event: 'message', data: { messageType: 'stream_event', delta: { type: 'text_delta', text } } };
-}
-
-function isTextDelta(e: LoggedEvent): boolean {
-  return e.event === 'message' && (e.data as { messageType?: string }).messageType === 'stream_event';
 }
 
 /** @returns the text delivered so far in an execution's stream. */

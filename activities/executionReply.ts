@@ -210,8 +210,9 @@ export function createGenerateReply(
       agentWithSkills(exec.agentId),
       // The first turn of a session has no history.
       exec.turn > 1 ? sessionHistory(exec.sessionId, exec._id) : [],
-      // The execution this call claimed has nothing in its stream yet but the api's `meta` event.
-      claimed ? [metaEvent(exec)] : readEvents(executionId),
+      // The execution this call claimed has nothing in its stream yet but the api's `meta` event, and a rerun's the
+      // steps it reuses after it (commands/chatForks.ts).
+      claimed && !exec.rerunOf ? [metaEvent(exec)] : readEvents(executionId),
     ]);
     if (!found) throw failure(FAILURES.agentNotFound, false);
     const { agent, skills } = found;
@@ -281,8 +282,11 @@ export function createGenerateReply(
       let deltaSeen = earlier !== '';
       if (replay.open) {
         // A worker died between recording a round's calls and recording all their results: only the missing
-        // ones run (a repeated write writes the same content again).
-        await tools.runCalls(run, replay.open.calls, replay.open.results, rounds, true);
+        // ones run (a repeated write writes the same content again), as interrupted (never sent twice). A rerun
+        // from a tool call starts with that call recorded and not run (commands/chatForks.ts): its first attempt
+        // runs it; a later attempt may follow a crash during it, so it too treats it as interrupted.
+        const rerunsCall = claimed && exec.rerunOf !== null && exec.rerunOf !== undefined;
+        await tools.runCalls(run, replay.open.calls, replay.open.results, rounds, !rerunsCall);
         conversation.push(...toolTurns(replay.open.text, replay.open.calls, replay.open.results));
       }
       for (;;) {

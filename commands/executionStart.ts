@@ -48,6 +48,15 @@ export interface ExecuteInput {
   executionId?: string;
   /** Media of the organization the model gets with the message (checked here: commands/media.ts). */
   mediaIds?: string[];
+  /** A rerun's origin and the events its stream starts with (commands/chatForks.ts `rerunExecution`). */
+  rerun?: RerunSeed;
+}
+
+/** A rerun's origin, and the steps it reuses: events copied after its `meta` event, replayed by its reply. */
+export interface RerunSeed {
+  executionId: string;
+  fromStep: number;
+  events: Omit<LoggedEvent, 'seq'>[];
 }
 
 /** Configuration, Temporal, the admission of executions, and the dispatcher of service events. */
@@ -90,6 +99,8 @@ export interface PendingExecution {
   mediaIds?: string[];
   /** The api created the chat with this execution, already showing `working`: the reply does not write it. */
   chatShowsWorking?: boolean;
+  /** A rerun's: what it reruns, and the events its stream starts with after `meta`. */
+  rerun?: RerunSeed;
 }
 
 const ignoreDuplicate = (err: unknown): void => {
@@ -113,7 +124,7 @@ export function metaEvent(exec: { _id: string; chatId: string; sessionId: string
  * @returns the execution as stored.
  */
 export async function recordPendingExecution(p: PendingExecution): Promise<ExecutionDoc> {
-  const { message, mediaIds, ...rest } = p;
+  const { message, mediaIds, rerun, ...rest } = p;
   const fields = { ...rest, requestId: p.requestId ?? currentRequestId() ?? null };
   // Three inserts by known ids, independent of each other: written together (each is idempotent).
   const [stored] = await Promise.all([
@@ -121,6 +132,7 @@ export async function recordPendingExecution(p: PendingExecution): Promise<Execu
       insertDocument(Execution, {
         ...fields,
         input: { message, ...(mediaIds?.length ? { mediaIds } : {}) },
+        ...(rerun ? { rerunOf: { executionId: rerun.executionId, fromStep: rerun.fromStep } } : {}),
       }) as Promise<ExecutionDoc>
     ).catch(async (err: unknown) => {
       ignoreDuplicate(err);
@@ -136,7 +148,11 @@ export async function recordPendingExecution(p: PendingExecution): Promise<Execu
       content: message,
       position: p.turn * 2,
     }).catch(ignoreDuplicate),
-    appendEvents(p._id, [metaEvent({ _id: p._id, chatId: p.chatId, sessionId: p.sessionId })]),
+    // A rerun's copied steps follow `meta` in the same insert.
+    appendEvents(p._id, [
+      metaEvent({ _id: p._id, chatId: p.chatId, sessionId: p.sessionId }),
+      ...(rerun?.events ?? []).map((e, i) => ({ ...e, seq: i + 2 })),
+    ]),
   ]);
   if (!stored) throw new NotFoundError('Execution not found');
   return stored;
@@ -301,6 +317,7 @@ async function startAdmitted(
       chatSeqBase: locked.chatStreamSeq ?? 0,
       mediaIds: input.mediaIds,
       ...(createdChat ? { chatShowsWorking: true } : {}),
+      ...(input.rerun ? { rerun: input.rerun } : {}),
     });
     try {
       // Eager start when this process runs a worker (docs/architecture.md §1): the first workflow task, which runs the
@@ -346,7 +363,8 @@ async function startAdmitted(
           },
         }
       );
-      await appendEvents(executionId, [{ seq: 2, event: 'error', data: { message: 'Chat execution failed' } }]);
+      const seq = (input.rerun?.events.length ?? 0) + 2;
+      await appendEvents(executionId, [{ seq, event: 'error', data: { message: 'Chat execution failed' } }]);
       throw err instanceof AppError ? err : new ServiceUnavailableError();
     }
     executionsStarted.inc({ source: input.source });

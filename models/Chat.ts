@@ -45,6 +45,14 @@ const schema = new mongoose.Schema(
     status: { type: String, enum: CHAT_STATUSES, default: 'standby' },
     /** Chat option (PATCH /api/chats/{id}/options): the model of its next executions instead of the agent's. */
     model: { type: String, default: null },
+    /**
+     * A fork's origin (POST /api/chats/{id}/fork, or a rerun's conversation): the chat and the message it was forked
+     * after (its messages up to that one were copied) and, for a rerun, the execution rerun. Null otherwise.
+     */
+    forkedFrom: {
+      type: new mongoose.Schema({ chatId: String, messageId: String, executionId: String }, { _id: false }),
+      default: null,
+    },
     closed: { type: Boolean, default: false },
     closedAt: { type: Date, default: null },
   },

@@ -57,6 +57,15 @@ const schema = new mongoose.Schema(
     taskId: { type: String, default: null },
     /** Which endpoint started it. */
     source: { type: String, enum: ['v1', 'client', 'chat', 'job', 'mcp', 'subagent'], default: 'v1' },
+    /**
+     * A rerun's origin (POST /api/v1/executions/{id}/rerun): the execution rerun and the step it was rerun from; the
+     * steps before it were copied into this execution's stream and are replayed, not run again
+     * [docs/decisions.md "Fork and rerun"]. Null otherwise.
+     */
+    rerunOf: {
+      type: new mongoose.Schema({ executionId: String, fromStep: Number }, { _id: false }),
+      default: null,
+    },
     /** The job whose iteration this execution is (source `job`). */
     jobId: { type: String, default: null },
     /**

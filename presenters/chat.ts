@@ -19,6 +19,13 @@ export function presentChat(chat: ChatDoc): Record<string, unknown> {
     session_id: chat.sessionId ?? null,
     status: chat.status,
     options: { model: chat.model ?? null },
+    forked_from: chat.forkedFrom?.chatId
+      ? {
+          chat_id: chat.forkedFrom.chatId,
+          message_id: chat.forkedFrom.messageId ?? '',
+          ...(chat.forkedFrom.executionId ? { execution_id: chat.forkedFrom.executionId } : {}),
+        }
+      : null,
     closed: chat.closed,
     closed_at: iso(chat.closedAt),
     created_at: chat.createdAt.toISOString(),

@@ -35,5 +35,6 @@ export function presentExecution(e: ExecutionDoc): Record<string, unknown> {
     completedAt: iso(end),
     durationMs: e.startedAt && end ? end.getTime() - e.startedAt.getTime() : null,
     requestId: e.requestId ?? null,
+    rerunOf: e.rerunOf?.executionId ? { executionId: e.rerunOf.executionId, fromStep: e.rerunOf.fromStep ?? 1 } : null,
   };
 }

@@ -8,8 +8,8 @@ import { ensureMongoServer, ensureTemporalCli, ProvisionError } from './servers/
 async function main(): Promise<void> {
   const tools = loadToolConfig();
   const say = (line: string): void => void process.stderr.write(`[servers] ${line}\n`);
-  const mongo = await ensureMongoServer(tools, say);
-  const temporal = await ensureTemporalCli(tools, say);
+  // Both at once, as `npm run dev` builds them (issue 42 point 6).
+  const [mongo, temporal] = await Promise.all([ensureMongoServer(tools, say), ensureTemporalCli(tools, say)]);
   say(`MongoDB server: ${mongo.kind} at ${mongo.path}`);
   say(`temporal CLI: ${temporal}`);
 }

@@ -89,6 +89,15 @@ export const chatSchema: Schema = record({
   session_id: nullableStr,
   status: { type: 'string', enum: [...CHAT_STATUSES] },
   options: record({ model: nullableStr }),
+  /** A fork's origin (POST /api/chats/{id}/fork, or a rerun's conversation); null otherwise. */
+  forked_from: {
+    oneOf: [
+      { type: 'null' },
+      record({ chat_id: { type: 'string' }, message_id: { type: 'string' }, execution_id: { type: 'string' } }, [
+        'execution_id',
+      ]),
+    ],
+  },
   closed: { type: 'boolean' },
   closed_at: nullableTimestamp,
   created_at: timestamp,
@@ -154,6 +163,28 @@ export const chatMessageCreatedResponse: Schema = record({
   message: chatMessageSchema,
   execution: record({ id: { type: 'string' }, status: { type: 'string', enum: [...EXECUTION_STATUSES] } }),
 });
+/** POST /api/chats/{id}/fork [docs/decisions.md "Fork and rerun"]. */
+export const chatForkBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['message_id'],
+  properties: {
+    message_id: requiredStr(200, {
+      description:
+        'The message to fork from: the fork holds the conversation up to it (an assistant message), or the turns before it and sends it again (a user message)',
+    }),
+    message: requiredStr(MAX_MESSAGE_CHARS, {
+      description: 'From a user message only: the changed message sent in its place (default: the original)',
+    }),
+  },
+} as const;
+export const chatForkResponse: Schema = record(
+  {
+    chat: chatSchema,
+    execution: record({ id: { type: 'string' }, status: { type: 'string', enum: [...EXECUTION_STATUSES] } }),
+  },
+  ['execution']
+);
 export const chatDeletedResponse: Schema = record({
   id: { type: 'string' },
   deleted: { type: 'boolean' },

@@ -13,6 +13,7 @@ import {
   updateChatOptions,
 } from '../../commands/chats';
 import { chatStreamId } from '../../models';
+import { forkChat } from '../../commands/chatForks';
 import { listJobs } from '../../commands/jobs';
 import { presentChat, presentChatMessage, presentChatWork } from '../../presenters/chat';
 import { presentJobRef } from '../../presenters/job';
@@ -35,6 +36,8 @@ import {
   chatOptionsBody,
   chatResponse,
   chatStreamEvents,
+  chatForkBody,
+  chatForkResponse,
 } from './chats.schema';
 
 const tags = ['Chats'];
@@ -159,6 +162,33 @@ export function chatRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           isTerminal: () => false,
           isGone: () => isChatClosed(chat._id),
         });
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/chats/:id/fork',
+      summary:
+        'Fork a chat at a message: a new chat with the conversation up to it; at a user message, it (or a changed one) is sent again',
+      tags,
+      auth: 'service',
+      scope: 'chats:write',
+      params: idParams,
+      body: chatForkBody,
+      responses: { 201: chatForkResponse },
+      errors: [409],
+      handler: async (ctx, { params, body }) => {
+        const { chat, execution } = await forkChat(
+          deps,
+          ctx.state.auth,
+          params.id,
+          { messageId: body.message_id, message: body.message },
+          { gone: clientGone(ctx) }
+        );
+        ctx.status = 201;
+        ctx.body = {
+          chat: presentChat(chat),
+          ...(execution ? { execution: { id: execution._id, status: execution.status } } : {}),
+        };
       },
     }),
     route({

@@ -143,6 +143,10 @@ export const executionSchema: Schema = record({
   durationMs: { type: ['integer', 'null'] },
   /** The `x-request-id` of the request that started it: follow it in the logs (docs/operations.md "Operating it"). */
   requestId: nullableStr,
+  /** A rerun's origin (POST /api/v1/executions/{id}/rerun): the execution and the step it was rerun from. */
+  rerunOf: {
+    oneOf: [{ type: 'null' }, record({ executionId: { type: 'string' }, fromStep: { type: 'integer' } })],
+  },
 });
 
 export const executionResponse: Schema = record({ success: { type: 'boolean' }, execution: executionSchema });
@@ -174,3 +178,37 @@ export const executionTreeResponse: Schema = {
     },
   },
 };
+
+/** POST /api/v1/executions/{id}/rerun [docs/decisions.md "Fork and rerun"]. */
+export const rerunBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['fromStep'],
+  properties: {
+    fromStep: {
+      type: 'integer',
+      minimum: 1,
+      description: 'The step to run again (GET /executions/{id}/steps): the steps before it are reused, not run again',
+    },
+    message: requiredStr(MAX_MESSAGE_CHARS, { description: 'A changed user message (default: the original’s)' }),
+    stream: { type: 'boolean', default: false, description: 'Answer as text/event-stream' },
+  },
+} as const;
+
+/** GET /api/v1/executions/{id}/steps. */
+export const executionStepsResponse: Schema = record({
+  success: { type: 'boolean' },
+  steps: {
+    type: 'array',
+    items: record(
+      {
+        step: { type: 'integer', description: '1-based, in the order the steps happened' },
+        kind: oneOfStrings(['model_turn', 'tool_call'], 'kind'),
+        round: { type: 'integer', description: 'The model turn (1-based) the step belongs to' },
+        toolUseId: { type: 'string' },
+        name: { type: 'string' },
+      },
+      ['toolUseId', 'name']
+    ),
+  },
+});

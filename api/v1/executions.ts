@@ -2,6 +2,7 @@
  * Agent execution (POST /api/v1/agents/{id}/execute: JSON or SSE) and /api/v1/executions (list, read, tree,
  * cancel, stream). Execution runs as workflow `execution-<id>`; this layer only starts, streams and reads.
  */
+import { executionSteps, rerunExecution } from '../../commands/chatForks';
 import { startExecution } from '../../commands/executionStart';
 import { cancelExecution, executionTree, findExecution, listExecutions } from '../../commands/executions';
 import { TERMINAL_EXECUTION_STATUSES, type ExecutionDoc, type ExecutionStatus } from '../../models';
@@ -18,7 +19,9 @@ import {
   executionListResponse,
   executionResponse,
   executionTreeResponse,
+  executionStepsResponse,
   executionStreamEvents,
+  rerunBody,
   sseResponse,
 } from './executions.schema';
 
@@ -134,6 +137,43 @@ export function executionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       handler: async (ctx, { params }) => {
         const exec = await cancelExecution(deps, ctx.state.auth, params.id);
         ctx.body = { success: true, execution: presentExecution(exec) };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/executions/:id/steps',
+      summary: 'The steps of a finished execution (each model turn and tool call, in order), to rerun from one',
+      tags,
+      auth: 'v1',
+      params: idParams,
+      responses: { 200: executionStepsResponse },
+      errors: [409, 410],
+      handler: async (ctx, { params }) => {
+        ctx.body = { success: true, steps: await executionSteps(ctx.state.auth, params.id) };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/executions/:id/rerun',
+      summary:
+        'Rerun a finished execution from one of its steps, in a fork of its conversation: the steps before it are reused (no tool called again, no model turn billed again); JSON or text/event-stream as execute',
+      tags,
+      auth: 'v1',
+      params: idParams,
+      body: rerunBody,
+      responses: { 200: executeResponse },
+      streams: true,
+      events: executionStreamEvents,
+      errors: [409, 410],
+      handler: async (ctx, { params, body }) => {
+        const exec = await rerunExecution(
+          deps,
+          ctx.state.auth,
+          params.id,
+          { fromStep: body.fromStep, message: body.message },
+          { gone: clientGone(ctx) }
+        );
+        await replyToExecution(deps, ctx, exec, body.stream || wantsEventStream(ctx));
       },
     }),
     route({

@@ -24,6 +24,7 @@ const bodies: Record<string, object | undefined> = {
   'POST /workspaces/:id/select': undefined,
   'GET /chats/:id/messages': undefined,
   'POST /chats/:id/messages': { message: 'hello' },
+  'POST /chats/:id/fork': { message_id: 'msg_taken_over' },
   'GET /chats/:id/events': undefined,
   'PATCH /chats/:id/options': { title: 'Taken over' },
   'DELETE /chats/:id': undefined,
