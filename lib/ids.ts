@@ -43,7 +43,8 @@ export type IdPrefix =
   | 'mcps'
   | 'skl'
   | 'mcp'
-  | 'med';
+  | 'med'
+  | 'bdg';
 
 /**
  * A new resource id such as `agt_3fK9...`.

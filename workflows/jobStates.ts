@@ -10,6 +10,7 @@ export const JOB_STATUSES = [
   'running',
   'awaiting_review',
   'blocked',
+  'needs_attention',
   'completed',
   'failed',
   'cancelled',
@@ -23,7 +24,8 @@ export const JOB_ACTIONS = ['approve', 'iterate', 'resume', 'cancel'] as const;
 export type JobAction = (typeof JOB_ACTIONS)[number];
 
 /** What the job's own work does (its workflow, after an iteration). */
-export type JobEvent = 'start' | 'review_requested' | 'input_requested' | 'reply' | 'iteration_failed';
+export type JobEvent =
+  'start' | 'review_requested' | 'input_requested' | 'reply' | 'iteration_failed' | 'budget_reached' | 'budget_raised';
 
 export interface JobTransition {
   from: JobStatus;
@@ -48,6 +50,10 @@ export const JOB_TRANSITIONS: readonly JobTransition[] = [
   { from: 'awaiting_review', to: 'cancelled', on: 'cancel' },
   { from: 'blocked', to: 'running', on: 'resume' },
   { from: 'blocked', to: 'cancelled', on: 'cancel' },
+  // A spent budget pauses the job instead of failing it; raising or removing the cap resumes it (docs/spend.md).
+  { from: 'running', to: 'needs_attention', on: 'budget_reached' },
+  { from: 'needs_attention', to: 'running', on: 'budget_raised' },
+  { from: 'needs_attention', to: 'cancelled', on: 'cancel' },
 ];
 
 /**
