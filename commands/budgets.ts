@@ -4,8 +4,7 @@
  * as `needs_attention` whose budgets now leave room, so they run their iteration again.
  */
 import type { Config } from '../lib/config';
-import { BudgetExceededError, NotFoundError, ValidationError } from '../lib/errors';
-import { budgetRefusals } from '../lib/metrics';
+import { NotFoundError, ValidationError } from '../lib/errors';
 import { invalidate } from '../lib/sharedCache';
 import type { TemporalDeps } from '../lib/temporal';
 import {
@@ -26,32 +25,6 @@ import type { AuthContext } from './tokens';
 
 /** Budgets one organization may hold. */
 export const MAX_BUDGETS = 100;
-
-/**
- * Refuses a new execution when a budget covering it is spent (from the process's cached budgets and totals: no
- * round trip while they are fresh).
- * @param config BUDGET_CACHE_MS.
- * @param organizationId the organization.
- * @param agentId the agent.
- * @throws BudgetExceededError (402 budget_exceeded).
- */
-export async function refuseWhenSpent(
-  config: Pick<Config, 'budgetCacheMs'>,
-  organizationId: string,
-  agentId: string
-): Promise<void> {
-  const reached = await budgetReached(config, { organizationId, agentId });
-  if (!reached) return;
-  budgetRefusals.inc({ at: 'admission' });
-  throw new BudgetExceededError(spentMessage(reached.budget));
-}
-
-/** @returns the client's words for a spent budget. */
-function spentMessage(b: BudgetDoc): string {
-  const what = b.scope === 'organization' ? 'the organization' : `${b.scope} ${b.targetId}`;
-  const per = b.period === 'day' ? 'today' : 'this month';
-  return `The ${b.unit === 'usd' ? `USD ${b.limit}` : `${b.limit}-token`} budget of ${what} is spent for ${per} (budget ${b._id}); raise or remove it, or wait for the next period`;
-}
 
 /** What a client sends to create a budget. */
 export interface BudgetInput {

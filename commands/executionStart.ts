@@ -30,7 +30,7 @@ import { releaseTurn, resolveConversation, takeTurn } from './conversations';
 import { defaultSpaceId } from './defaultSpace';
 import { appendEvents, type LoggedEvent } from './eventLog';
 import { checkMediaForModel, checkMediaIds } from './media';
-import { refuseWhenSpent } from './budgets';
+import { refuseWhenSpent } from './spend';
 import type { EventDeps } from './serviceEvents';
 import type { AuthContext } from './tokens';
 

@@ -13,10 +13,11 @@
  * were already under way when it was reached (one per running execution) plus that window's spend elsewhere.
  */
 import type { Config } from '../lib/config';
+import { BudgetExceededError } from '../lib/errors';
 import { isDuplicateKey } from '../lib/mongo';
 import { costOf, type CallTokens } from '../lib/prices';
 import { SharedCache } from '../lib/sharedCache';
-import { budgetThresholds, spendTokens, spendUsd } from '../lib/metrics';
+import { budgetRefusals, budgetThresholds, spendTokens, spendUsd } from '../lib/metrics';
 import { Budget, LedgerEntry, SpendRollup, type BudgetDoc, type ExecutionDoc, type SpendRollupDoc } from '../models';
 import { recordEvent, type EventDeps } from './serviceEvents';
 
@@ -219,6 +220,32 @@ export async function budgetReached(
   options: { fresh?: boolean } = {}
 ): Promise<BudgetState | undefined> {
   return (await budgetStates(config, subject, options)).find((s) => s.share >= 1);
+}
+
+/**
+ * Refuses a new execution when a budget covering it is spent (from the process's cached budgets and totals: no
+ * round trip while they are fresh).
+ * @param config BUDGET_CACHE_MS.
+ * @param organizationId the organization.
+ * @param agentId the agent.
+ * @throws BudgetExceededError (402 budget_exceeded).
+ */
+export async function refuseWhenSpent(
+  config: Pick<Config, 'budgetCacheMs'>,
+  organizationId: string,
+  agentId: string
+): Promise<void> {
+  const reached = await budgetReached(config, { organizationId, agentId });
+  if (!reached) return;
+  budgetRefusals.inc({ at: 'admission' });
+  throw new BudgetExceededError(spentMessage(reached.budget));
+}
+
+/** @returns the client's words for a spent budget. */
+function spentMessage(b: BudgetDoc): string {
+  const what = b.scope === 'organization' ? 'the organization' : `${b.scope} ${b.targetId}`;
+  const per = b.period === 'day' ? 'today' : 'this month';
+  return `The ${b.unit === 'usd' ? `USD ${b.limit}` : `${b.limit}-token`} budget of ${what} is spent for ${per} (budget ${b._id}); raise or remove it, or wait for the next period`;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
