@@ -12,6 +12,7 @@
  * miss what other processes spent in the last BUDGET_CACHE_MS: a run overshoots a cap by at most the model calls that
  * were already under way when it was reached (one per running execution) plus that window's spend elsewhere.
  */
+import mongoose from 'mongoose';
 import type { Config } from '../lib/config';
 import { BudgetExceededError } from '../lib/errors';
 import { isDuplicateKey } from '../lib/mongo';
@@ -100,7 +101,10 @@ async function monthOf(organizationId: string, maxAgeMs: number): Promise<MonthT
   const month = dayOf(now).slice(0, 7);
   const kept = monthTotals.get(organizationId);
   if (kept && kept.month === month && Date.now() - kept.readAt < maxAgeMs) return kept;
-  const docs = await SpendRollup.find({ organizationId, day: { $gte: `${month}-01`, $lte: `${month}-31` } })
+  const docs = await SpendRollup.find({
+    organizationId,
+    day: mongoose.trusted({ $gte: `${month}-01`, $lte: `${month}-31` }),
+  })
     .limit(31)
     .lean<SpendRollupDoc[]>();
   const fresh: MonthTotals = { month, readAt: Date.now(), days: new Map(docs.map((d) => [d.day, d])) };
@@ -397,7 +401,7 @@ async function thresholds(
     if (seenThresholds.size > 100_000) seenThresholds.clear();
     seenThresholds.add(seen);
     const claimed = await Budget.updateOne(
-      { _id: budget._id, thresholdPeriod: { $ne: period } },
+      { _id: budget._id, thresholdPeriod: mongoose.trusted({ $ne: period }) },
       { $set: { thresholdPeriod: period } }
     );
     if (claimed.modifiedCount === 0 && budget.period !== 'run') continue;
