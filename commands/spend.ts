@@ -292,18 +292,6 @@ function addLocally(organizationId: string, day: string, inc: Record<string, num
   }
 }
 
-/** Spend counted in the metric per organization before the rest go to `other` (bounded labels). */
-const MAX_ORGANIZATION_LABELS = 100;
-const labelled = new Set<string>();
-const organizationLabel = (organizationId: string): string => {
-  if (labelled.has(organizationId)) return organizationId;
-  if (labelled.size < MAX_ORGANIZATION_LABELS) {
-    labelled.add(organizationId);
-    return organizationId;
-  }
-  return 'other';
-};
-
 /**
  * Appends the ledger entry of one model call and raises the day's rollup (once: a repeated entry is a duplicate key
  * and raises nothing), then records the 80 % `budget.threshold` event of each budget this call took past it.
@@ -364,12 +352,13 @@ export async function recordModelCall(
     { upsert: true }
   );
   addLocally(exec.organizationId, day, inc);
-  const org = organizationLabel(exec.organizationId);
+  // By provider: metric labels carry no ids (per organization: the usage report).
+  const provider = ['anthropic', 'openai', 'builtin'].includes(exec.provider) ? exec.provider : 'other';
   spendTokens.inc(
-    { organization: org },
+    { provider },
     tokens.inputTokens + tokens.outputTokens + (tokens.cacheReadTokens ?? 0) + (tokens.cacheWriteTokens ?? 0)
   );
-  if (costUsd) spendUsd.inc({ organization: org }, costUsd);
+  if (costUsd) spendUsd.inc({ provider }, costUsd);
   await thresholds(deps, exec, runSpent);
   return { created: true, costUsd };
 }

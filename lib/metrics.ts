@@ -137,20 +137,20 @@ export const executionAdmissionWait = new client.Histogram({
 });
 
 /**
- * Tokens recorded in the cost ledger (commands/spend.ts), by organization: the first 100 organizations a process sees
- * keep their id as the label, the rest count as `other` (bounded labels).
+ * Tokens recorded in the cost ledger (commands/spend.ts), by provider (bounded: no label carries an id, so the
+ * spend of each organization is the usage report's, docs/spend.md "Metrics").
  */
 export const spendTokens = new client.Counter({
   name: 'aas_spend_tokens_total',
-  help: 'Tokens (input + output + cache) of model calls recorded in the cost ledger, by organization (first 100, then other)',
-  labelNames: ['organization'] as const,
+  help: 'Tokens (input + output + cache) of model calls recorded in the cost ledger, by model provider',
+  labelNames: ['provider'] as const,
   registers: [registry],
 });
-/** USD of model calls recorded in the cost ledger, by organization (the same bounded labels). */
+/** USD of model calls recorded in the cost ledger, by provider. */
 export const spendUsd = new client.Counter({
   name: 'aas_spend_usd_total',
-  help: 'Cost in USD of model calls recorded in the cost ledger (priced models only), by organization (first 100, then other)',
-  labelNames: ['organization'] as const,
+  help: 'Cost in USD of model calls recorded in the cost ledger (priced models only), by model provider',
+  labelNames: ['provider'] as const,
   registers: [registry],
 });
 /** Work a budget stopped: new executions refused (402), running ones stopped at a model call. */
