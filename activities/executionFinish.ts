@@ -157,6 +157,8 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
         event: 'error',
         data: {
           message: input.status === 'cancelled' ? 'Execution cancelled' : (input.error ?? FAILURES.internal.message),
+          // A run a spent budget stopped says so (docs/spend.md).
+          ...(input.errorCode === FAILURES.budgetReached.code ? { reason: FAILURES.budgetReached.code } : {}),
         },
       });
     }

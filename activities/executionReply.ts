@@ -46,6 +46,7 @@ import {
   type ToolCall,
 } from './executionEvents';
 import type { HandedOver } from './executionFinish';
+import { replySpend, type CallCounts } from './executionSpend';
 import { ExecutionTools, type ToolRun } from './executionTools';
 import { attemptKey, trackUsage, type AttemptUsage } from './executionUsage';
 import { Chat, chatStatusOf, ChatMessage, Execution, Session, type ExecutionDoc } from '../models';
@@ -273,6 +274,8 @@ export function createGenerateReply(
 
     // What running a round's calls needs of this reply (activities/executionTools.ts).
     const run: ToolRun = { ctx, executionId, signal, writer, log };
+    // Budgets and the ledger (activities/executionSpend.ts).
+    const spend = replySpend(deps, exec, log);
 
     try {
       const conversation: ModelMessage[] = [...messages, ...replay.turns];
@@ -291,8 +294,10 @@ export function createGenerateReply(
       }
       for (;;) {
         signal.throwIfAborted();
+        await spend.check();
         const writtenBefore = writer.written.length;
         const calls: ToolCall[] = [];
+        const counts: CallCounts = { inputTokens: 0, deltas: 0 };
         // One span per model call (lib/tracing.ts; a no-op while tracing is off).
         await traceModelCall({ provider: exec.provider, model: exec.model }, async (report) => {
           const events = provider.stream({
@@ -317,16 +322,20 @@ export function createGenerateReply(
                 }
                 writer.text(ev.text);
                 usage.delta();
+                counts.deltas += 1;
               }
             } else if (ev.type === 'tool_use') calls.push({ id: ev.id, name: ev.name, input: ev.input });
             else {
               usage.report(ev.inputTokens, ev.outputTokens);
+              if (ev.inputTokens !== undefined) counts.inputTokens = ev.inputTokens;
+              if (ev.outputTokens !== undefined) counts.outputTokens = ev.outputTokens;
               report(ev);
             }
           }
         });
         await writer.flush();
         usage.nextCall();
+        await spend.record(rounds + 1, counts);
         if (calls.length === 0) break;
         rounds += 1;
         // The calls are recorded (one insert) before any runs, and each result before the next model call: a
@@ -349,6 +358,7 @@ export function createGenerateReply(
       };
     } catch (err) {
       await writer.flush().catch(() => undefined);
+      if (err instanceof ApplicationFailure && err.type === FAILURES.budgetReached.code) throw err;
       const delivered = earlier + writer.written !== '' || toolEvents;
       if (err instanceof ProviderIdleError) {
         log.warn({ executionId, attempt, idleMs: err.idleMs, delivered }, 'model provider went silent');

@@ -150,6 +150,7 @@ export function createJobActivities(deps: JobActivityDeps) {
       taskId: job.taskId ?? null,
       source: 'job',
       jobId: job._id,
+      ...(job.missionId ? { missionId: job.missionId } : {}),
       chatSeqBase: session.chatStreamSeq ?? 0,
     });
     executionsStarted.inc({ source: 'job' });
@@ -256,6 +257,7 @@ export function createJobActivities(deps: JobActivityDeps) {
     if (input.question !== undefined) set.question = input.question;
     if (input.error) set.error = input.error;
     if (input.to === 'running' && !job.startedAt) set.startedAt = now;
+    if (input.from === 'needs_attention' && input.to === 'running') set.error = null;
     if (TERMINAL_JOB_STATUSES.includes(input.to)) set.completedAt = now;
     events.push({
       event: 'job.status',

@@ -30,6 +30,7 @@ import { releaseTurn, resolveConversation, takeTurn } from './conversations';
 import { defaultSpaceId } from './defaultSpace';
 import { appendEvents, type LoggedEvent } from './eventLog';
 import { checkMediaForModel, checkMediaIds } from './media';
+import { refuseWhenSpent } from './spend';
 import type { EventDeps } from './serviceEvents';
 import type { AuthContext } from './tokens';
 
@@ -48,6 +49,9 @@ export interface ExecuteInput {
   executionId?: string;
   /** Media of the organization the model gets with the message (checked here: commands/media.ts). */
   mediaIds?: string[];
+  /** Caps of this run alone (docs/spend.md): it stops before its next model call once its spend reaches one. */
+  maxTokens?: number;
+  maxCostUsd?: number;
   /** A rerun's origin and the events its stream starts with (commands/chatForks.ts `rerunExecution`). */
   rerun?: RerunSeed;
 }
@@ -95,6 +99,10 @@ export interface PendingExecution {
   /** The request (or work) that started it; default: the current one (lib/requestContext.ts). */
   requestId?: string | null;
   jobId?: string | null;
+  /** A mission run's job iteration: the mission (its budgets apply). */
+  missionId?: string;
+  /** The run's own caps (the execute body's `maxTokens` / `maxCostUsd`, docs/spend.md). */
+  runCap?: { maxTokens?: number; maxCostUsd?: number };
   chatSeqBase: number;
   mediaIds?: string[];
   /** The api created the chat with this execution, already showing `working`: the reply does not write it. */
@@ -271,6 +279,8 @@ async function startAdmitted(
     findVisibleAgent(auth, agentId),
     newInDefaultSpace ? defaultSpaceId(auth) : undefined,
     checkMediaIds(auth, input.mediaIds ?? [], 'mediaIds'),
+    // A spent budget refuses the execution (402 budget_exceeded): from the process's cached totals, no round trip.
+    refuseWhenSpent(deps.config, auth.organizationId, agentId),
   ]);
   const executionId = input.executionId ?? newExecutionId();
   named(executionId);
@@ -318,6 +328,14 @@ async function startAdmitted(
       mediaIds: input.mediaIds,
       ...(createdChat ? { chatShowsWorking: true } : {}),
       ...(input.rerun ? { rerun: input.rerun } : {}),
+      ...(input.maxTokens !== undefined || input.maxCostUsd !== undefined
+        ? {
+            runCap: {
+              ...(input.maxTokens !== undefined ? { maxTokens: input.maxTokens } : {}),
+              ...(input.maxCostUsd !== undefined ? { maxCostUsd: input.maxCostUsd } : {}),
+            },
+          }
+        : {}),
     });
     try {
       // Eager start when this process runs a worker (docs/architecture.md §1): the first workflow task, which runs the

@@ -49,6 +49,7 @@ export const SERVICE_EVENT_TYPES = [
   'repo.clone_started',
   'repo.clone_completed',
   'repo.clone_failed',
+  'budget.threshold',
 ] as const;
 export type ServiceEventType = (typeof SERVICE_EVENT_TYPES)[number];
 

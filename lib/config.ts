@@ -10,6 +10,7 @@ import path from 'node:path';
 import ms from 'ms';
 import ipaddr from 'ipaddr.js';
 import { temporalTls, type TemporalTls } from './configTemporal';
+import { DEFAULT_MODEL_PRICES, parseModelPrices, type PriceTable } from './prices';
 import { isLoopbackHostname } from './safeDestination';
 
 /** Validated, typed configuration of the api, the worker and the scripts. */
@@ -158,6 +159,16 @@ export interface Config {
   rateLimitRequests: number;
   /** Current surface: rate-limit window in seconds. @default 60 */
   rateLimitWindowSeconds: number;
+  /**
+   * USD per million tokens per model (MODEL_PRICES, a JSON object merged over lib/prices.ts's defaults): the cost of
+   * each ledger entry (docs/spend.md). @default lib/prices.ts DEFAULT_MODEL_PRICES
+   */
+  modelPrices: PriceTable;
+  /**
+   * Longest a process keeps an organization's budgets and spend totals before reading them again (BUDGET_CACHE_MS;
+   * its own spend is added at once): how stale another process's spend may be when a budget is checked. @default 2000
+   */
+  budgetCacheMs: number;
   /** Ports of the servers `npm run dev` embeds. @default 27017, 7233, 8233 */
   devPorts: { mongo: number; temporal: number; temporalUi: number };
   /**
@@ -358,6 +369,13 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     }
   };
 
+  const modelPrices = (): PriceTable => {
+    const parsed = parseModelPrices(nonEmpty(env, 'MODEL_PRICES'));
+    if ('table' in parsed) return parsed.table;
+    problems.push(`MODEL_PRICES: ${parsed.error}`);
+    return DEFAULT_MODEL_PRICES;
+  };
+
   const port = int('PORT', 3000, 0, 65535);
   const host = nonEmpty(env, 'HOST') ?? '127.0.0.1';
   const appUrl = url('APP_URL', ['http:', 'https:']) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
@@ -483,6 +501,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     wakeupHost: nonEmpty(env, 'WAKEUP_HOST') ?? (['0.0.0.0', '::'].includes(host) ? os.hostname() : host),
     rateLimitRequests: int('RATE_LIMIT_REQUESTS', 900, 1, 1_000_000),
     rateLimitWindowSeconds: int('RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
+    modelPrices: modelPrices(),
+    budgetCacheMs: int('BUDGET_CACHE_MS', 2000, 0, 60_000),
     nodeEnv,
     devPorts: {
       mongo: int('DEV_MONGO_PORT', 27017, 1, 65535),

@@ -210,6 +210,16 @@ export class RateLimitedError extends AppError {
   }
 }
 
+/**
+ * 402: a budget of the organization (or of the agent, or of the mission) is spent for its period: new executions are
+ * refused until the period ends or the cap is raised (docs/spend.md; not 429: waiting a moment does not help).
+ */
+export class BudgetExceededError extends AppError {
+  constructor(message: string) {
+    super(402, 'budget_exceeded', message);
+  }
+}
+
 /** 500: anything unexpected; the real cause goes to the log only. */
 export class InternalError extends AppError {
   constructor(message = 'An unexpected error occurred') {

@@ -44,7 +44,8 @@ export type IdPrefix =
   | 'skl'
   | 'mcp'
   | 'med'
-  | 'idl';
+  | 'idl'
+  | 'bdg';
 
 /**
  * A new resource id such as `agt_3fK9...`.

@@ -136,6 +136,38 @@ export const executionAdmissionWait = new client.Histogram({
   registers: [registry],
 });
 
+/**
+ * Tokens recorded in the cost ledger (commands/spend.ts), by provider (bounded: no label carries an id, so the
+ * spend of each organization is the usage report's, docs/spend.md "Metrics").
+ */
+export const spendTokens = new client.Counter({
+  name: 'aas_spend_tokens_total',
+  help: 'Tokens (input + output + cache) of model calls recorded in the cost ledger, by model provider',
+  labelNames: ['provider'] as const,
+  registers: [registry],
+});
+/** USD of model calls recorded in the cost ledger, by provider. */
+export const spendUsd = new client.Counter({
+  name: 'aas_spend_usd_total',
+  help: 'Cost in USD of model calls recorded in the cost ledger (priced models only), by model provider',
+  labelNames: ['provider'] as const,
+  registers: [registry],
+});
+/** Work a budget stopped: new executions refused (402), running ones stopped at a model call. */
+export const budgetRefusals = new client.Counter({
+  name: 'aas_budget_refusals_total',
+  help: 'Work a spent budget stopped: `admission` (an execution refused with budget_exceeded) or `model_call` (a run stopped with budget_reached)',
+  labelNames: ['at'] as const,
+  registers: [registry],
+});
+for (const at of ['admission', 'model_call']) budgetRefusals.inc({ at }, 0);
+/** budget.threshold events recorded. */
+export const budgetThresholds = new client.Counter({
+  name: 'aas_budget_thresholds_total',
+  help: 'budget.threshold events recorded (a budget at 80 % of its limit, once per budget per period)',
+  registers: [registry],
+});
+
 /** Methods kept as label values (anything else is `OTHER`). */
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
 

@@ -24,6 +24,8 @@ export const SCOPES = [
   'workspaces:read',
   'workspaces:write',
   'usage:read',
+  'budgets:read',
+  'budgets:write',
   'mcp',
   '*',
 ] as const;

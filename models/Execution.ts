@@ -68,6 +68,16 @@ const schema = new mongoose.Schema(
     },
     /** The job whose iteration this execution is (source `job`). */
     jobId: { type: String, default: null },
+    /** The mission whose run's job this execution is an iteration of (its budgets apply: docs/spend.md). */
+    missionId: { type: String, default: undefined },
+    /**
+     * Caps of this run alone (the execute body's `maxTokens` / `maxCostUsd`, docs/spend.md): the run stops at its next
+     * model call once its ledger total reaches one. Unset: no cap of its own.
+     */
+    runCap: {
+      type: new mongoose.Schema({ maxTokens: Number, maxCostUsd: Number }, { _id: false }),
+      default: undefined,
+    },
     /**
      * Seq of the chat stream (`chat:<chatId>`) after which this execution's chat events go: the session's
      * `chatStreamSeq` when it took the session (activities/chatStream.ts).

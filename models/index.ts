@@ -38,3 +38,6 @@ export * from './WorkspaceReservation';
 export * from './StreamEvent';
 export * from './StreamHead';
 export * from './ExpirySweep';
+export * from './LedgerEntry';
+export * from './SpendRollup';
+export * from './Budget';

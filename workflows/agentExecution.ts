@@ -210,10 +210,13 @@ export async function agentExecution(input: AgentExecutionInput): Promise<AgentE
   const failure = clientFailure(err);
   // The engine's own account (e.g. "activity Heartbeat timeout", a driver error) is for operators only.
   log.warn('execution failed', { executionId, code: failure.code, cause: describe(err) });
-  return asRecorded(
+  const recorded = asRecorded(
     await finishExecution({ executionId, status: 'failed', error: failure.message, errorCode: failure.code }),
     { status: 'failed' }
   );
+  return recorded.status === 'failed' && failure.code === FAILURES.budgetReached.code
+    ? { ...recorded, reason: 'budget_reached' }
+    : recorded;
 }
 
 /**

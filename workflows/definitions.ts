@@ -50,6 +50,12 @@ export const jobDecideUpdate = defineUpdate<JobView, [JobDecisionInput]>('decide
 
 export const jobStatusQuery = defineQuery<JobView>('status');
 
+/**
+ * Signal of a job paused as `needs_attention` by a spent budget: a budget covering it was raised or removed
+ * (commands/budgets.ts sends it only when no budget covering the job is spent any more); the job runs its iteration again.
+ */
+export const budgetChangedSignal = defineSignal('budgetChanged');
+
 /** One delivery run of one event, as its destination's workflow receives it. */
 export interface DeliveryInput {
   eventId: string;
@@ -99,6 +105,8 @@ export interface AgentExecutionOutcome {
   status: 'completed' | 'failed' | 'cancelled';
   /** The reply (completed executions), so the api answers a JSON execute without reading it back. */
   text?: string;
+  /** Why a failed execution stopped, when its work may resume: a spent budget (a job then needs attention). */
+  reason?: 'budget_reached';
 }
 
 /** The execution workflow's signature, for typed starts and handles outside workflows/ (no import of its code). */

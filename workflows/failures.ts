@@ -27,6 +27,11 @@ export const FAILURES = {
   agentNotFound: { code: 'agent_not_found', message: 'The agent no longer exists' },
   /** The execution ran past EXECUTION_DEADLINE_SECONDS. */
   deadlineExceeded: { code: 'deadline_exceeded', message: 'The execution did not finish within its time limit' },
+  /**
+   * A budget covering the execution (or its own per-run cap) is spent: it stopped before its next model call
+   * (docs/spend.md). A job's iteration stopped so pauses its job as `needs_attention`.
+   */
+  budgetReached: { code: 'budget_reached', message: 'The budget for this work is spent' },
   /** Anything else: the details are in the logs. */
   internal: { code: 'internal_error', message: 'Chat execution failed' },
 } as const;

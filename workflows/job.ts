@@ -26,6 +26,7 @@ import type { ExecutionActivities } from '../activities/executions';
 import type { JobActivities, MirrorInput } from '../activities/jobs';
 import type { AgentExecutionOutcome, AgentExecutionWorkflow, JobDecisionInput } from './definitions';
 import {
+  budgetChangedSignal,
   JOB_PAYLOAD_INVALID,
   JOB_STATE_CONFLICT,
   jobDecideUpdate,
@@ -105,6 +106,9 @@ export async function job(input: JobInput): Promise<JobView> {
   let pending: Decision | null = null;
   let cancelRequested = false;
   let iterationScope: CancellationScope | undefined;
+  // A spent budget paused the job (needs_attention); the budget's change signals (commands/budgets.ts).
+  let budgetChanged = false;
+  setHandler(budgetChangedSignal, () => void (budgetChanged = true));
   const view = (): JobView => ({ id: jobId, status, transition: mirrored, iterations });
 
   setHandler(jobStatusQuery, view);
@@ -220,6 +224,16 @@ export async function job(input: JobInput): Promise<JobView> {
     if (cancelRequested || outcome.status === 'cancelled') {
       interrupted = done;
       break;
+    }
+    if (outcome.status === 'failed' && outcome.reason === 'budget_reached') {
+      // Paused, not failed: the same iteration runs again once a budget change leaves room (docs/spend.md).
+      budgetChanged = false;
+      await move('needs_attention', {
+        iterationDone: done,
+        error: { message: 'A budget covering this job is spent', code: 'budget_reached' },
+      });
+      await condition(() => budgetChanged || cancelRequested);
+      continue;
     }
     if (outcome.status === 'failed') {
       await move('failed', {

@@ -10,6 +10,7 @@ export const JOB_STATUSES = [
   'running',
   'awaiting_review',
   'blocked',
+  'needs_attention',
   'completed',
   'failed',
   'cancelled',
@@ -31,7 +32,10 @@ export type JobEvent =
   | 'iteration_failed'
   // Typed reviews (issue 40, workflows/reviews.ts): a declared action, and a review's deadline passing.
   | 'decision'
-  | 'review_timeout';
+  | 'review_timeout'
+  // Budgets (issue 39, docs/spend.md): a spent budget pauses the job; raising or removing the cap resumes it.
+  | 'budget_reached'
+  | 'budget_raised';
 
 export interface JobTransition {
   from: JobStatus;
@@ -62,6 +66,10 @@ export const JOB_TRANSITIONS: readonly JobTransition[] = [
   { from: 'awaiting_review', to: 'completed', on: 'review_timeout', when: 'auto_approve' },
   { from: 'awaiting_review', to: 'failed', on: 'review_timeout', when: 'auto_reject' },
   { from: 'awaiting_review', to: 'cancelled', on: 'review_timeout', when: 'cancel' },
+  // A spent budget pauses the job instead of failing it; raising or removing the cap resumes it (docs/spend.md).
+  { from: 'running', to: 'needs_attention', on: 'budget_reached' },
+  { from: 'needs_attention', to: 'running', on: 'budget_raised' },
+  { from: 'needs_attention', to: 'cancelled', on: 'cancel' },
 ];
 
 /**

@@ -3,7 +3,7 @@
  */
 import type { Schema } from '../../lib/ajv';
 import { pathParams, record, requiredStr, str } from '../schemas';
-import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
+import { MAX_MESSAGE_CHARS, runCapProperties } from '../v1/executions.schema';
 import { mediaIdList } from '../v1/media.schema';
 
 export const clientExecuteBody = {
@@ -18,6 +18,7 @@ export const clientExecuteBody = {
     chatId: str(100),
     stream: { type: 'boolean', default: false },
     mediaIds: mediaIdList,
+    ...runCapProperties,
   },
 } as const;
 
@@ -45,8 +46,17 @@ const counters = {
   cancelled: { type: 'integer' },
   input_tokens: { type: 'integer' },
   output_tokens: { type: 'integer' },
+  calls: { type: 'integer', description: 'Model calls in the cost ledger' },
+  cost_usd: { type: 'number', description: 'Their cost (priced models only; docs/spend.md)' },
 };
 const agentCounter: Schema = record({ agentId: { type: 'string' }, ...counters });
+const modelCounter: Schema = record({
+  model: { type: 'string' },
+  calls: { type: 'integer' },
+  input_tokens: { type: 'integer' },
+  output_tokens: { type: 'integer' },
+  cost_usd: { type: 'number' },
+});
 
 export const usageResponse: Schema = record({
   success: { type: 'boolean' },
@@ -61,7 +71,9 @@ export const usageResponse: Schema = record({
       start: { type: 'string', format: 'date' },
       ...counters,
       agents: { type: 'array', items: agentCounter },
+      models: { type: 'array', items: modelCounter },
     }),
   },
   agents: { type: 'array', items: agentCounter },
+  models: { type: 'array', items: modelCounter },
 });

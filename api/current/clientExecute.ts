@@ -42,6 +42,8 @@ export function clientExecuteRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
             sessionId: body.sessionId,
             chatId: body.chatId,
             mediaIds: body.mediaIds,
+            maxTokens: body.maxTokens,
+            maxCostUsd: body.maxCostUsd,
             source: 'client',
           },
           { gone: clientGone(ctx) }

@@ -6,6 +6,7 @@
 import type { AppDeps } from '../deps';
 import type { RouteSpec } from '../route';
 import { currentAgentRoutes } from './agents';
+import { budgetRoutes } from './budgets';
 import { chatRoutes } from './chats';
 import { clientExecuteRoutes } from './clientExecute';
 import { organizationEventRoutes } from './events';
@@ -45,6 +46,7 @@ export function currentRoutes(deps: AppDeps, contract: () => Contract): RouteSpe
     ...workspaceRepoRoutes(deps),
     ...spaceClientRoutes(deps),
     ...clientExecuteRoutes(deps),
+    ...budgetRoutes(deps),
     ...webhookRoutes(deps),
     ...oauthClientRoutes(),
   ];

@@ -90,6 +90,23 @@ export const WEBHOOK_EVENT_DATA: Record<ServiceEventType | 'test', Schema> = {
   'repo.clone_started': repoClone({ branch: { type: ['string', 'null'] } }),
   'repo.clone_completed': repoClone({ commit: { type: 'string' } }),
   'repo.clone_failed': repoClone({ error: { type: 'string' } }),
+  'budget.threshold': {
+    type: 'object',
+    description: 'A budget reached 80 % of its limit (once per budget per period; docs/spend.md)',
+    properties: {
+      budgetId: { type: 'string' },
+      scope: { type: 'string', enum: ['organization', 'agent', 'mission'] },
+      targetId: { type: ['string', 'null'] },
+      period: { type: 'string', enum: ['day', 'month', 'run'] },
+      periodKey: { type: 'string', description: '`YYYY-MM-DD`, `YYYY-MM`, or `run:<executionId>`' },
+      unit: { type: 'string', enum: ['tokens', 'usd'] },
+      limit: { type: 'number' },
+      spent: { type: 'number' },
+      percent: { type: 'integer' },
+      executionId: { type: 'string', description: 'The execution whose model call crossed it' },
+    },
+    required: ['budgetId', 'scope', 'period', 'periodKey', 'unit', 'limit', 'spent', 'percent'],
+  },
   test: { type: 'object', properties: { message: { type: 'string' } } },
 };
 

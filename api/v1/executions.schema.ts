@@ -19,6 +19,25 @@ import {
 /** Largest user message accepted. */
 export const MAX_MESSAGE_CHARS = 100_000;
 
+/**
+ * Caps of one run alone (docs/spend.md): it stops before its next model call, with a terminal `error` event whose
+ * `reason` is `budget_reached`, once its own spend reaches one.
+ */
+export const runCapProperties = {
+  maxTokens: {
+    type: 'integer',
+    minimum: 1,
+    maximum: 1_000_000_000,
+    description: 'Stop this run once its model calls used this many tokens (input + output)',
+  },
+  maxCostUsd: {
+    type: 'number',
+    exclusiveMinimum: 0,
+    maximum: 1_000_000,
+    description: 'Stop this run once its model calls cost this many USD (from the price table)',
+  },
+} as const;
+
 export const executeBody = {
   type: 'object',
   additionalProperties: false,
@@ -30,6 +49,7 @@ export const executeBody = {
     chatId: str(100, { description: 'Existing chat to continue' }),
     stream: { type: 'boolean', default: false, description: 'Answer as text/event-stream' },
     mediaIds: mediaIdList,
+    ...runCapProperties,
   },
 } as const;
 
@@ -108,7 +128,7 @@ export const executionStreamEvents: Record<string, Schema> = {
     sessionId: { type: 'string' },
     usage: record({ input_tokens: { type: 'integer' }, output_tokens: { type: 'integer' } }),
   }),
-  error: record({ message: { type: 'string' } }),
+  error: record({ message: { type: 'string' }, reason: { type: 'string', enum: ['budget_reached'] } }, ['reason']),
   expired: expiredEvent,
 };
 

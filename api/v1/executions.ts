@@ -76,6 +76,8 @@ export function executionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
             sessionId: body.sessionId,
             chatId: body.chatId,
             mediaIds: body.mediaIds,
+            maxTokens: body.maxTokens,
+            maxCostUsd: body.maxCostUsd,
             source: 'v1',
           },
           { gone: clientGone(ctx) }

@@ -21,6 +21,7 @@ import {
 const statusColors: Record<string, string> = {
   awaiting_review: 'orange',
   blocked: 'yellow',
+  needs_attention: 'orange',
   running: 'blue',
   queued: 'gray',
   completed: 'green',

@@ -48,6 +48,7 @@ const EVENT_TYPE_SET: Record<EventType, true> = {
   'repo.clone_started': true,
   'repo.clone_completed': true,
   'repo.clone_failed': true,
+  'budget.threshold': true,
 };
 const EVENT_TYPES = Object.keys(EVENT_TYPE_SET) as EventType[];
 

@@ -9,6 +9,7 @@ export const JOB_STATUSES = [
   'running',
   'awaiting_review',
   'blocked',
+  'needs_attention',
   'completed',
   'failed',
   'cancelled',
@@ -23,16 +24,17 @@ export const ACTION_STATES: Record<JobAction, readonly JobStatus[]> = {
   approve: ['awaiting_review'],
   iterate: ['awaiting_review'],
   resume: ['blocked'],
-  cancel: ['queued', 'running', 'awaiting_review', 'blocked'],
+  cancel: ['queued', 'running', 'awaiting_review', 'blocked', 'needs_attention'],
 };
 
 /** States in which the job waits for a person (the inbox shows them first). */
-export const WAITING_STATUSES: readonly JobStatus[] = ['awaiting_review', 'blocked'];
+export const WAITING_STATUSES: readonly JobStatus[] = ['awaiting_review', 'blocked', 'needs_attention'];
 
 /** The inbox's order of states: waiting for a person first, then work under way, then finished work. */
 export const INBOX_ORDER: readonly JobStatus[] = [
   'awaiting_review',
   'blocked',
+  'needs_attention',
   'running',
   'queued',
   'failed',

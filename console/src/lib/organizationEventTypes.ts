@@ -23,6 +23,7 @@ export const ORGANIZATION_EVENT_TYPES = [
   'repo.clone_started',
   'repo.clone_completed',
   'repo.clone_failed',
+  'budget.threshold',
 ] as const;
 
 /**

@@ -20,6 +20,7 @@ import { useOrganizationEvents } from '../lib/useOrganizationEvents';
 const SECTION_TITLES: Record<JobStatus, string> = {
   awaiting_review: 'Awaiting review',
   blocked: 'Blocked: the agent asks a question',
+  needs_attention: 'Needs attention: a budget is spent',
   running: 'Running',
   queued: 'Queued',
   failed: 'Failed',

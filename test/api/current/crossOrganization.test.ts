@@ -6,6 +6,7 @@ import type { AppDeps } from '../../../api/deps';
 import { currentRoutes } from '../../../api/current';
 import { AGENT_LIBRARY, libraryAgentId } from '../../../commands/agentLibrary';
 import { recordEvent } from '../../../commands/serviceEvents';
+import { Execution } from '../../../models';
 import { useTestApp } from '../../helpers/app';
 import { currentAs, noContract } from '../../helpers/current';
 import { testConfig } from '../../helpers/env';
@@ -64,6 +65,10 @@ const bodies: Record<string, object | undefined> = {
   'GET /workspaces/:id/repos/:repoId': undefined,
   'GET /workspaces/:id/repos/:repoId/events': undefined,
   'DELETE /oauth-clients/:id': undefined,
+  'GET /budgets/:id': undefined,
+  'PATCH /budgets/:id': { limit: 5 },
+  'DELETE /budgets/:id': undefined,
+  'GET /usage/executions/:id': undefined,
 };
 
 /** A valid query per id route that needs one. */
@@ -126,6 +131,21 @@ it('another organization’s ids are 404 on every id route', async () => {
     .send({ client_name: 'owner machine', grant_types: ['client_credentials'] });
   expect(registered.status).toBe(201);
   const oauthClient: string = registered.body.client_id;
+  const budget = (
+    await currentAs(t, owner.serviceToken).post('/budgets', {
+      scope: 'organization',
+      period: 'day',
+      unit: 'tokens',
+      limit: 1,
+    })
+  ).body.budget.id as string;
+  // An execution record of the owner (its ledger route; no worker runs here).
+  const execution = `exec-1-${owner.organizationId}`;
+  await Execution.collection.insertOne({
+    _id: execution as never,
+    organizationId: owner.organizationId,
+    rootExecutionId: execution,
+  });
   const ids: Record<string, string[]> = {
     id: [agent, publicAgent, library],
     eventId: [event],
@@ -146,7 +166,11 @@ it('another organization’s ids are 404 on every id route', async () => {
             ? [mission]
             : route.path.startsWith('/oauth-clients')
               ? [oauthClient]
-              : ids[param];
+              : route.path.startsWith('/budgets')
+                ? [budget]
+                : route.path.startsWith('/usage/executions')
+                  ? [execution]
+                  : ids[param];
     for (const value of values) {
       const path = `/api${route.path.replace(`:${param}`, value).replace(':shareId', share).replace(':taskId', task).replace(':repoId', repo)}${queries[key] ?? ''}`;
       const req = t.request[route.method](path).set('Authorization', `Bearer ${intruder.serviceToken}`);

@@ -42,7 +42,7 @@ it('a JSON execution in a new conversation: its database operations and history 
     .getHandle(executionWorkflowId(res.body.executionId))
     .fetchHistory();
   const events = (history.events ?? []).map((e) => temporal.api.enums.v1.EventType[e.eventType ?? 0]);
-  // 17 operations (docs/benchmarks.md, "Cost of one execution: 20 to 17"): api 5 (chat, created showing `working`;
+  // 19 operations (docs/benchmarks.md, "Cost of one execution: 20 to 17", then "the cost ledger: 17 to 19"): api 5 (chat, created showing `working`;
   // session; the meta event, the stream's first event alone, without a head; execution; user message), reply 5
   // (claim, the chat's running service event, deltas + head, usage), finish 7 (no read of the execution: the reply
   // handed it over; the history joins the session in the write that frees it; the two service events in one insert).
@@ -65,6 +65,11 @@ it('a JSON execution in a new conversation: its database operations and history 
       'stream_events.insertMany',
       'service_events.insertMany',
       'stream_heads.updateOne',
+      // The cost ledger (issue 39, docs/spend.md): the model call's entry (its own collection, append-only, keyed
+      // by execution and call so a retry never doubles it) and the day's rollup the usage report and the budgets
+      // read (an `$inc` that only a new entry makes). Budgets are checked from the process's cache: no read.
+      'ledger_entries.insertOne',
+      'spend_rollups.updateOne',
     ].sort()
   );
   // One workflow task holding the two local activities (shape 3): 7 events (shape 2: 14).

@@ -1,0 +1,42 @@
+/**
+ * The cost ledger (docs/spend.md): one entry per model call, append-only. `_id` = `<executionId>:<turn>` (the model
+ * call's number in its execution, the same in every attempt), so a call recorded twice (an activity retried after
+ * its worker died between the write and the end of the attempt) is one entry: the second insert is a duplicate key.
+ * Aggregates are read from {@link SpendRollup}, never by scanning entries; entries are read per execution tree
+ * (`rootExecutionId`) and per organization in time order.
+ */
+import mongoose, { type InferSchemaType } from 'mongoose';
+
+const schema = new mongoose.Schema(
+  {
+    _id: { type: String, required: true },
+    organizationId: { type: String, required: true },
+    agentId: { type: String, required: true },
+    executionId: { type: String, required: true },
+    /** The execution tree (a sub-agent's entries carry its root's id, so the tree is read by one index). */
+    rootExecutionId: { type: String, required: true },
+    /** The execution that delegated to this one (a sub-agent's entries only). */
+    parentExecutionId: { type: String, default: null },
+    turn: { type: Number, required: true },
+    chatId: { type: String, default: null },
+    jobId: { type: String, default: null },
+    missionId: { type: String, default: null },
+    provider: { type: String, required: true },
+    model: { type: String, required: true },
+    inputTokens: { type: Number, required: true },
+    outputTokens: { type: Number, required: true },
+    cacheReadTokens: { type: Number, default: null },
+    cacheWriteTokens: { type: Number, default: null },
+    /** USD from the price table (lib/prices.ts); null: the table does not know the model. */
+    costUsd: { type: Number, default: null },
+    /** UTC day `YYYY-MM-DD` of the call (its rollup). */
+    day: { type: String, required: true },
+    createdAt: { type: Date, required: true },
+  },
+  { versionKey: false }
+);
+schema.index({ rootExecutionId: 1 });
+schema.index({ organizationId: 1, createdAt: -1, _id: -1 });
+
+export type LedgerEntryDoc = InferSchemaType<typeof schema> & { _id: string };
+export const LedgerEntry = mongoose.model('LedgerEntry', schema, 'ledger_entries');
