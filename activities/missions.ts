@@ -2,8 +2,10 @@
  * The activity of the missionRun workflow: idempotent (the run's job has an id derived from the run's workflow id,
  * its `mission.run_started` event a key naming the run), so a retry creates nothing twice.
  */
+import { Context } from '@temporalio/activity';
 import { createJobRecord, jobWorkflowStart } from '../commands/jobs';
 import { missionRunGoal, openMissionTasks } from '../commands/missionGoals';
+import { recordScheduleSkips } from '../commands/missionSkips';
 import { recordEvent, type EventDeps } from '../commands/serviceEvents';
 import type { AuthContext } from '../commands/tokens';
 import type { Config } from '../lib/config';
@@ -86,7 +88,46 @@ export function createMissionActivities(deps: MissionActivityDeps) {
     return { jobId: job._id, input: start.args[0], memo: start.memo };
   }
 
-  return { prepareMissionRun };
+  /**
+   * Records the skipped and missed runs the mission's Schedule counted and no event names yet (commands/missionSkips.ts).
+   * @returns how many each reason added.
+   */
+  async function recordMissionSkips(input: { missionId: string }): Promise<{ overlap: number; missed: number }> {
+    const added = await recordScheduleSkips(Context.current().client, deps, input.missionId);
+    if (added.overlap + added.missed > 0) log.info({ missionId: input.missionId, ...added }, 'mission runs skipped');
+    return added;
+  }
+
+  /**
+   * A run whose job failed: with pause-on-failure, Temporal has paused the Schedule (or will, as the run fails);
+   * the record says so (`paused`) and `mission.updated` is recorded once for the run.
+   * @returns whether the mission was paused.
+   */
+  async function pauseMissionAfterFailure(input: { missionId: string; runId: string }): Promise<boolean> {
+    const mission = await Mission.findById(input.missionId).lean<MissionDoc>();
+    if (!mission?.schedule?.pauseOnFailure) return false;
+    if (mission.status === 'active')
+      await Mission.updateOne({ _id: mission._id, status: 'active' }, { $set: { status: 'paused' } });
+    await recordEvent(
+      {
+        type: 'mission.updated',
+        organizationId: mission.organizationId,
+        data: {
+          mission_id: mission._id,
+          changed: ['status'],
+          status: 'paused',
+          reason: 'run_failed',
+          run_id: input.runId,
+        },
+        key: `mission-paused-on-failure:${input.runId}`,
+      },
+      deps
+    );
+    log.info({ missionId: mission._id, runId: input.runId }, 'mission paused: its run failed');
+    return true;
+  }
+
+  return { prepareMissionRun, recordMissionSkips, pauseMissionAfterFailure };
 }
 
 export type MissionActivities = ReturnType<typeof createMissionActivities>;

@@ -8,23 +8,85 @@ import {
   ScheduleAlreadyRunning,
   ScheduleNotFoundError,
   type ScheduleOptions,
+  type ScheduleOverlapPolicy,
   type ScheduleSpec,
 } from '@temporalio/client';
 import { Cron } from 'croner';
 import { ValidationError } from '../lib/errors';
 import type { MissionDoc } from '../models';
+import { OVERLAP_POLICIES, type OverlapPolicy } from '../models/Mission';
 import { missionScheduleId } from '../workflows/ids';
 import type { missionRun } from '../workflows/missionRun';
 import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 import type { ExecutionDeps } from './executionStart';
 
-/** A schedule as clients send it: cron (5 fields, IANA timezone, default UTC), once (an ISO time), or none. */
-export type ScheduleInput = { type: 'cron'; value: string; timezone?: string } | { type: 'once'; value: string };
+/** A schedule's policies as clients send them (each one omitted: kept on update, its default on create). */
+export interface SchedulePolicyInput {
+  overlap?: OverlapPolicy;
+  catchupWindow?: string | null;
+  pauseOnFailure?: boolean;
+  jitter?: string | null;
+}
+
+/**
+ * A schedule as clients send it: cron (5 fields, IANA timezone, default UTC), interval (a duration), once (an ISO
+ * time), manual (none), or no type (an update of the policies only: the times stay), with its policies.
+ */
+export type ScheduleInput = SchedulePolicyInput &
+  (
+    | { type: 'cron'; value: string; timezone?: string }
+    | { type: 'interval'; value: string; timezone?: string }
+    | { type: 'once'; value: string; timezone?: string }
+    | { type: 'manual'; timezone?: string }
+    | { type?: undefined; timezone?: string }
+  );
 
 export interface MissionSchedule {
-  type: 'cron' | 'once' | 'manual';
+  type: 'cron' | 'interval' | 'once' | 'manual';
   value: string | null;
   timezone: string;
+  overlap: OverlapPolicy;
+  catchupWindow: string | null;
+  pauseOnFailure: boolean;
+  jitter: string | null;
+}
+
+/** The policies of a schedule that names none: every run starts, Temporal's catch-up window, no jitter. */
+export const DEFAULT_POLICIES = {
+  overlap: 'allow_all',
+  catchupWindow: null,
+  pauseOnFailure: false,
+  jitter: null,
+} as const satisfies Pick<MissionSchedule, 'overlap' | 'catchupWindow' | 'pauseOnFailure' | 'jitter'>;
+
+/** Temporal's own default catch-up window (one year, as the SDK's `'1 year'`), set again when a client clears one. */
+const DEFAULT_CATCHUP_MS = 365.25 * 24 * 3600 * 1000;
+
+const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** Bounds of each duration field, in milliseconds (Temporal refuses a catch-up window under 10 s). */
+export const DURATION_BOUNDS = {
+  value: { min: 1000, max: 366 * UNIT_MS.d },
+  catchupWindow: { min: 10_000, max: 366 * UNIT_MS.d },
+  jitter: { min: 0, max: UNIT_MS.d },
+} as const;
+
+/**
+ * @param text a duration as clients write it: a whole number and a unit, `s`, `m`, `h` or `d` (`30s`, `10m`).
+ * @param field the field, for the message (`schedule.catchupWindow`).
+ * @param bounds the smallest and largest duration accepted, in milliseconds.
+ * @returns the duration in milliseconds.
+ * @throws ValidationError naming the field.
+ */
+export function parseDuration(text: string, field: string, bounds: { min: number; max: number }): number {
+  const m = /^(\d{1,6})(s|m|h|d)$/.exec(text.trim());
+  if (!m) throw new ValidationError(`Invalid ${field}: expected a duration such as 30s, 10m, 2h or 1d`);
+  const ms = Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
+  if (ms < bounds.min || ms > bounds.max)
+    throw new ValidationError(
+      `Invalid ${field}: must be between ${bounds.min / 1000}s and ${bounds.max / UNIT_MS.d}d (got ${text.trim()})`
+    );
+  return ms;
 }
 
 /**
@@ -46,25 +108,92 @@ function isTimeZone(tz: string): boolean {
  * @returns the schedule parseSchedule takes.
  */
 export function scheduleInput(
-  s: { type: 'cron' | 'once' | 'manual'; value?: string; timezone?: string } | undefined
-): ScheduleInput | null | undefined {
+  s:
+    | ({ type?: 'cron' | 'interval' | 'once' | 'manual'; value?: string; timezone?: string } & SchedulePolicyInput)
+    | undefined
+): ScheduleInput | undefined {
   if (s === undefined) return undefined;
-  if (s.type === 'manual') return null;
-  if (s.value === undefined) throw new ValidationError('Missing required field: schedule.value');
-  return s.type === 'cron' ? { type: 'cron', value: s.value, timezone: s.timezone } : { type: 'once', value: s.value };
+  const { type, value, ...rest } = s;
+  if (type === undefined || type === 'manual') return { ...rest, type };
+  if (value === undefined) throw new ValidationError('Missing required field: schedule.value');
+  return { ...rest, type, value };
 }
 
 /** The years a `once` schedule may name (what the workflow engine's calendar specs accept). */
 export const SCHEDULE_YEARS = { first: 2000, last: 2100 } as const;
 
 /**
- * Validates and normalizes a schedule (the cron expression by croner, the time zone by Intl).
- * @param input what the client sent (null or undefined: manual).
+ * Validates and normalizes a schedule and its policies.
+ * @param input what the client sent (null or undefined: manual, default policies).
+ * @param current the stored schedule, on update: a field the client omits keeps its value there.
  * @returns the stored schedule.
- * @throws ValidationError naming `schedule.value` or `schedule.timezone`.
+ * @throws ValidationError naming the field (`schedule.value`, `schedule.timezone`, `schedule.overlap`, …).
  */
-export function parseSchedule(input: ScheduleInput | null | undefined): MissionSchedule {
-  if (!input) return { type: 'manual', value: null, timezone: 'UTC' };
+export function parseSchedule(
+  input: ScheduleInput | null | undefined,
+  current?: Partial<MissionSchedule> | null
+): MissionSchedule {
+  const before = { ...DEFAULT_POLICIES, ...withoutNullish(current ?? {}) };
+  const policies = parsePolicies(input ?? {}, before);
+  if (input?.timezone !== undefined && !isTimeZone(input.timezone))
+    throw new ValidationError(`Invalid schedule.timezone: ${input.timezone} is not an IANA time zone`);
+  if (input && input.type === undefined) {
+    if (input.timezone !== undefined && before.type === 'cron')
+      return { ...parseTimes({ type: 'cron', value: before.value!, timezone: input.timezone }), ...policies };
+    return {
+      type: (before.type as MissionSchedule['type'] | undefined) ?? 'manual',
+      value: before.value ?? null,
+      timezone: before.timezone ?? 'UTC',
+      ...policies,
+    };
+  }
+  return { ...parseTimes(input ?? { type: 'manual' }), ...policies };
+}
+
+/** @returns the object without its null and undefined fields (a record stored before a field existed). */
+function withoutNullish<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined)) as Partial<T>;
+}
+
+/**
+ * @param input the client's policies.
+ * @param before the values an omitted field keeps.
+ * @returns the policies, validated.
+ */
+function parsePolicies(
+  input: SchedulePolicyInput,
+  before: Pick<MissionSchedule, 'overlap' | 'catchupWindow' | 'pauseOnFailure' | 'jitter'>
+): Pick<MissionSchedule, 'overlap' | 'catchupWindow' | 'pauseOnFailure' | 'jitter'> {
+  const overlap = input.overlap ?? before.overlap;
+  if (!(OVERLAP_POLICIES as readonly string[]).includes(overlap))
+    throw new ValidationError(`Invalid schedule.overlap: must be one of ${OVERLAP_POLICIES.join(', ')}`);
+  const duration = (value: string | null | undefined, old: string | null, field: 'catchupWindow' | 'jitter') => {
+    if (value === undefined) return old;
+    if (value === null) return null;
+    parseDuration(value, `schedule.${field}`, DURATION_BOUNDS[field]);
+    return value.trim();
+  };
+  return {
+    overlap,
+    catchupWindow: duration(input.catchupWindow, before.catchupWindow, 'catchupWindow'),
+    pauseOnFailure: input.pauseOnFailure ?? before.pauseOnFailure,
+    jitter: duration(input.jitter, before.jitter, 'jitter'),
+  };
+}
+
+/**
+ * Validates and normalizes a schedule's times (the cron expression by croner, the time zone by Intl).
+ * @param input the times.
+ * @returns type, value and time zone.
+ */
+function parseTimes(
+  input: Exclude<ScheduleInput, { type?: undefined }>
+): Pick<MissionSchedule, 'type' | 'value' | 'timezone'> {
+  if (input.type === 'manual') return { type: 'manual', value: null, timezone: 'UTC' };
+  if (input.type === 'interval') {
+    parseDuration(input.value, 'schedule.value', DURATION_BOUNDS.value);
+    return { type: 'interval', value: input.value.trim(), timezone: 'UTC' };
+  }
   if (input.type === 'once') {
     const at = new Date(input.value);
     if (!/^\d{4}-\d{2}-\d{2}T/.test(input.value) || Number.isNaN(at.getTime()))
@@ -96,7 +225,16 @@ export function parseSchedule(input: ScheduleInput | null | undefined): MissionS
  * @returns the Temporal Schedule's spec (manual: no times; it runs when triggered).
  */
 function scheduleSpec(schedule: MissionSchedule): ScheduleSpec {
-  if (schedule.type === 'cron') return { cronExpressions: [schedule.value!], timezone: schedule.timezone };
+  const jitter = schedule.jitter
+    ? parseDuration(schedule.jitter, 'schedule.jitter', DURATION_BOUNDS.jitter)
+    : undefined;
+  if (schedule.type === 'cron')
+    return { cronExpressions: [schedule.value!], timezone: schedule.timezone, ...(jitter ? { jitter } : {}) };
+  if (schedule.type === 'interval')
+    return {
+      intervals: [{ every: parseDuration(schedule.value!, 'schedule.value', DURATION_BOUNDS.value) }],
+      ...(jitter ? { jitter } : {}),
+    };
   if (schedule.type === 'once') {
     const at = new Date(schedule.value!);
     const months = [
@@ -131,16 +269,56 @@ function scheduleSpec(schedule: MissionSchedule): ScheduleSpec {
 }
 
 /**
+ * @param mission a mission.
+ * @returns its schedule with every policy (a record stored before policies existed has the defaults).
+ */
+export function storedSchedule(mission: Pick<MissionDoc, 'schedule'>): MissionSchedule {
+  const s = (mission.schedule ?? {}) as Partial<MissionSchedule>;
+  return {
+    type: s.type ?? 'manual',
+    value: s.value ?? null,
+    timezone: s.timezone ?? 'UTC',
+    overlap: s.overlap ?? DEFAULT_POLICIES.overlap,
+    catchupWindow: s.catchupWindow ?? null,
+    pauseOnFailure: s.pauseOnFailure ?? false,
+    jitter: s.jitter ?? null,
+  };
+}
+
+/**
+ * @param overlap a mission's overlap policy.
+ * @returns Temporal's name of it.
+ */
+export function temporalOverlap(overlap: OverlapPolicy): ScheduleOverlapPolicy {
+  return overlap.toUpperCase() as ScheduleOverlapPolicy;
+}
+
+/**
+ * @param schedule a stored schedule.
+ * @returns the Schedule's policies (every one set, so an update also clears what the client cleared).
+ */
+function schedulePolicies(schedule: MissionSchedule) {
+  return {
+    overlap: temporalOverlap(schedule.overlap),
+    catchupWindow: schedule.catchupWindow
+      ? parseDuration(schedule.catchupWindow, 'schedule.catchupWindow', DURATION_BOUNDS.catchupWindow)
+      : DEFAULT_CATCHUP_MS,
+    pauseOnFailure: schedule.pauseOnFailure,
+  };
+}
+
+/**
  * The Schedule of a mission, as Temporal takes it.
  * @param deps Temporal.
  * @param mission the mission.
  * @returns the schedule's options.
  */
 function scheduleOptions(deps: Pick<ExecutionDeps, 'temporal'>, mission: MissionDoc): ScheduleOptions {
-  const schedule = mission.schedule as MissionSchedule;
+  const schedule = storedSchedule(mission);
   return {
     scheduleId: missionScheduleId(mission._id),
     spec: scheduleSpec(schedule),
+    policies: schedulePolicies(schedule),
     action: {
       type: 'startWorkflow',
       workflowType: 'missionRun',
@@ -192,6 +370,7 @@ export async function syncSchedule(
     await deps.temporal.client.schedule.getHandle(options.scheduleId).update((previous) => ({
       ...previous,
       spec: options.spec,
+      policies: { ...previous.policies, ...options.policies } as typeof previous.policies,
       action: options.action as typeof previous.action,
       state: {
         ...previous.state,

@@ -35,6 +35,7 @@ export const SERVICE_EVENT_TYPES = [
   'job.review_requested',
   'job.done',
   'mission.run_started',
+  'mission.run_skipped',
   'mission.updated',
   'execution.completed',
   'execution.failed',

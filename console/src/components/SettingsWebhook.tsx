@@ -34,6 +34,7 @@ const EVENT_TYPE_SET: Record<EventType, true> = {
   'job.review_requested': true,
   'job.done': true,
   'mission.run_started': true,
+  'mission.run_skipped': true,
   'mission.updated': true,
   'execution.completed': true,
   'execution.failed': true,
