@@ -3,6 +3,7 @@
  * its `mission.run_started` event a key naming the run), so a retry creates nothing twice.
  */
 import { Context } from '@temporalio/activity';
+import { TypedSearchAttributes } from '@temporalio/common';
 import { createJobRecord, jobWorkflowStart } from '../commands/jobs';
 import { missionRunGoal, openMissionTasks } from '../commands/missionGoals';
 import { recordScheduleSkips } from '../commands/missionSkips';
@@ -12,7 +13,10 @@ import type { Config } from '../lib/config';
 import { sha256Hex } from '../lib/crypto';
 import type { Logger } from '../lib/logger';
 import { Membership, Mission, type MissionDoc } from '../models';
+import { missionRunEndedSignal, type MissionRunInput } from '../workflows/definitions';
+import { missionSkipsWorkflowId } from '../workflows/ids';
 import type { JobInput } from '../workflows/job';
+import { organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 
 export interface MissionActivityDeps extends EventDeps {
   logger: Logger;
@@ -99,6 +103,26 @@ export function createMissionActivities(deps: MissionActivityDeps) {
   }
 
   /**
+   * Asks the mission's skip check (workflow `mission-skips-<id>`) to read the Schedule's counters once this run has
+   * closed: started when it is not running, signalled when it is.
+   */
+  async function checkMissionSkipsLater(input: { missionId: string }): Promise<void> {
+    const mission = await Mission.findById(input.missionId).lean<MissionDoc>();
+    if (!mission) return;
+    const ctx = Context.current();
+    await ctx.client.workflow.signalWithStart('missionSkips', {
+      workflowId: missionSkipsWorkflowId(mission._id),
+      taskQueue: ctx.info.taskQueue,
+      args: [{ missionId: mission._id }] satisfies [MissionRunInput], // workflows/missionSkips.ts
+      signal: missionRunEndedSignal,
+      typedSearchAttributes: new TypedSearchAttributes([
+        { key: organizationIdKey, value: mission.organizationId },
+        { key: workKindKey, value: 'mission-run' },
+      ]),
+    });
+  }
+
+  /**
    * A run whose job failed: with pause-on-failure, Temporal has paused the Schedule (or will, as the run fails);
    * the record says so (`paused`) and `mission.updated` is recorded once for the run.
    * @returns whether the mission was paused.
@@ -127,7 +151,7 @@ export function createMissionActivities(deps: MissionActivityDeps) {
     return true;
   }
 
-  return { prepareMissionRun, recordMissionSkips, pauseMissionAfterFailure };
+  return { prepareMissionRun, recordMissionSkips, checkMissionSkipsLater, pauseMissionAfterFailure };
 }
 
 export type MissionActivities = ReturnType<typeof createMissionActivities>;

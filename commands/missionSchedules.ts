@@ -16,7 +16,7 @@ import { ValidationError } from '../lib/errors';
 import type { MissionDoc } from '../models';
 import { OVERLAP_POLICIES, type OverlapPolicy } from '../models/Mission';
 import { missionScheduleId } from '../workflows/ids';
-import type { missionRun } from '../workflows/missionRun';
+import type { MissionRunInput } from '../workflows/definitions';
 import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 import type { ExecutionDeps } from './executionStart';
 
@@ -324,7 +324,7 @@ function scheduleOptions(deps: Pick<ExecutionDeps, 'temporal'>, mission: Mission
       workflowType: 'missionRun',
       workflowId: `mission-run-${mission._id}`,
       taskQueue: deps.temporal.taskQueue,
-      args: [{ missionId: mission._id }] as Parameters<typeof missionRun>,
+      args: [{ missionId: mission._id }] satisfies [MissionRunInput],
       typedSearchAttributes: [
         { key: organizationIdKey, value: mission.organizationId },
         { key: agentIdKey, value: mission.agentId },

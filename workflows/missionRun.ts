@@ -4,8 +4,8 @@
  * for a paused or deleted mission), then the job's workflow runs as a child and the run lasts as long as its job
  * [docs/decisions.md "Schedule policies"]: the Schedule's overlap policy then acts on runs that are really going
  * (`skip` skips a run due while the job runs, `cancel_other` cancels the job, ...), and a failed job fails the run,
- * which pauses a Schedule with pause-on-failure. Before and after, the run records the skips the Schedule counted
- * (`mission.run_skipped`). Runs started before this shape (patch `mission-run-waits-for-job` absent) end once the
+ * which pauses a Schedule with pause-on-failure. The run records the skips the Schedule counted before it starts
+ * (`mission.run_skipped`), and once it has closed through workflow `missionSkips`. Runs started before this shape (patch `mission-run-waits-for-job` absent) end once the
  * job has started, as they did.
  */
 import {
@@ -18,18 +18,18 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { MissionActivities } from '../activities/missions';
+import type { MissionRunInput } from './definitions';
 import { jobWorkflowId } from './ids';
 import type { job } from './job';
 import { agentIdKey, organizationIdKey, workKindKey } from './searchAttributes';
 
-export interface MissionRunInput {
-  missionId: string;
-}
+export type { MissionRunInput } from './definitions';
 
-const { prepareMissionRun, recordMissionSkips, pauseMissionAfterFailure } = proxyActivities<MissionActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '500 milliseconds', maximumAttempts: 20 },
-});
+const { prepareMissionRun, recordMissionSkips, checkMissionSkipsLater, pauseMissionAfterFailure } =
+  proxyActivities<MissionActivities>({
+    startToCloseTimeout: '30 seconds',
+    retry: { initialInterval: '500 milliseconds', maximumAttempts: 20 },
+  });
 
 /** The error type of a run whose job failed (the Schedule counts it as a failure: pause-on-failure). */
 export const MISSION_RUN_FAILED = 'MissionRunFailed';
@@ -73,8 +73,8 @@ export async function missionRun(input: MissionRunInput): Promise<{ jobId: strin
     return { jobId: prepared.jobId, status: 'already_run' };
   }
   const view = await child.result();
-  // Skips by overlap happen while a run goes on: this run's end sees those that happened during it.
-  await recordMissionSkips({ missionId: input.missionId });
+  // Skips by overlap happen while a run goes on, up to its close: they are read once it has closed.
+  await checkMissionSkipsLater({ missionId: input.missionId });
   if (view.status === 'failed') {
     await pauseMissionAfterFailure({ missionId: input.missionId, runId });
     throw ApplicationFailure.nonRetryable(`The run's job ${prepared.jobId} failed`, MISSION_RUN_FAILED);
