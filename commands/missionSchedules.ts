@@ -1,6 +1,6 @@
 /**
- * A mission's schedule and its Temporal Schedule [docs/decisions.md "Missions"]: what clients send (cron, once or
- * manual) validated and normalized, translated into the Schedule `mission-<id>` that fires workflow `missionRun`,
+ * A mission's schedule and its Temporal Schedule [docs/decisions.md "Missions"]: what clients send (cron, interval,
+ * once or manual, with the policies of commands/schedulePolicies.ts) validated and normalized, translated into the Schedule `mission-<id>` that fires workflow `missionRun`,
  * and kept in line with the mission (created, updated, described, deleted). Creating and updating the Schedule are
  * idempotent (create, or update the one that exists).
  */
@@ -8,25 +8,26 @@ import {
   ScheduleAlreadyRunning,
   ScheduleNotFoundError,
   type ScheduleOptions,
-  type ScheduleOverlapPolicy,
   type ScheduleSpec,
 } from '@temporalio/client';
 import { Cron } from 'croner';
 import { ValidationError } from '../lib/errors';
 import type { MissionDoc } from '../models';
-import { OVERLAP_POLICIES, type OverlapPolicy } from '../models/Mission';
 import { missionScheduleId } from '../workflows/ids';
 import type { MissionRunInput } from '../workflows/definitions';
 import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 import type { ExecutionDeps } from './executionStart';
+import {
+  DEFAULT_POLICIES,
+  DURATION_BOUNDS,
+  parseDuration,
+  parsePolicies,
+  schedulePolicies,
+  type SchedulePolicies,
+  type SchedulePolicyInput,
+} from './schedulePolicies';
 
-/** A schedule's policies as clients send them (each one omitted: kept on update, its default on create). */
-export interface SchedulePolicyInput {
-  overlap?: OverlapPolicy;
-  catchupWindow?: string | null;
-  pauseOnFailure?: boolean;
-  jitter?: string | null;
-}
+export { DURATION_BOUNDS, parseDuration, temporalOverlap, type SchedulePolicyInput } from './schedulePolicies';
 
 /**
  * A schedule as clients send it: cron (5 fields, IANA timezone, default UTC), interval (a duration), once (an ISO
@@ -41,52 +42,10 @@ export type ScheduleInput = SchedulePolicyInput &
     | { type?: undefined; timezone?: string }
   );
 
-export interface MissionSchedule {
+export interface MissionSchedule extends SchedulePolicies {
   type: 'cron' | 'interval' | 'once' | 'manual';
   value: string | null;
   timezone: string;
-  overlap: OverlapPolicy;
-  catchupWindow: string | null;
-  pauseOnFailure: boolean;
-  jitter: string | null;
-}
-
-/** The policies of a schedule that names none: every run starts, Temporal's catch-up window, no jitter. */
-export const DEFAULT_POLICIES = {
-  overlap: 'allow_all',
-  catchupWindow: null,
-  pauseOnFailure: false,
-  jitter: null,
-} as const satisfies Pick<MissionSchedule, 'overlap' | 'catchupWindow' | 'pauseOnFailure' | 'jitter'>;
-
-/** Temporal's own default catch-up window (one year, as the SDK's `'1 year'`), set again when a client clears one. */
-const DEFAULT_CATCHUP_MS = 365.25 * 24 * 3600 * 1000;
-
-const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-
-/** Bounds of each duration field, in milliseconds (Temporal refuses a catch-up window under 10 s). */
-export const DURATION_BOUNDS = {
-  value: { min: 1000, max: 366 * UNIT_MS.d },
-  catchupWindow: { min: 10_000, max: 366 * UNIT_MS.d },
-  jitter: { min: 0, max: UNIT_MS.d },
-} as const;
-
-/**
- * @param text a duration as clients write it: a whole number and a unit, `s`, `m`, `h` or `d` (`30s`, `10m`).
- * @param field the field, for the message (`schedule.catchupWindow`).
- * @param bounds the smallest and largest duration accepted, in milliseconds.
- * @returns the duration in milliseconds.
- * @throws ValidationError naming the field.
- */
-export function parseDuration(text: string, field: string, bounds: { min: number; max: number }): number {
-  const m = /^(\d{1,6})(s|m|h|d)$/.exec(text.trim());
-  if (!m) throw new ValidationError(`Invalid ${field}: expected a duration such as 30s, 10m, 2h or 1d`);
-  const ms = Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
-  if (ms < bounds.min || ms > bounds.max)
-    throw new ValidationError(
-      `Invalid ${field}: must be between ${bounds.min / 1000}s and ${bounds.max / UNIT_MS.d}d (got ${text.trim()})`
-    );
-  return ms;
 }
 
 /**
@@ -153,32 +112,6 @@ export function parseSchedule(
 /** @returns the object without its null and undefined fields (a record stored before a field existed). */
 function withoutNullish<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined)) as Partial<T>;
-}
-
-/**
- * @param input the client's policies.
- * @param before the values an omitted field keeps.
- * @returns the policies, validated.
- */
-function parsePolicies(
-  input: SchedulePolicyInput,
-  before: Pick<MissionSchedule, 'overlap' | 'catchupWindow' | 'pauseOnFailure' | 'jitter'>
-): Pick<MissionSchedule, 'overlap' | 'catchupWindow' | 'pauseOnFailure' | 'jitter'> {
-  const overlap = input.overlap ?? before.overlap;
-  if (!(OVERLAP_POLICIES as readonly string[]).includes(overlap))
-    throw new ValidationError(`Invalid schedule.overlap: must be one of ${OVERLAP_POLICIES.join(', ')}`);
-  const duration = (value: string | null | undefined, old: string | null, field: 'catchupWindow' | 'jitter') => {
-    if (value === undefined) return old;
-    if (value === null) return null;
-    parseDuration(value, `schedule.${field}`, DURATION_BOUNDS[field]);
-    return value.trim();
-  };
-  return {
-    overlap,
-    catchupWindow: duration(input.catchupWindow, before.catchupWindow, 'catchupWindow'),
-    pauseOnFailure: input.pauseOnFailure ?? before.pauseOnFailure,
-    jitter: duration(input.jitter, before.jitter, 'jitter'),
-  };
 }
 
 /**
@@ -282,28 +215,6 @@ export function storedSchedule(mission: Pick<MissionDoc, 'schedule'>): MissionSc
     catchupWindow: s.catchupWindow ?? null,
     pauseOnFailure: s.pauseOnFailure ?? false,
     jitter: s.jitter ?? null,
-  };
-}
-
-/**
- * @param overlap a mission's overlap policy.
- * @returns Temporal's name of it.
- */
-export function temporalOverlap(overlap: OverlapPolicy): ScheduleOverlapPolicy {
-  return overlap.toUpperCase() as ScheduleOverlapPolicy;
-}
-
-/**
- * @param schedule a stored schedule.
- * @returns the Schedule's policies (every one set, so an update also clears what the client cleared).
- */
-function schedulePolicies(schedule: MissionSchedule) {
-  return {
-    overlap: temporalOverlap(schedule.overlap),
-    catchupWindow: schedule.catchupWindow
-      ? parseDuration(schedule.catchupWindow, 'schedule.catchupWindow', DURATION_BOUNDS.catchupWindow)
-      : DEFAULT_CATCHUP_MS,
-    pauseOnFailure: schedule.pauseOnFailure,
   };
 }
 
