@@ -310,6 +310,8 @@ function invalidSchedule(err: unknown): unknown {
  * @returns its next run times as Temporal computes them (empty for a manual or paused mission).
  */
 export async function nextRunTimes(deps: Pick<ExecutionDeps, 'temporal'>, mission: MissionDoc): Promise<Date[]> {
+  // Paused on the record is paused (pause-on-failure writes the record just before Temporal pauses the Schedule).
+  if (mission.status === 'paused') return [];
   try {
     const info = await deps.temporal.client.schedule.getHandle(missionScheduleId(mission._id)).describe();
     return info.state.paused ? [] : info.info.nextActionTimes;

@@ -305,3 +305,40 @@ it('a backfill of 3 past slots runs exactly 3, though the worker is killed while
   expect(await Job.countDocuments({ organizationId: org.organizationId, missionId: id })).toBe(3);
   expect((await describeSchedule(id)).info.numActionsTaken).toBe(3);
 });
+
+it('pause-on-failure: a run whose job fails pauses the mission; its runs then do nothing until resumed', async () => {
+  const { org, api, agent } = await setup();
+  const created = await api.post('/missions', {
+    title: 'Fragile',
+    goal: 'Break [fail:400]',
+    agentType: agent,
+    schedule: { type: 'interval', value: '1h', pauseOnFailure: true },
+  });
+  const id = created.body.mission.id;
+  await temporal.client.schedule.getHandle(missionScheduleId(id)).trigger();
+  const paused = await until(
+    () => api.get(`/missions/${id}`),
+    (r) => r.body.mission?.status === 'paused',
+    60_000,
+    200,
+    'the mission paused'
+  );
+  expect(paused.body.mission.nextRunTimes).toEqual([]);
+  expect((await describeSchedule(id)).policies.pauseOnFailure).toBe(true);
+  const [job] = await Job.find({ organizationId: org.organizationId, missionId: id }).lean();
+  expect(job.status).toBe('failed');
+  const updates = (await ServiceEvent.find({ organizationId: org.organizationId, type: 'mission.updated' }).lean()).map(
+    (e) => JSON.parse(e.data) as Record<string, unknown>
+  );
+  expect(updates).toEqual([expect.objectContaining({ mission_id: id, status: 'paused', reason: 'run_failed' })]);
+  // A run fired meanwhile does nothing (the record is paused); resumed through the API like any pause.
+  await temporal.client.schedule.getHandle(missionScheduleId(id)).trigger();
+  await until(
+    () => describeSchedule(id),
+    (d) => d.info.numActionsTaken === 2 && d.info.runningActions.length === 0,
+    30_000
+  );
+  expect(await Job.countDocuments({ organizationId: org.organizationId, missionId: id })).toBe(1);
+  expect((await api.patch(`/missions/${id}`, { status: 'active' })).body.mission.status).toBe('active');
+  expect((await describeSchedule(id)).state.paused).toBe(false);
+});
