@@ -1,6 +1,6 @@
 /**
- * A mission's schedule and its Temporal Schedule [docs/decisions.md "Missions"]: what clients send (cron, once or
- * manual) validated and normalized, translated into the Schedule `mission-<id>` that fires workflow `missionRun`,
+ * A mission's schedule and its Temporal Schedule [docs/decisions.md "Missions"]: what clients send (cron, interval,
+ * once or manual, with the policies of commands/schedulePolicies.ts) validated and normalized, translated into the Schedule `mission-<id>` that fires workflow `missionRun`,
  * and kept in line with the mission (created, updated, described, deleted). Creating and updating the Schedule are
  * idempotent (create, or update the one that exists).
  */
@@ -14,15 +14,36 @@ import { Cron } from 'croner';
 import { ValidationError } from '../lib/errors';
 import type { MissionDoc } from '../models';
 import { missionScheduleId } from '../workflows/ids';
-import type { missionRun } from '../workflows/missionRun';
+import type { MissionRunInput } from '../workflows/definitions';
 import { agentIdKey, organizationIdKey, workKindKey } from '../workflows/searchAttributes';
 import type { ExecutionDeps } from './executionStart';
+import {
+  DEFAULT_POLICIES,
+  DURATION_BOUNDS,
+  parseDuration,
+  parsePolicies,
+  schedulePolicies,
+  type SchedulePolicies,
+  type SchedulePolicyInput,
+} from './schedulePolicies';
 
-/** A schedule as clients send it: cron (5 fields, IANA timezone, default UTC), once (an ISO time), or none. */
-export type ScheduleInput = { type: 'cron'; value: string; timezone?: string } | { type: 'once'; value: string };
+export { DURATION_BOUNDS, parseDuration, temporalOverlap, type SchedulePolicyInput } from './schedulePolicies';
 
-export interface MissionSchedule {
-  type: 'cron' | 'once' | 'manual';
+/**
+ * A schedule as clients send it: cron (5 fields, IANA timezone, default UTC), interval (a duration), once (an ISO
+ * time), manual (none), or no type (an update of the policies only: the times stay), with its policies.
+ */
+export type ScheduleInput = SchedulePolicyInput &
+  (
+    | { type: 'cron'; value: string; timezone?: string }
+    | { type: 'interval'; value: string; timezone?: string }
+    | { type: 'once'; value: string; timezone?: string }
+    | { type: 'manual'; timezone?: string }
+    | { type?: undefined; timezone?: string }
+  );
+
+export interface MissionSchedule extends SchedulePolicies {
+  type: 'cron' | 'interval' | 'once' | 'manual';
   value: string | null;
   timezone: string;
 }
@@ -46,25 +67,66 @@ function isTimeZone(tz: string): boolean {
  * @returns the schedule parseSchedule takes.
  */
 export function scheduleInput(
-  s: { type: 'cron' | 'once' | 'manual'; value?: string; timezone?: string } | undefined
-): ScheduleInput | null | undefined {
+  s:
+    | ({ type?: 'cron' | 'interval' | 'once' | 'manual'; value?: string; timezone?: string } & SchedulePolicyInput)
+    | undefined
+): ScheduleInput | undefined {
   if (s === undefined) return undefined;
-  if (s.type === 'manual') return null;
-  if (s.value === undefined) throw new ValidationError('Missing required field: schedule.value');
-  return s.type === 'cron' ? { type: 'cron', value: s.value, timezone: s.timezone } : { type: 'once', value: s.value };
+  const { type, value, ...rest } = s;
+  if (type === undefined || type === 'manual') return { ...rest, type };
+  if (value === undefined) throw new ValidationError('Missing required field: schedule.value');
+  return { ...rest, type, value };
 }
 
 /** The years a `once` schedule may name (what the workflow engine's calendar specs accept). */
 export const SCHEDULE_YEARS = { first: 2000, last: 2100 } as const;
 
 /**
- * Validates and normalizes a schedule (the cron expression by croner, the time zone by Intl).
- * @param input what the client sent (null or undefined: manual).
+ * Validates and normalizes a schedule and its policies.
+ * @param input what the client sent (null or undefined: manual, default policies).
+ * @param current the stored schedule, on update: a field the client omits keeps its value there.
  * @returns the stored schedule.
- * @throws ValidationError naming `schedule.value` or `schedule.timezone`.
+ * @throws ValidationError naming the field (`schedule.value`, `schedule.timezone`, `schedule.overlap`, …).
  */
-export function parseSchedule(input: ScheduleInput | null | undefined): MissionSchedule {
-  if (!input) return { type: 'manual', value: null, timezone: 'UTC' };
+export function parseSchedule(
+  input: ScheduleInput | null | undefined,
+  current?: Partial<MissionSchedule> | null
+): MissionSchedule {
+  const before = { ...DEFAULT_POLICIES, ...withoutNullish(current ?? {}) };
+  const policies = parsePolicies(input ?? {}, before);
+  if (input?.timezone !== undefined && !isTimeZone(input.timezone))
+    throw new ValidationError(`Invalid schedule.timezone: ${input.timezone} is not an IANA time zone`);
+  if (input && input.type === undefined) {
+    if (input.timezone !== undefined && before.type === 'cron')
+      return { ...parseTimes({ type: 'cron', value: before.value!, timezone: input.timezone }), ...policies };
+    return {
+      type: (before.type as MissionSchedule['type'] | undefined) ?? 'manual',
+      value: before.value ?? null,
+      timezone: before.timezone ?? 'UTC',
+      ...policies,
+    };
+  }
+  return { ...parseTimes(input ?? { type: 'manual' }), ...policies };
+}
+
+/** @returns the object without its null and undefined fields (a record stored before a field existed). */
+function withoutNullish<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined)) as Partial<T>;
+}
+
+/**
+ * Validates and normalizes a schedule's times (the cron expression by croner, the time zone by Intl).
+ * @param input the times.
+ * @returns type, value and time zone.
+ */
+function parseTimes(
+  input: Exclude<ScheduleInput, { type?: undefined }>
+): Pick<MissionSchedule, 'type' | 'value' | 'timezone'> {
+  if (input.type === 'manual') return { type: 'manual', value: null, timezone: 'UTC' };
+  if (input.type === 'interval') {
+    parseDuration(input.value, 'schedule.value', DURATION_BOUNDS.value);
+    return { type: 'interval', value: input.value.trim(), timezone: 'UTC' };
+  }
   if (input.type === 'once') {
     const at = new Date(input.value);
     if (!/^\d{4}-\d{2}-\d{2}T/.test(input.value) || Number.isNaN(at.getTime()))
@@ -96,7 +158,16 @@ export function parseSchedule(input: ScheduleInput | null | undefined): MissionS
  * @returns the Temporal Schedule's spec (manual: no times; it runs when triggered).
  */
 function scheduleSpec(schedule: MissionSchedule): ScheduleSpec {
-  if (schedule.type === 'cron') return { cronExpressions: [schedule.value!], timezone: schedule.timezone };
+  const jitter = schedule.jitter
+    ? parseDuration(schedule.jitter, 'schedule.jitter', DURATION_BOUNDS.jitter)
+    : undefined;
+  if (schedule.type === 'cron')
+    return { cronExpressions: [schedule.value!], timezone: schedule.timezone, ...(jitter ? { jitter } : {}) };
+  if (schedule.type === 'interval')
+    return {
+      intervals: [{ every: parseDuration(schedule.value!, 'schedule.value', DURATION_BOUNDS.value) }],
+      ...(jitter ? { jitter } : {}),
+    };
   if (schedule.type === 'once') {
     const at = new Date(schedule.value!);
     const months = [
@@ -131,22 +202,40 @@ function scheduleSpec(schedule: MissionSchedule): ScheduleSpec {
 }
 
 /**
+ * @param mission a mission.
+ * @returns its schedule with every policy (a record stored before policies existed has the defaults).
+ */
+export function storedSchedule(mission: Pick<MissionDoc, 'schedule'>): MissionSchedule {
+  const s = (mission.schedule ?? {}) as Partial<MissionSchedule>;
+  return {
+    type: s.type ?? 'manual',
+    value: s.value ?? null,
+    timezone: s.timezone ?? 'UTC',
+    overlap: s.overlap ?? DEFAULT_POLICIES.overlap,
+    catchupWindow: s.catchupWindow ?? null,
+    pauseOnFailure: s.pauseOnFailure ?? false,
+    jitter: s.jitter ?? null,
+  };
+}
+
+/**
  * The Schedule of a mission, as Temporal takes it.
  * @param deps Temporal.
  * @param mission the mission.
  * @returns the schedule's options.
  */
 function scheduleOptions(deps: Pick<ExecutionDeps, 'temporal'>, mission: MissionDoc): ScheduleOptions {
-  const schedule = mission.schedule as MissionSchedule;
+  const schedule = storedSchedule(mission);
   return {
     scheduleId: missionScheduleId(mission._id),
     spec: scheduleSpec(schedule),
+    policies: schedulePolicies(schedule),
     action: {
       type: 'startWorkflow',
       workflowType: 'missionRun',
       workflowId: `mission-run-${mission._id}`,
       taskQueue: deps.temporal.taskQueue,
-      args: [{ missionId: mission._id }] as Parameters<typeof missionRun>,
+      args: [{ missionId: mission._id }] satisfies [MissionRunInput],
       typedSearchAttributes: [
         { key: organizationIdKey, value: mission.organizationId },
         { key: agentIdKey, value: mission.agentId },
@@ -192,6 +281,7 @@ export async function syncSchedule(
     await deps.temporal.client.schedule.getHandle(options.scheduleId).update((previous) => ({
       ...previous,
       spec: options.spec,
+      policies: { ...previous.policies, ...options.policies } as typeof previous.policies,
       action: options.action as typeof previous.action,
       state: {
         ...previous.state,
@@ -220,6 +310,8 @@ function invalidSchedule(err: unknown): unknown {
  * @returns its next run times as Temporal computes them (empty for a manual or paused mission).
  */
 export async function nextRunTimes(deps: Pick<ExecutionDeps, 'temporal'>, mission: MissionDoc): Promise<Date[]> {
+  // Paused on the record is paused (pause-on-failure writes the record just before Temporal pauses the Schedule).
+  if (mission.status === 'paused') return [];
   try {
     const info = await deps.temporal.client.schedule.getHandle(missionScheduleId(mission._id)).describe();
     return info.state.paused ? [] : info.info.nextActionTimes;

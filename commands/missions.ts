@@ -21,7 +21,7 @@ import { findOrganizationAgent } from './agents';
 import type { ExecutionDeps } from './executionStart';
 import { createJob } from './jobs';
 import { taskGoal } from './missionGoals';
-import { deleteSchedule, parseSchedule, syncSchedule, type ScheduleInput } from './missionSchedules';
+import { deleteSchedule, parseSchedule, storedSchedule, syncSchedule, type ScheduleInput } from './missionSchedules';
 import { recordEvent, type EventDeps } from './serviceEvents';
 import { ensureDefaultSpace } from './defaultSpace';
 import { findVisibleSpace } from './spaces';
@@ -163,7 +163,7 @@ export async function updateMission(
   const set: Record<string, unknown> = {};
   if (input.title !== undefined) set.title = input.title;
   if (input.goal !== undefined) set.goal = input.goal;
-  if (input.schedule !== undefined) set.schedule = parseSchedule(input.schedule);
+  if (input.schedule !== undefined) set.schedule = parseSchedule(input.schedule, storedSchedule(mission));
   if (input.status !== undefined) {
     if (!(MISSION_STATUSES as readonly string[]).includes(input.status)) throw new ValidationError('Invalid status');
     set.status = input.status;

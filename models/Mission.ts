@@ -9,8 +9,24 @@ import { newId } from '../lib/ids';
 export const MISSION_STATUSES = ['active', 'paused'] as const;
 export type MissionStatus = (typeof MISSION_STATUSES)[number];
 /** `manual`: no schedule; the mission runs only when triggered (its Schedule has no times). */
-export const SCHEDULE_TYPES = ['cron', 'once', 'manual'] as const;
+export const SCHEDULE_TYPES = ['cron', 'interval', 'once', 'manual'] as const;
 export type ScheduleType = (typeof SCHEDULE_TYPES)[number];
+/**
+ * What a run due while the previous one still runs does (Temporal's ScheduleOverlapPolicy). `allow_all` is the
+ * default: every run starts, as before policies existed [docs/decisions.md "Schedule policies"].
+ */
+export const OVERLAP_POLICIES = [
+  'skip',
+  'buffer_one',
+  'buffer_all',
+  'cancel_other',
+  'terminate_other',
+  'allow_all',
+] as const;
+export type OverlapPolicy = (typeof OVERLAP_POLICIES)[number];
+/** Why a run did not happen (webhook `mission.run_skipped`). */
+export const SKIP_REASONS = ['overlap', 'missed_catchup_window'] as const;
+export type SkipReason = (typeof SKIP_REASONS)[number];
 
 const schema = new mongoose.Schema(
   {
@@ -29,6 +45,21 @@ const schema = new mongoose.Schema(
       type: { type: String, enum: SCHEDULE_TYPES, default: 'manual' },
       value: { type: String, default: null },
       timezone: { type: String, default: 'UTC' },
+      overlap: { type: String, enum: OVERLAP_POLICIES, default: 'allow_all' },
+      /** A duration (`30s`, `10m`, `2h`, `1d`); null: Temporal's default (one year). */
+      catchupWindow: { type: String, default: null },
+      pauseOnFailure: { type: Boolean, default: false },
+      /** A duration; null: none. */
+      jitter: { type: String, default: null },
+    },
+    /**
+     * The Schedule's skip counters already recorded as `mission.run_skipped` events (commands/missionSkips.ts), for
+     * the Schedule created at `scheduleCreatedAt` (a Schedule made again starts counting from 0).
+     */
+    skipsRecorded: {
+      scheduleCreatedAt: { type: Date, default: null },
+      overlap: { type: Number, default: 0 },
+      missed: { type: Number, default: 0 },
     },
     status: { type: String, enum: MISSION_STATUSES, default: 'active' },
     lastRunAt: { type: Date, default: null },

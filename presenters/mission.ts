@@ -9,6 +9,12 @@ import { iso } from './time';
  */
 export function presentMission(mission: MissionDoc, nextRunTimes: Date[] | null): Record<string, unknown> {
   const schedule = mission.schedule;
+  const policies = {
+    overlap: schedule?.overlap ?? 'allow_all',
+    catchupWindow: schedule?.catchupWindow ?? null,
+    pauseOnFailure: schedule?.pauseOnFailure ?? false,
+    jitter: schedule?.jitter ?? null,
+  };
   return {
     id: mission._id,
     organizationId: mission.organizationId,
@@ -20,12 +26,32 @@ export function presentMission(mission: MissionDoc, nextRunTimes: Date[] | null)
     workspaceId: mission.spaceId,
     schedule:
       !schedule || schedule.type === 'manual'
-        ? { type: 'manual', value: null, timezone: 'UTC' }
-        : { type: schedule.type, value: schedule.value, timezone: schedule.timezone ?? 'UTC' },
+        ? { type: 'manual', value: null, timezone: 'UTC', ...policies }
+        : { type: schedule.type, value: schedule.value, timezone: schedule.timezone ?? 'UTC', ...policies },
     status: mission.status,
     lastRunAt: iso(mission.lastRunAt),
     nextRunTimes: nextRunTimes ? nextRunTimes.map((d) => d.toISOString()) : null,
     createdAt: iso(mission.createdAt),
     updatedAt: iso(mission.updatedAt),
+  };
+}
+
+/**
+ * @param done a backfill the mission's Schedule took.
+ * @returns its answer.
+ */
+export function presentBackfill(done: {
+  missionId: string;
+  start: Date;
+  end: Date;
+  overlap: string;
+  runs: number;
+}): Record<string, unknown> {
+  return {
+    missionId: done.missionId,
+    start: done.start.toISOString(),
+    end: done.end.toISOString(),
+    overlap: done.overlap,
+    runs: done.runs,
   };
 }

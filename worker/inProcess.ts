@@ -3,6 +3,7 @@
  * on a NativeConnection of its own with a client for eager starts, plus the worker-only process's background duties
  * that a deployment without worker-only processes still needs (the webhook outbox sweep, the health file).
  */
+import { reconcileMissionSchedules } from '../commands/missionSkips';
 import { startWebhookOutboxSweep } from '../commands/webhooks';
 import type { Config } from '../lib/config';
 import type { Logger } from '../lib/logger';
@@ -28,6 +29,7 @@ export async function startServiceWorker(deps: { config: Config; logger: Logger 
   const inProcess = await runInProcessWorker({ config, logger });
   const temporal = createTemporal(config);
   const stopSweep = startWebhookOutboxSweep(temporal, logger);
+  void reconcileMissionSchedules(temporal, logger); // commands/missionSkips.ts
   const stopHealth = config.workerHealthFile
     ? startHealthFile(inProcess.worker, config.workerHealthFile, config.temporalTaskQueue, (err) =>
         logger.warn({ err }, 'cannot write the worker health file')

@@ -4,6 +4,7 @@
  */
 import type { Worker } from '@temporalio/worker';
 import { DefaultLogger, NativeConnection, Runtime, type LogLevel, type LogMetadata } from '@temporalio/worker';
+import { reconcileMissionSchedules } from '../commands/missionSkips';
 import { startWebhookOutboxSweep } from '../commands/webhooks';
 import { createTemporal, temporalConnectFailure, temporalConnectionOptions } from '../lib/temporal';
 import { createWorker } from './create';
@@ -98,6 +99,8 @@ export async function main(stop: StopSignals): Promise<void> {
   // Events recorded by activities start their webhook deliveries; the sweep starts whatever an outage left behind.
   const temporal = createTemporal(config);
   const stopSweep = startWebhookOutboxSweep(temporal, logger);
+  // Skipped runs no run has recorded yet, and Schedules made before missions had policies (commands/missionSkips.ts).
+  void reconcileMissionSchedules(temporal, logger);
   if (!stop.requested) {
     const created = await createWorker({ config, logger }, connection);
     worker = created;

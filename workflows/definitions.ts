@@ -86,6 +86,14 @@ export interface TestResult {
  */
 export const webhookDeliverSignal = defineSignal<[DeliveryInput[]]>('deliver');
 
+/** What a mission run (workflows/missionRun.ts) is started with by its Schedule. */
+export interface MissionRunInput {
+  missionId: string;
+}
+
+/** Signal of a mission's skip check (workflows/missionSkips.ts): one of its runs ended; read the counters again. */
+export const missionRunEndedSignal = defineSignal('missionRunEnded');
+
 /** What an execution's workflow (`agentExecution`, `execution-<executionId>`) is started with. */
 export interface AgentExecutionInput {
   executionId: string;

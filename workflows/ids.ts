@@ -47,3 +47,11 @@ export function missionScheduleId(missionId: string): string {
 export function repoCloneWorkflowId(repoId: string): string {
   return `repo-clone-${repoId}`;
 }
+
+/**
+ * @param missionId the mission.
+ * @returns `mission-skips-<missionId>`: the id of the workflow that records its skipped runs after its runs end.
+ */
+export function missionSkipsWorkflowId(missionId: string): string {
+  return `mission-skips-${missionId}`;
+}

@@ -8,4 +8,5 @@ export { webhookDelivery } from './webhookDelivery';
 export { webhookDestination } from './webhookDestination';
 export { webhookTest } from './webhookTest';
 export { missionRun } from './missionRun';
+export { missionSkips } from './missionSkips';
 export { repoClone } from './repoClone';

@@ -1,6 +1,6 @@
 /** JSON Schemas of the current surface's /api/missions (the Mission record keeps the spec's camelCase names). */
 import type { Schema } from '../../lib/ajv';
-import { MISSION_STATUSES, SCHEDULE_TYPES } from '../../models/Mission';
+import { MISSION_STATUSES, OVERLAP_POLICIES, SCHEDULE_TYPES, SKIP_REASONS } from '../../models/Mission';
 import {
   nextCursor,
   nullableStr,
@@ -17,18 +17,55 @@ import { jobSchema } from './jobs.schema';
 
 const missionStatus = oneOfStrings(MISSION_STATUSES, 'status');
 
+const DURATION = 'a whole number and a unit: `30s`, `10m`, `2h`, `1d`';
+/** A duration a client may also clear (null). */
+const nullableDuration = <const D extends string>(description: D) =>
+  ({ type: ['string', 'null'], minLength: 2, maxLength: 10, description }) as const;
+
+/** The schedule's policies, on Temporal Schedules' own features (docs/schedules.md). */
+const schedulePolicies = {
+  overlap: oneOfStrings(OVERLAP_POLICIES, 'schedule.overlap', {
+    description:
+      'What a run due while an earlier run of the mission is still going does (Temporal overlap policy): `skip` ' +
+      '(recorded as `mission.run_skipped`), `buffer_one`, `buffer_all`, `cancel_other`, `terminate_other`, ' +
+      '`allow_all` (the default: every run starts)',
+  }),
+  catchupWindow: nullableDuration(
+    `How late a run missed while the engine was down may still start (${DURATION}; at least 10s); older ones are ` +
+      'skipped and recorded as `mission.run_skipped` (`missed_catchup_window`). null: one year (Temporal’s default)'
+  ),
+  pauseOnFailure: { type: 'boolean', description: 'A failed run pauses the mission (default false)' } as const,
+  jitter: nullableDuration(`Each run starts up to this much later, at random (${DURATION}; at most 1d); null: none`),
+} as const;
+
+const scheduleDescription =
+  '`{type: "cron", value: "<5-field cron>", timezone: "<IANA>"}` (timezone default UTC), `{type: "interval", ' +
+  'value: "<duration>"}` (`30s`, `10m`, `2h`, `1d`), `{type: "once", value: "<ISO time>"}`, or `{type: "manual"}` ' +
+  '(runs only when triggered; the default), with the policies `overlap`, `catchupWindow`, `pauseOnFailure` and `jitter`';
+
+const scheduleProperties = {
+  type: oneOfStrings(SCHEDULE_TYPES, 'schedule.type'),
+  value: requiredStr(200, {
+    description: 'The cron expression (cron), the duration between runs (interval) or the ISO 8601 time (once)',
+  }),
+  timezone: requiredStr(100, { description: 'IANA time zone of a cron schedule (default UTC)' }),
+  ...schedulePolicies,
+} as const;
+
 const schedule = {
   type: 'object',
   additionalProperties: false,
   required: ['type'],
-  description:
-    '`{type: "cron", value: "<5-field cron>", timezone: "<IANA>"}` (timezone default UTC), ' +
-    '`{type: "once", value: "<ISO time>"}`, or `{type: "manual"}` (runs only when triggered; the default)',
-  properties: {
-    type: oneOfStrings(SCHEDULE_TYPES, 'schedule.type'),
-    value: requiredStr(200, { description: 'The cron expression (cron) or the ISO 8601 time (once)' }),
-    timezone: requiredStr(100, { description: 'IANA time zone of a cron schedule (default UTC)' }),
-  },
+  description: scheduleDescription,
+  properties: scheduleProperties,
+} as const;
+
+/** On update `type` may be left out: the times stay, the fields given change (a policy omitted keeps its value). */
+const scheduleUpdate = {
+  type: 'object',
+  additionalProperties: false,
+  description: `${scheduleDescription}. Without \`type\`, the times stay and only the fields given change`,
+  properties: scheduleProperties,
 } as const;
 
 export const missionCreateBody = {
@@ -54,7 +91,26 @@ export const missionCreateBody = {
 export const missionUpdateBody = {
   type: 'object',
   additionalProperties: false,
-  properties: { title: requiredStr(200), goal: requiredStr(MAX_MESSAGE_CHARS), schedule, status: missionStatus },
+  properties: {
+    title: requiredStr(200),
+    goal: requiredStr(MAX_MESSAGE_CHARS),
+    schedule: scheduleUpdate,
+    status: missionStatus,
+  },
+} as const;
+
+/** POST /api/missions/{id}/backfill. */
+export const missionBackfillBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['start', 'end'],
+  properties: {
+    start: requiredStr(40, { format: 'date-time', description: 'Start of the past range (inclusive)' }),
+    end: requiredStr(40, { format: 'date-time', description: 'End of the past range (inclusive), not in the future' }),
+    overlap: oneOfStrings(OVERLAP_POLICIES, 'overlap', {
+      description: 'The overlap policy of these runs (default: the schedule’s)',
+    }),
+  },
 } as const;
 
 export const missionListQuery = pageQuery({ status: missionStatus });
@@ -72,6 +128,10 @@ export const missionSchema: Schema = record({
     type: { type: 'string', enum: [...SCHEDULE_TYPES] },
     value: nullableStr,
     timezone: { type: 'string' },
+    overlap: { type: 'string', enum: [...OVERLAP_POLICIES] },
+    catchupWindow: nullableStr,
+    pauseOnFailure: { type: 'boolean' },
+    jitter: nullableStr,
   }),
   status: { type: 'string', enum: [...MISSION_STATUSES] },
   lastRunAt: nullableTimestamp,
@@ -84,6 +144,24 @@ export const missionSchema: Schema = record({
 });
 
 export const missionResponse: Schema = record({ mission: missionSchema });
+
+export const missionBackfillResponse: Schema = record({
+  missionId: { type: 'string' },
+  start: { type: 'string', format: 'date-time' },
+  end: { type: 'string', format: 'date-time' },
+  overlap: { type: 'string', enum: [...OVERLAP_POLICIES] },
+  runs: { type: 'integer', description: 'How many runs the range holds (each one starts, by the overlap policy)' },
+});
+
+/** `data` of the webhook `mission.run_skipped`. */
+export const missionRunSkippedData: Schema = record({
+  mission_id: { type: 'string' },
+  reason: { type: 'string', enum: [...SKIP_REASONS] },
+  count: {
+    type: 'integer',
+    description: 'Which skip of this reason it is on the mission’s Schedule (1, 2, …): each one is recorded once',
+  },
+});
 export const missionListResponse: Schema = record({
   missions: { type: 'array', items: missionSchema },
   next_cursor: nextCursor,

@@ -11,14 +11,17 @@ import {
   updateMission,
   updateMissionTask,
 } from '../../commands/missions';
+import { backfillMission } from '../../commands/missionBackfill';
 import { nextRunTimes, parseSchedule, scheduleInput } from '../../commands/missionSchedules';
 import { presentJob } from '../../presenters/job';
-import { presentMission } from '../../presenters/mission';
+import { presentBackfill, presentMission } from '../../presenters/mission';
 import { presentTask } from '../../presenters/task';
 import { route, type RouteSpec } from '../route';
 import { idParams } from '../schemas';
 import type { ExecutionRouteDeps } from '../deps';
 import {
+  missionBackfillBody,
+  missionBackfillResponse,
   missionCreateBody,
   missionListQuery,
   missionListResponse,
@@ -56,7 +59,8 @@ export function missionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
     route({
       method: 'post',
       path: '/missions',
-      summary: 'Create a mission: a goal, an agent and a schedule (cron, once, or manual) on a Temporal Schedule',
+      summary:
+        'Create a mission: a goal, an agent and a schedule (cron, interval, once, or manual) with its policies on a Temporal Schedule',
       tags,
       auth: 'service',
       scope: 'missions:write',
@@ -87,7 +91,8 @@ export function missionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
     route({
       method: 'patch',
       path: '/missions/:id',
-      summary: 'Update a mission: title, goal, schedule, status (`paused` pauses its Schedule, `active` resumes it)',
+      summary:
+        'Update a mission: title, goal, schedule and its policies, status (`paused` pauses its Schedule, `active` resumes it)',
       tags,
       auth: 'service',
       scope: 'missions:write',
@@ -100,6 +105,24 @@ export function missionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           schedule: scheduleInput(body.schedule),
         });
         ctx.body = { mission: presentMission(mission, await nextRunTimes(deps, mission)) };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/missions/:id/backfill',
+      summary:
+        'Run a mission for the times of its schedule in a past range (its Temporal Schedule’s backfill; at most 100 runs)',
+      tags,
+      auth: 'service',
+      scope: 'missions:write',
+      params: idParams,
+      body: missionBackfillBody,
+      responses: { 202: missionBackfillResponse },
+      errors: [409],
+      handler: async (ctx, { params, body }) => {
+        const done = await backfillMission(deps, ctx.state.auth, params.id, body);
+        ctx.status = 202;
+        ctx.body = presentBackfill(done);
       },
     }),
     route({

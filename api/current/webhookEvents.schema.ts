@@ -5,6 +5,7 @@
  */
 import { SERVICE_EVENT_TYPES, type ServiceEventType } from '../../commands/serviceEvents';
 import type { Schema } from '../../lib/ajv';
+import { missionRunSkippedData } from './missions.schema';
 
 const task: Schema = {
   type: 'object',
@@ -60,6 +61,7 @@ export const WEBHOOK_EVENT_DATA: Record<ServiceEventType | 'test', Schema> = {
   'job.review_escalated': recordedByOwner,
   'job.done': recordedByOwner,
   'mission.run_started': recordedByOwner,
+  'mission.run_skipped': missionRunSkippedData,
   'mission.updated': recordedByOwner,
   'execution.completed': execution('completed'),
   'execution.failed': execution('failed', {

@@ -4,9 +4,19 @@
  */
 import type { Schema } from '../../lib/ajv';
 import { nextCursor, record } from '../schemas';
-import { missionSchema } from '../current/missions.schema';
+import { missionBackfillResponse, missionSchema } from '../current/missions.schema';
 
-export { missionCreateBody, missionListQuery, missionUpdateBody } from '../current/missions.schema';
+export {
+  missionBackfillBody,
+  missionCreateBody,
+  missionListQuery,
+  missionUpdateBody,
+} from '../current/missions.schema';
+
+export const v1MissionBackfillResponse: Schema = record({
+  success: { type: 'boolean' },
+  backfill: missionBackfillResponse,
+});
 
 export const v1MissionResponse: Schema = record({ success: { type: 'boolean' }, mission: missionSchema });
 export const v1MissionListResponse: Schema = record({

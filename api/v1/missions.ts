@@ -3,15 +3,18 @@
  * mission) in the v1 envelopes and errors: list, create, read (with next run times), update, delete.
  */
 import { createMission, deleteMission, findMission, listMissions, updateMission } from '../../commands/missions';
+import { backfillMission } from '../../commands/missionBackfill';
 import { nextRunTimes, parseSchedule, scheduleInput } from '../../commands/missionSchedules';
-import { presentMission } from '../../presenters/mission';
+import { presentBackfill, presentMission } from '../../presenters/mission';
 import { route, type RouteSpec } from '../route';
 import { idParams, successMessage } from '../schemas';
 import type { ExecutionRouteDeps } from '../deps';
 import {
+  missionBackfillBody,
   missionCreateBody,
   missionListQuery,
   missionUpdateBody,
+  v1MissionBackfillResponse,
   v1MissionListResponse,
   v1MissionResponse,
 } from './missions.schema';
@@ -40,7 +43,8 @@ export function v1MissionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
     route({
       method: 'post',
       path: '/missions',
-      summary: 'Create a mission: a goal, an agent and a schedule (cron, once, or manual) on a Temporal Schedule',
+      summary:
+        'Create a mission: a goal, an agent and a schedule (cron, interval, once, or manual) with its policies on a Temporal Schedule',
       tags,
       auth: 'v1',
       body: missionCreateBody,
@@ -68,7 +72,8 @@ export function v1MissionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
     route({
       method: 'patch',
       path: '/missions/:id',
-      summary: 'Update a mission: title, goal, schedule, status (`paused` pauses its Schedule, `active` resumes it)',
+      summary:
+        'Update a mission: title, goal, schedule and its policies, status (`paused` pauses its Schedule, `active` resumes it)',
       tags,
       auth: 'v1',
       params: idParams,
@@ -80,6 +85,22 @@ export function v1MissionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           schedule: scheduleInput(body.schedule),
         });
         ctx.body = { success: true, mission: presentMission(mission, await nextRunTimes(deps, mission)) };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/missions/:id/backfill',
+      summary:
+        'Run a mission for the times of its schedule in a past range (its Temporal Schedule’s backfill; at most 100 runs)',
+      tags,
+      auth: 'v1',
+      params: idParams,
+      body: missionBackfillBody,
+      responses: { 200: v1MissionBackfillResponse },
+      errors: [409],
+      handler: async (ctx, { params, body }) => {
+        const done = await backfillMission(deps, ctx.state.auth, params.id, body);
+        ctx.body = { success: true, backfill: presentBackfill(done) };
       },
     }),
     route({

@@ -176,6 +176,7 @@ describe('public manifests', () => {
     expect(res.body.v1.groups.missions).toEqual([
       { path: '/api/v1/missions', methods: ['GET', 'POST'] },
       { path: '/api/v1/missions/{id}', methods: ['GET', 'PATCH', 'DELETE'] },
+      { path: '/api/v1/missions/{id}/backfill', methods: ['POST'] },
     ]);
     expect(res.body.v1.groups['mcp-servers']).toEqual([
       { path: '/api/v1/mcp-servers', methods: ['GET', 'POST'] },

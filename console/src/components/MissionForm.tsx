@@ -1,7 +1,8 @@
 /**
  * The new-mission form: title, goal, agent, and a schedule: a cron expression in a time zone (default the
  * browser's), with the next 5 runs written in the reader's own time zone as it is typed; an invalid expression or
- * zone is said at once, and the form is not sent. Or manual (runs only when triggered).
+ * zone is said at once, and the form is not sent. Or manual (runs only when triggered). And what a run due while
+ * the last one is still going does (the schedule's overlap policy, docs/schedules.md).
  */
 import { Alert, Button, Group, List, Radio, Select, Stack, Text, TextInput, Textarea } from '@mantine/core';
 import { useMemo, useState, type FormEvent } from 'react';
@@ -12,8 +13,19 @@ export interface MissionFields {
   title: string;
   goal: string;
   agentType: string;
-  schedule: { type: 'cron'; value: string; timezone: string } | { type: 'manual' };
+  schedule: ({ type: 'cron'; value: string; timezone: string } | { type: 'manual' }) & { overlap: Overlap };
 }
+
+type Overlap = 'skip' | 'buffer_one' | 'buffer_all' | 'cancel_other' | 'terminate_other' | 'allow_all';
+/** The overlap policies, in words. */
+const OVERLAP_OPTIONS: { value: Overlap; label: string }[] = [
+  { value: 'allow_all', label: 'Start it anyway' },
+  { value: 'skip', label: 'Skip the new run' },
+  { value: 'buffer_one', label: 'Run it after (keep one)' },
+  { value: 'buffer_all', label: 'Run them all after, in turn' },
+  { value: 'cancel_other', label: 'Cancel the running one' },
+  { value: 'terminate_other', label: 'Stop the running one at once' },
+];
 
 interface Props {
   saving: boolean;
@@ -30,6 +42,7 @@ export function MissionForm({ saving, error, onSubmit }: Props) {
   const [kind, setKind] = useState<'cron' | 'manual'>('cron');
   const [cron, setCron] = useState('0 9 * * 1-5');
   const [timezone, setTimezone] = useState(reader);
+  const [overlap, setOverlap] = useState<Overlap>('allow_all');
   const [tried, setTried] = useState(false);
   const preview = useMemo(() => cronPreview(cron, timezone), [cron, timezone]);
   const missingAgent = tried && !agentType ? 'Pick the agent that works on it' : null;
@@ -42,7 +55,10 @@ export function MissionForm({ saving, error, onSubmit }: Props) {
       title,
       goal,
       agentType,
-      schedule: kind === 'cron' ? { type: 'cron', value: cron.trim(), timezone: timezone.trim() } : { type: 'manual' },
+      schedule:
+        kind === 'cron'
+          ? { type: 'cron', value: cron.trim(), timezone: timezone.trim(), overlap }
+          : { type: 'manual', overlap },
     });
   };
   return (
@@ -106,6 +122,13 @@ export function MissionForm({ saving, error, onSubmit }: Props) {
             )}
           </>
         )}
+        <Select
+          label="If the last run is still going"
+          data={OVERLAP_OPTIONS}
+          value={overlap}
+          onChange={(v) => setOverlap((v as Overlap | null) ?? 'allow_all')}
+          allowDeselect={false}
+        />
         {error && (
           <Alert color="red" role="alert" title="Not created">
             {error}

@@ -36,6 +36,7 @@ const EVENT_TYPE_SET: Record<EventType, true> = {
   'job.review_escalated': true,
   'job.done': true,
   'mission.run_started': true,
+  'mission.run_skipped': true,
   'mission.updated': true,
   'execution.completed': true,
   'execution.failed': true,

@@ -11,6 +11,7 @@ export const ORGANIZATION_EVENT_TYPES = [
   'job.review_escalated',
   'job.done',
   'mission.run_started',
+  'mission.run_skipped',
   'mission.updated',
   'execution.completed',
   'execution.failed',
