@@ -28,31 +28,6 @@ function devEncryptionKey(dataDir: string): string {
   return readFileSync(file, 'utf8').trim();
 }
 
-/**
- * The workflow bundle, the service's sources transpiled into dist/ and the console: what the service processes run.
- * @param dataDir where the bundle is written.
- * @returns the bundle's path and the transpiled sources' directory.
- */
-async function buildJavaScript(
-  dataDir: string
-): Promise<{ bundle: string; built: ReturnType<typeof transpileForDev> }> {
-  say('bundling the workflow code for the worker');
-  const bundle = await bundleWorkflowsTo(path.join(dataDir, 'workflow-bundle.js'));
-  // The service processes run plain node on the sources transpiled into dist/ (only what changed since the last
-  // start; no type checking, as with tsx): a TypeScript loader in each would hold about 45 MiB more
-  // (docs/benchmarks.md "Memory of the service process"). One node process per child, so stop signals reach our
-  // handlers directly.
-  const built = transpileForDev(projectRoot());
-  if (built.written > 0) say(`transpiled ${built.written} of ${built.total} sources into ${built.outDir}`);
-  // The console (served at /): built only when its sources or the API contract changed since its last build.
-  try {
-    await buildConsole({ say });
-  } catch (err) {
-    say(`the console did not build (the API still starts; / says so): ${err instanceof Error ? err.message : err}`);
-  }
-  return { bundle, built };
-}
-
 async function waitReady(url: string, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
@@ -85,11 +60,6 @@ async function main(): Promise<void> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
 
-  // The JavaScript builds need no server: started first, they overlap the Go builds of a first start (issue 42
-  // point 6), which leave a core idle while they download modules and link.
-  const jsBuilds = buildJavaScript(config.dataDir);
-  jsBuilds.catch(() => undefined); // awaited below, once the servers are up
-
   let servers: ServerUnits;
   try {
     servers = await serverUnits({
@@ -113,7 +83,8 @@ async function main(): Promise<void> {
   const mongodbUri = config.mongodbUri ?? `${servers.mongo!.address}/agent_service`;
   const temporalAddress = config.temporalAddress ?? servers.temporal!.address;
   const uiUrl = servers.temporal ? `http://127.0.0.1:${config.devPorts.temporalUi}` : undefined;
-  const { bundle, built } = await jsBuilds;
+  say('bundling the workflow code for the worker');
+  const bundle = await bundleWorkflowsTo(path.join(config.dataDir, 'workflow-bundle.js'));
   const env = childEnv({
     MONGODB_URI: mongodbUri,
     TEMPORAL_ADDRESS: temporalAddress,
@@ -121,6 +92,18 @@ async function main(): Promise<void> {
     LOG_PRETTY: 'true',
     ...(config.encryptionKey ? {} : { ENCRYPTION_KEY: devEncryptionKey(config.dataDir) }),
   });
+  // The service processes run plain node on the sources transpiled into dist/ (only what changed since the last
+  // start; no type checking, as with tsx): a TypeScript loader in each would hold about 45 MiB more
+  // (docs/benchmarks.md "Memory of the service process"). One node process per child, so stop signals reach our
+  // handlers directly.
+  const built = transpileForDev(projectRoot());
+  if (built.written > 0) say(`transpiled ${built.written} of ${built.total} sources into ${built.outDir}`);
+  // The console (served at /): built only when its sources or the API contract changed since its last build.
+  try {
+    await buildConsole({ say });
+  } catch (err) {
+    say(`the console did not build (the API still starts; / says so): ${err instanceof Error ? err.message : err}`);
+  }
   const service = (entry: string): (() => Promise<Started>) =>
     spawnUnit({ command: process.execPath, args: [path.join(built.outDir, entry)], env, graceMs: 10_000 });
   const serverNames = servers.units.map((u) => u.name);
