@@ -40,6 +40,7 @@ const bodies: Record<string, object | undefined> = {
   'POST /jobs/:id/decision': { action: 'choose', payload: {} },
   'GET /missions/:id': undefined,
   'PATCH /missions/:id': { title: 'Taken over' },
+  'POST /missions/:id/backfill': { start: '2026-01-01T00:00:00Z', end: '2026-01-01T01:00:00Z' },
   'POST /missions/:id/tasks': { title: 'Taken over' },
   'PATCH /missions/:id/tasks/:taskId': { title: 'Taken over' },
   'POST /missions/:id/tasks/:taskId/start-work': undefined,
