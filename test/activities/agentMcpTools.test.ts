@@ -12,15 +12,13 @@ import { toolEventKind } from '../../activities/chatStream';
 import { readEvents } from '../../commands/eventLog';
 import { Execution } from '../../models';
 import { chatFinished, currentAs, startChat } from '../helpers/current';
-import { childTestEnv, TEST_ENCRYPTION_KEY } from '../helpers/env';
 import { buildOrg } from '../helpers/factories';
 import { startMcpTestServer, type McpTestServer } from '../helpers/mcpServer';
 import { useTestDatabase } from '../helpers/mongo';
-import { spawnWorker, type Spawned } from '../helpers/processes';
 import { parseSse, waitForEvent } from '../helpers/sse';
 import { until } from '../helpers/until';
 import { v1As } from '../helpers/v1';
-import { useExecutionStack, useTestWorker } from '../helpers/worker';
+import { useExecutionStack, useTestWorker, useWorkerProcesses } from '../helpers/worker';
 
 const db = useTestDatabase();
 let mcp: McpTestServer;
@@ -148,19 +146,7 @@ describe('with a worker in the test process', () => {
 });
 
 describe('a worker killed in the middle of the tool loop', () => {
-  const workers: Spawned[] = [];
-  afterAll(() => workers.forEach((w) => w.crash()));
-
-  const startWorker = (): Promise<Spawned> =>
-    spawnWorker(
-      childTestEnv({
-        ...stack.env,
-        MONGODB_URI: db.uri,
-        WORKSPACES_DIR: stack.t.config.workspacesDir,
-        ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
-      }),
-      workers
-    );
+  const { start: startWorker, workers } = useWorkerProcesses(stack, db);
 
   async function chatWithCalc() {
     const { org, serverId } = await agentWithCalc();

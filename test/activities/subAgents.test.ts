@@ -16,14 +16,12 @@ import { msToNumber } from '@temporalio/common/lib/time';
 import { EXECUTION_TASK_TIMEOUT, executionWorkflowId } from '../../workflows/ids';
 import { agentIdKey, organizationIdKey, workKindKey } from '../../workflows/searchAttributes';
 import { chatFinished, currentAs } from '../helpers/current';
-import { childTestEnv, TEST_ENCRYPTION_KEY } from '../helpers/env';
 import { bearer, buildMember, buildOrg } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
-import { spawnWorker, type Spawned } from '../helpers/processes';
 import { openSse, parseSse, waitForEvent } from '../helpers/sse';
 import { until } from '../helpers/until';
 import { v1As, v1Error } from '../helpers/v1';
-import { useExecutionStack, useTestWorker } from '../helpers/worker';
+import { useExecutionStack, useTestWorker, useWorkerProcesses } from '../helpers/worker';
 
 const db = useTestDatabase();
 // No worker in the test process at the file's level: the crash test starts worker processes on the same queue.
@@ -337,19 +335,7 @@ describe('with a worker in the test process', () => {
 });
 
 describe('a worker killed while the parent waits for its child', () => {
-  const workers: Spawned[] = [];
-  afterAll(() => workers.forEach((w) => w.crash()));
-
-  const startWorker = (): Promise<Spawned> =>
-    spawnWorker(
-      childTestEnv({
-        ...stack.env,
-        MONGODB_URI: db.uri,
-        WORKSPACES_DIR: stack.t.config.workspacesDir,
-        ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
-      }),
-      workers
-    );
+  const { start: startWorker } = useWorkerProcesses(stack, db);
 
   it('the next worker waits for the same child: it is never started twice', async () => {
     const first = await startWorker();

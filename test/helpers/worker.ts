@@ -13,7 +13,8 @@ import { temporalExtensions } from '../../lib/dataConverter';
 import { temporalConnectionOptions } from '../../lib/temporal';
 import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
 import { createTestApp, serveTestApp, type TestApp, type TestEnv } from './app';
-import { testLogger } from './env';
+import { childTestEnv, TEST_ENCRYPTION_KEY, testLogger } from './env';
+import { spawnWorker, type Spawned } from './processes';
 import { closeAfterAll } from './teardown';
 import { runInProcessWorker } from '../../worker/create';
 
@@ -171,4 +172,30 @@ export function useTestWorker(
   if (options.describe) afterAll(stop);
   else closeAfterAll(stop);
   return started;
+}
+
+/**
+ * Worker processes on a file's execution stack, for tests that kill one mid-work: each runs with the app's environment
+ * and the file's database; those still running are crashed after the block's tests. Call at a `describe`'s level.
+ * @param stack the file's execution stack.
+ * @param db the file's database.
+ * @returns start (resolves once the worker polls) and the workers started so far.
+ */
+export function useWorkerProcesses(
+  stack: ExecutionStack,
+  db: { uri: string }
+): { start: () => Promise<Spawned>; workers: Spawned[] } {
+  const workers: Spawned[] = [];
+  afterAll(() => workers.forEach((w) => w.crash()));
+  const start = (): Promise<Spawned> =>
+    spawnWorker(
+      childTestEnv({
+        ...stack.env,
+        MONGODB_URI: db.uri,
+        WORKSPACES_DIR: stack.t.config.workspacesDir,
+        ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+      }),
+      workers
+    );
+  return { start, workers };
 }

@@ -8,14 +8,12 @@
 import { randomInt } from 'node:crypto';
 import { readEvents } from '../../../commands/eventLog';
 import { Execution, LedgerEntry, SpendRollup, type ExecutionDoc } from '../../../models';
-import { childTestEnv, TEST_ENCRYPTION_KEY } from '../../helpers/env';
 import { bearer, buildOrg } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
-import { spawnWorker, type Spawned } from '../../helpers/processes';
 import { parseSse } from '../../helpers/sse';
 import { until } from '../../helpers/until';
 import { v1As } from '../../helpers/v1';
-import { useExecutionStack, useTestWorker } from '../../helpers/worker';
+import { useExecutionStack, useTestWorker, useWorkerProcesses } from '../../helpers/worker';
 
 const db = useTestDatabase();
 const PRICES = { 'claude-test': { input: 3, output: 15 } };
@@ -138,18 +136,7 @@ describe('a streamed run with a tool call and a sub-agent', () => {
 });
 
 describe('a worker killed between a model call and its ledger write', () => {
-  const workers: Spawned[] = [];
-  afterAll(() => workers.forEach((w) => w.crash()));
-  const startWorker = (): Promise<Spawned> =>
-    spawnWorker(
-      childTestEnv({
-        ...stack.env,
-        MONGODB_URI: db.uri,
-        WORKSPACES_DIR: stack.t.config.workspacesDir,
-        ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
-      }),
-      workers
-    );
+  const { start: startWorker } = useWorkerProcesses(stack, db);
 
   it('loses and doubles nothing: the call that completed has exactly one entry, counted once in the rollup', async () => {
     const first = await startWorker();

@@ -9,14 +9,12 @@
 import { randomInt } from 'node:crypto';
 import { Chat, ChatMessage, Execution } from '../../../models';
 import { currentAs } from '../../helpers/current';
-import { childTestEnv, TEST_ENCRYPTION_KEY } from '../../helpers/env';
 import { buildOrg } from '../../helpers/factories';
 import { startMcpTestServer, type McpTestServer } from '../../helpers/mcpServer';
 import { useTestDatabase } from '../../helpers/mongo';
-import { spawnWorker, type Spawned } from '../../helpers/processes';
 import { until } from '../../helpers/until';
 import { v1As } from '../../helpers/v1';
-import { useExecutionStack, useTestWorker } from '../../helpers/worker';
+import { useExecutionStack, useTestWorker, useWorkerProcesses } from '../../helpers/worker';
 
 const db = useTestDatabase();
 let mcp: McpTestServer;
@@ -217,18 +215,7 @@ describe('with a worker in the test process', () => {
 });
 
 describe('a worker killed during a rerun', () => {
-  const workers: Spawned[] = [];
-  afterAll(() => workers.forEach((w) => w.crash()));
-  const startWorker = (): Promise<Spawned> =>
-    spawnWorker(
-      childTestEnv({
-        ...stack.env,
-        MONGODB_URI: db.uri,
-        WORKSPACES_DIR: stack.t.config.workspacesDir,
-        ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
-      }),
-      workers
-    );
+  const { start: startWorker } = useWorkerProcesses(stack, db);
 
   it('the next worker finishes it: the reused tool call is not made again, the reply is whole', async () => {
     const first = await startWorker();
