@@ -46,7 +46,7 @@ import {
   type ToolCall,
 } from './executionEvents';
 import type { HandedOver } from './executionFinish';
-import { replySpend, type CallCounts } from './executionSpend';
+import { replySpend } from './executionSpend';
 import { ExecutionTools, type ToolRun } from './executionTools';
 import { attemptKey, trackUsage, type AttemptUsage } from './executionUsage';
 import { Chat, chatStatusOf, ChatMessage, Execution, Session, type ExecutionDoc } from '../models';
@@ -288,7 +288,7 @@ export function createGenerateReply(
         // ones run (a repeated write writes the same content again), as interrupted (never sent twice). A rerun
         // from a tool call starts with that call recorded and not run (commands/chatForks.ts): its first attempt
         // runs it; a later attempt may follow a crash during it, so it too treats it as interrupted.
-        const rerunsCall = claimed && exec.rerunOf !== null && exec.rerunOf !== undefined;
+        const rerunsCall = claimed && !!exec.rerunOf;
         await tools.runCalls(run, replay.open.calls, replay.open.results, rounds, !rerunsCall);
         conversation.push(...toolTurns(replay.open.text, replay.open.calls, replay.open.results));
       }
@@ -297,7 +297,6 @@ export function createGenerateReply(
         await spend.check();
         const writtenBefore = writer.written.length;
         const calls: ToolCall[] = [];
-        const counts: CallCounts = { inputTokens: 0, deltas: 0 };
         // One span per model call (lib/tracing.ts; a no-op while tracing is off).
         await traceModelCall({ provider: exec.provider, model: exec.model }, async (report) => {
           const events = provider.stream({
@@ -322,20 +321,19 @@ export function createGenerateReply(
                 }
                 writer.text(ev.text);
                 usage.delta();
-                counts.deltas += 1;
               }
             } else if (ev.type === 'tool_use') calls.push({ id: ev.id, name: ev.name, input: ev.input });
             else {
               usage.report(ev.inputTokens, ev.outputTokens);
-              if (ev.inputTokens !== undefined) counts.inputTokens = ev.inputTokens;
-              if (ev.outputTokens !== undefined) counts.outputTokens = ev.outputTokens;
               report(ev);
             }
           }
         });
         await writer.flush();
+        // The call's counts as the usage tracker holds them (the provider's output count, else its deltas).
+        const call = usage.call();
         usage.nextCall();
-        await spend.record(rounds + 1, counts);
+        await spend.record(rounds + 1, call);
         if (calls.length === 0) break;
         rounds += 1;
         // The calls are recorded (one insert) before any runs, and each result before the next model call: a

@@ -14,15 +14,6 @@ import type { ExecutionDoc } from '../models';
 import { FAILURES } from '../workflows/failures';
 import { totalUsage } from './executionUsage';
 
-/** One model call's counts as the provider reported them. */
-export interface CallCounts {
-  inputTokens: number;
-  /** The provider's final output count, when it gave one. */
-  outputTokens?: number;
-  /** Text deltas received (each at least one token): the output count when the provider gave none. */
-  deltas: number;
-}
-
 /**
  * @param deps prices, BUDGET_CACHE_MS and the event dispatcher.
  * @param exec the execution (as claimed: its earlier attempts' saved usage counts toward its run).
@@ -66,10 +57,9 @@ export function replySpend(deps: EventDeps & { config: Readonly<Config> }, exec:
      * Records a finished model call: its ledger entry, keyed by its number in the execution (the same in every
      * attempt: a retry after a crash on either side of the write records it once).
      * @param turn the call's number.
-     * @param call its counts.
+     * @param tokens its counts (activities/executionUsage.ts `call`).
      */
-    async record(turn: number, call: CallCounts): Promise<void> {
-      const tokens = { inputTokens: call.inputTokens, outputTokens: call.outputTokens ?? call.deltas };
+    async record(turn: number, tokens: { inputTokens: number; outputTokens: number }): Promise<void> {
       run.tokens += tokens.inputTokens + tokens.outputTokens;
       run.usd += price(tokens.inputTokens, tokens.outputTokens);
       await recordModelCall(deps, exec, turn, tokens, run);

@@ -102,6 +102,10 @@ export function trackUsage(executionId: string, attempt: number | string, log: L
         dirty = true;
       }
     },
+    /** @returns the counts of the model call under way: its output is the provider's count, else its deltas. */
+    call(): { inputTokens: number; outputTokens: number } {
+      return { inputTokens: current.inputTokens, outputTokens: current.outputTokens };
+    },
     /** The model call ended: the next call's counts add to it. */
     nextCall(): void {
       before.inputTokens += current.inputTokens;
