@@ -16,6 +16,7 @@ import { bearer, buildAgent, buildOrg, buildWorkspace } from '../helpers/factori
 import { useTestDatabase } from '../helpers/mongo';
 import { spawnScript, type Spawned } from '../helpers/processes';
 import { waitForEvent } from '../helpers/sse';
+import { until } from '../helpers/until';
 import { useExecutionStack, useTestWorker } from '../helpers/worker';
 
 const db = useTestDatabase();
@@ -134,7 +135,15 @@ describe('a worker killed after a tool call ran', () => {
     await waitForEvent(c.stream, (e) => e.event === 'tool.result');
     const file = path.join(c.dir, 'artifact.txt');
     const written = statSync(file);
-    // Killed while the model writes its answer to the tool result (slowly).
+    const mineSoFar = () => stack.fake.requests.filter((r) => JSON.stringify(r.messages).includes('artifact.txt'));
+    // Killed while the model writes its answer to the tool result (slowly): once the second round reached the model.
+    await until(
+      async () => mineSoFar().length,
+      (n) => n >= 2,
+      30_000,
+      20,
+      'the second model round'
+    );
     first.crash();
     await first.exited();
     await startWorker();
@@ -149,7 +158,7 @@ describe('a worker killed after a tool call ran', () => {
     expect([after.ino, after.mtimeMs]).toEqual([written.ino, written.mtimeMs]);
     expect(readFileSync(file, 'utf8')).toBe('once');
     // The model was asked for the first round once; the retry sent the recorded call and result back.
-    const mine = stack.fake.requests.filter((r) => JSON.stringify(r.messages).includes('artifact.txt'));
+    const mine = mineSoFar();
     // (a retry whose prefill is text of the answer ends with an assistant turn: that is not the first round)
     const firstRound = mine.filter(
       (r) => r.messages!.at(-1)!.role === 'user' && typeof r.messages!.at(-1)!.content === 'string'
