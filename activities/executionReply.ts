@@ -27,7 +27,7 @@ import {
   type ModelMessage,
 } from '../lib/providers';
 import { registerRunningCall } from '../lib/runningCalls';
-import { traceModelCall } from '../lib/tracing';
+import { markActiveSpan, traceModelCall } from '../lib/tracing';
 import {
   CANCELLED_BY_REQUEST,
   deadlineMessage,
@@ -318,6 +318,7 @@ export function createGenerateReply(
                 if (!deltaSeen) {
                   deltaSeen = true;
                   firstDelta.observe((Date.now() - new Date(exec.createdAt).getTime()) / 1000);
+                  markActiveSpan('gen_ai.first_delta');
                 }
                 writer.text(ev.text);
                 usage.delta();

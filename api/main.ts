@@ -53,6 +53,9 @@ export async function main(stop: StopSignals, options: ApiOptions = {}): Promise
     logger.fatal('MONGODB_URI is not set (npm run dev sets it for you; npm start needs it)');
     process.exit(1);
   }
+  // Traces (off unless OTEL_TRACES_EXPORTER asks): before the database connection and the Temporal client are built,
+  // so their commands and spans join them.
+  await setupTracing(config, 'api');
   const autoIndex = autoIndexFor(config.nodeEnv);
   try {
     await connectMongo(config.mongodbUri, { timeoutMs: config.dependencyTimeoutMs, autoIndex });
@@ -64,8 +67,6 @@ export async function main(stop: StopSignals, options: ApiOptions = {}): Promise
   if (!autoIndex) await refuseWithoutIndexes(logger);
   // Where the database has no TTL indexes (the embedded one), this process deletes what expired (lib/expiry.ts).
   const stopSweeps = startExpirySweeps((err) => logger.warn({ err }, 'sweeping expired records failed'));
-  // Traces (off unless OTEL_TRACES_EXPORTER asks): before the Temporal client is built, so it joins them.
-  await setupTracing(config, 'api');
   const temporal = createTemporal(config);
   const shutdown = new AbortController();
   const events = new EventTailer(config.eventPollMs, (err) => logger.warn({ err }, 'event tailer read failed'));

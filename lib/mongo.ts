@@ -6,6 +6,7 @@
 import mongoose from 'mongoose';
 import { withDeadline } from './deadline';
 import { detectExpiryIndexes, ensureExpiryIndexes } from './expiry';
+import { activeTracing, traceDatabaseCommands } from './tracing';
 
 mongoose.set('sanitizeFilter', true);
 mongoose.set('strictQuery', true);
@@ -29,6 +30,7 @@ const DEFAULT_TIMEOUT_MS = 3000;
  * @param options.autoIndex build the collections and indexes (with the TTL indexes) at connection, as development
  *   and tests do (the default); false in production, where `admin migrate` builds them (lib/indexes.ts) and this
  *   only finds out whether the TTL indexes are there (lib/expiry.ts detectExpiryIndexes).
+ * While tracing is on (lib/tracing.ts: install it before connecting), each command is a span of the trace.
  * @returns the connection.
  */
 export async function connectMongo(
@@ -38,14 +40,17 @@ export async function connectMongo(
   const hasDb = /^mongodb(\+srv)?:\/\/[^/]+\/[^/?]+/.test(uri);
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const autoIndex = options.autoIndex ?? true;
+  const traced = activeTracing() !== undefined;
   await mongoose.connect(uri, {
     dbName: options.dbName ?? (hasDb ? undefined : DEFAULT_DB_NAME),
     bufferCommands: false,
     serverSelectionTimeoutMS: timeoutMs,
     connectTimeoutMS: timeoutMs,
+    ...(traced ? { monitorCommands: true } : {}),
     // Only when off: on by default, and a connection reading from secondaries may not turn them on explicitly.
     ...(autoIndex ? {} : { autoIndex: false, autoCreate: false }),
   });
+  if (traced) traceDatabaseCommands(mongoose.connection.getClient());
   if (autoIndex) {
     await Promise.all(Object.values(mongoose.connection.models).map((m) => m.init()));
     await ensureExpiryIndexes(); // TTL indexes where the server has them (lib/expiry.ts)

@@ -18,6 +18,7 @@ import {
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import type { mongo } from 'mongoose';
 import type { Config } from './config';
 
 /** The tracing of this process, once installed. */
@@ -79,6 +80,42 @@ export async function shutdownTracing(): Promise<void> {
 /** @returns the service's tracer (a no-op while tracing is off). */
 export function tracer(): Tracer {
   return trace.getTracer('agent-automation-service');
+}
+
+/**
+ * Gives each database command a client span (`insert stream_events`, `update executions`…) under the span that issued
+ * it, from the driver's command monitoring (the client must be connected with `monitorCommands`: lib/mongo.ts does it
+ * while tracing is on). The spans carry the command's name, database and collection, never its contents (they hold
+ * the data). This is what shows the round trips of a request or an execution in its trace.
+ * @param client the connected driver client.
+ */
+export function traceDatabaseCommands(client: mongo.MongoClient): void {
+  if (!active) return;
+  const open = new Map<number, Span>();
+  client.on('commandStarted', (e) => {
+    const target: unknown = e.command[e.commandName];
+    const collection = typeof target === 'string' ? target : undefined;
+    // Emitted in the issuing call's async context: context.active() is its span.
+    const span = tracer().startSpan(collection ? `${e.commandName} ${collection}` : e.commandName, {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        'db.system': 'mongodb',
+        'db.operation.name': e.commandName,
+        'db.namespace': e.databaseName,
+        ...(collection ? { 'db.collection.name': collection } : {}),
+      },
+    });
+    open.set(e.requestId, span);
+  });
+  const end = (requestId: number, failed: boolean): void => {
+    const span = open.get(requestId);
+    if (!span) return;
+    open.delete(requestId);
+    if (failed) span.setStatus({ code: SpanStatusCode.ERROR });
+    span.end();
+  };
+  client.on('commandSucceeded', (e) => end(e.requestId, false));
+  client.on('commandFailed', (e) => end(e.requestId, true));
 }
 
 /**
@@ -169,6 +206,15 @@ export async function traceModelCall<T>(
         })
       )
   );
+}
+
+/**
+ * Marks a moment on the active span (a no-op without one, or while tracing is off): e.g. a model call's first text
+ * delta, which the trace of a streamed execution is read for (`npm run bench:trace`).
+ * @param name the event's name.
+ */
+export function markActiveSpan(name: string): void {
+  trace.getActiveSpan()?.addEvent(name);
 }
 
 /**

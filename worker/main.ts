@@ -65,13 +65,14 @@ export async function main(stop: StopSignals): Promise<void> {
     worker?.shutdown();
   });
 
+  // Traces (off unless OTEL_TRACES_EXPORTER asks): before the database connection, the worker and its client are
+  // built, so their commands and spans join them.
+  await setupTracing(config, 'worker');
   const autoIndex = autoIndexFor(config.nodeEnv);
   await connectMongo(config.mongodbUri, { timeoutMs: config.dependencyTimeoutMs, autoIndex });
   // Production builds no index at start: without its unique indexes the process refuses to start (lib/indexes.ts).
   if (!autoIndex) await refuseWithoutIndexes(logger);
   installRuntimeLogger(logger, config.observability.temporalMetricsPort);
-  // Traces (off unless OTEL_TRACES_EXPORTER asks): before the worker and its client are built, so they join them.
-  await setupTracing(config, 'worker');
   if (config.observability.metricsPort !== undefined) {
     const metrics = await serveMetrics(
       config.host,

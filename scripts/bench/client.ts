@@ -109,9 +109,15 @@ export class ApiClient {
    * @param agentId the agent.
    * @param message the user message.
    * @param timeoutMs limit for the whole stream.
+   * @param extraHeaders more request headers (e.g. a `traceparent`: scripts/bench/trace.ts).
    * @returns the live stream.
    */
-  streamExecution(agentId: string, message: string, timeoutMs = 60_000): ExecutionStream {
+  streamExecution(
+    agentId: string,
+    message: string,
+    timeoutMs = 60_000,
+    extraHeaders: http.OutgoingHttpHeaders = {}
+  ): ExecutionStream {
     const meta = deferred<{ executionId: string; at: number }>();
     const firstDelta = deferred<number>();
     const ended = deferred<{ at: number; lastEvent?: string; deltas: number }>();
@@ -120,7 +126,7 @@ export class ApiClient {
     const req = http.request(new URL(path, this.baseUrl), {
       method: 'POST',
       agent: this.agent,
-      headers: this.headers('text/event-stream', payload),
+      headers: { ...this.headers('text/event-stream', payload), ...extraHeaders },
     });
     let lastEvent: string | undefined;
     let deltas = 0;

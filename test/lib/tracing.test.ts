@@ -70,6 +70,21 @@ it('one trace from POST …/execute to the model call, with gen_ai attributes', 
     ])
   );
   expect(chain.at(-1)).toBe('POST /api/v1/agents/:id/execute');
+  // The model call's first text delta is marked on its span.
+  expect(model.events.map((e) => e.name)).toContain('gen_ai.first_delta');
+  // Each database command is a client span inside the same trace: the api's inserts under the HTTP request, the
+  // reply's writes under the model loop's activity; names and attributes, never the command's contents.
+  const inTrace = spans.filter((s) => s.spanContext().traceId === traceId);
+  const insertExecution = inTrace.find((s) => s.name === 'insert executions');
+  expect(insertExecution?.attributes).toEqual({
+    'db.system': 'mongodb',
+    'db.operation.name': 'insert',
+    'db.namespace': expect.any(String),
+    'db.collection.name': 'executions',
+  });
+  expect(ancestry(insertExecution!, inTrace).at(-1)).toBe('POST /api/v1/agents/:id/execute');
+  const deltas = inTrace.filter((s) => s.name === 'insert stream_events');
+  expect(deltas.some((s) => ancestry(s, inTrace).some((n) => n.startsWith('RunActivity')))).toBe(true);
 }, 60_000);
 
 it('a tool call is an execute_tool span inside the same trace, under the model loop’s activity', async () => {
