@@ -1,5 +1,13 @@
 /** The Usage page's shaping of the usage answer into chart series and table lines (lib/usageSeries.ts). */
-import { lastDays, rangeProblem, usageSeries, usageTable, type UsageAnswer, type UsageCounters } from './usageSeries';
+import {
+  formatUsd,
+  lastDays,
+  rangeProblem,
+  usageSeries,
+  usageTable,
+  type UsageAnswer,
+  type UsageCounters,
+} from './usageSeries';
 
 const c = (executions: number, input: number, output: number): UsageCounters => ({
   executions,
@@ -8,6 +16,8 @@ const c = (executions: number, input: number, output: number): UsageCounters => 
   cancelled: 0,
   input_tokens: input,
   output_tokens: output,
+  calls: executions,
+  cost_usd: executions / 100,
 });
 
 const usage: UsageAnswer = {
@@ -32,6 +42,7 @@ const usage: UsageAnswer = {
     { agentId: 'agt_gone', ...c(1, 30, 1) },
     { agentId: 'agt_a', ...c(2, 100, 40) },
   ],
+  models: [],
 };
 const names = new Map([
   ['agt_a', 'Writer'],
@@ -74,6 +85,7 @@ it('lists each period and agent that ran in it (agents by name, as the browser s
       inputTokens: 10,
       outputTokens: 5,
       tokens: 15,
+      costUsd: 0.01,
     },
     {
       period: '2026-11-03',
@@ -83,6 +95,7 @@ it('lists each period and agent that ran in it (agents by name, as the browser s
       inputTokens: 30,
       outputTokens: 1,
       tokens: 31,
+      costUsd: 0.01,
     },
     {
       period: '2026-11-03',
@@ -92,6 +105,7 @@ it('lists each period and agent that ran in it (agents by name, as the browser s
       inputTokens: 100,
       outputTokens: 40,
       tokens: 140,
+      costUsd: 0.02,
     },
   ]);
 });
@@ -105,4 +119,11 @@ it('computes the last N days in UTC and checks a chosen range as the endpoint do
   expect(rangeProblem('2025-01-01', '2026-01-02')).toBe('The period may span at most 366 days.');
   expect(rangeProblem('2025-01-01', '2026-01-01'.slice(0, 9))).toBe('Choose a first and a last day.');
   expect(rangeProblem('', '2026-01-01')).toBe('Choose a first and a last day.');
+});
+
+it('writes amounts in US dollars: cents from a dollar up, four decimals below', () => {
+  expect(formatUsd(0)).toBe('$0.0000');
+  expect(formatUsd(0.00042)).toBe('$0.0004');
+  expect(formatUsd(0.5)).toBe('$0.5000');
+  expect(formatUsd(1234.5)).toBe('$1,234.50');
 });

@@ -11,6 +11,18 @@ export interface UsageCounters {
   cancelled: number;
   input_tokens: number;
   output_tokens: number;
+  /** Model calls and their cost from the cost ledger (docs/spend.md; a model without a price adds no cost). */
+  calls: number;
+  cost_usd: number;
+}
+
+/** One model's calls, tokens and cost over the range. */
+export interface ModelCounters {
+  model: string;
+  calls: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
 }
 
 /** The part of the usage answer the page reads. */
@@ -21,6 +33,7 @@ export interface UsageAnswer {
   totals: UsageCounters;
   periods: Array<UsageCounters & { start: string; agents: Array<UsageCounters & { agentId: string }> }>;
   agents: Array<UsageCounters & { agentId: string }>;
+  models: ModelCounters[];
 }
 
 export type UsageMetric = 'tokens' | 'executions';
@@ -44,6 +57,7 @@ export interface TableRow {
   inputTokens: number;
   outputTokens: number;
   tokens: number;
+  costUsd: number;
 }
 
 const value = (c: UsageCounters, metric: UsageMetric): number =>
@@ -107,6 +121,7 @@ export function usageTable(usage: UsageAnswer, names: ReadonlyMap<string, string
         inputTokens: c.input_tokens,
         outputTokens: c.output_tokens,
         tokens: c.input_tokens + c.output_tokens,
+        costUsd: c.cost_usd,
       }))
       .sort((a, b) => a.agentName.localeCompare(b.agentName) || a.agentId.localeCompare(b.agentId))
   );
@@ -139,4 +154,13 @@ export function rangeProblem(start: string, end: string): string | null {
   if (s > e) return 'The first day must not be after the last day.';
   if ((e - s) / DAY + 1 > 366) return 'The period may span at most 366 days.';
   return null;
+}
+
+/**
+ * @param usd an amount in US dollars.
+ * @returns it for people: cents from a dollar up, four decimals below (a few calls cost fractions of a cent).
+ */
+export function formatUsd(usd: number): string {
+  const digits = Math.abs(usd) >= 1 ? 2 : 4;
+  return `$${usd.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })}`;
 }

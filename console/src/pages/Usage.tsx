@@ -1,7 +1,8 @@
 /**
- * Usage: tokens and executions per period and per agent over a chosen range (GET /api/usage/organization/{orgId}),
- * as two stacked bar charts (recharts: imported by this lazily loaded page only) and a table of the same numbers
- * (the charts' text alternative). The shaping is lib/usageSeries.ts.
+ * Usage: tokens, executions and cost per period and per agent over a chosen range (GET
+ * /api/usage/organization/{orgId}), as two stacked bar charts (recharts: imported by this lazily loaded page only), a
+ * table of the same numbers (the charts' text alternative) and one of the cost per model; then the organization's
+ * budgets (components/BudgetsSection.tsx). The shaping is lib/usageSeries.ts.
  */
 import { Alert, Button, Group, Loader, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
@@ -9,7 +10,9 @@ import { useState, type FormEvent } from 'react';
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import { api, unwrap } from '../api/client';
 import { useSession } from '../api/useSession';
+import { BudgetsSection } from '../components/BudgetsSection';
 import {
+  formatUsd,
   lastDays,
   rangeProblem,
   usageSeries,
@@ -139,6 +142,9 @@ export function UsagePage() {
             <Text>
               Output tokens: <b data-testid="total-output">{usage.data.totals.output_tokens}</b>
             </Text>
+            <Text>
+              Cost: <b data-testid="total-cost">{formatUsd(usage.data.totals.cost_usd)}</b>
+            </Text>
           </Group>
           {table.length === 0 ? (
             <Text>No executions in this period.</Text>
@@ -155,6 +161,7 @@ export function UsagePage() {
                       <Table.Th>Executions</Table.Th>
                       <Table.Th>Input tokens</Table.Th>
                       <Table.Th>Output tokens</Table.Th>
+                      <Table.Th>Cost</Table.Th>
                     </Table.Tr>
                   </Table.Thead>
                   <Table.Tbody>
@@ -165,15 +172,44 @@ export function UsagePage() {
                         <Table.Td>{r.executions}</Table.Td>
                         <Table.Td>{r.inputTokens}</Table.Td>
                         <Table.Td>{r.outputTokens}</Table.Td>
+                        <Table.Td>{formatUsd(r.costUsd)}</Table.Td>
                       </Table.Tr>
                     ))}
                   </Table.Tbody>
                 </Table>
               </Table.ScrollContainer>
+              <Table.ScrollContainer minWidth={320}>
+                <Table striped aria-label="Cost per model">
+                  <Table.Thead>
+                    <Table.Tr>
+                      <Table.Th>Model</Table.Th>
+                      <Table.Th>Calls</Table.Th>
+                      <Table.Th>Input tokens</Table.Th>
+                      <Table.Th>Output tokens</Table.Th>
+                      <Table.Th>Cost</Table.Th>
+                    </Table.Tr>
+                  </Table.Thead>
+                  <Table.Tbody>
+                    {usage.data.models.map((m) => (
+                      <Table.Tr key={m.model}>
+                        <Table.Td>{m.model}</Table.Td>
+                        <Table.Td>{m.calls}</Table.Td>
+                        <Table.Td>{m.input_tokens}</Table.Td>
+                        <Table.Td>{m.output_tokens}</Table.Td>
+                        <Table.Td>{formatUsd(m.cost_usd)}</Table.Td>
+                      </Table.Tr>
+                    ))}
+                  </Table.Tbody>
+                </Table>
+              </Table.ScrollContainer>
+              <Text size="sm" c="dimmed">
+                Cost comes from the price table of each model; a model without a price counts its tokens and no cost.
+              </Text>
             </>
           )}
         </>
       )}
+      <BudgetsSection agents={(agents.data?.agents ?? []).map((a) => ({ id: a.id, name: a.name }))} />
     </Stack>
   );
 }
