@@ -48,7 +48,7 @@ export type LedgerExecution = Pick<
 // ---------------------------------------------------------------------------------------------------------------
 // The ledger.
 
-/** A ledger entry's counts, as the rollup's `$inc` raises them. */
+/** A ledger entry's counts under one prefix of the rollup (the totals, an agent, a model, a mission). */
 function increments(prefix: string, tokens: CallTokens, costUsd: number | null): Record<string, number> {
   return {
     [`${prefix}calls`]: 1,
@@ -57,6 +57,29 @@ function increments(prefix: string, tokens: CallTokens, costUsd: number | null):
     [`${prefix}cacheReadTokens`]: tokens.cacheReadTokens ?? 0,
     [`${prefix}cacheWriteTokens`]: tokens.cacheWriteTokens ?? 0,
     [`${prefix}costUsd`]: costUsd ?? 0,
+  };
+}
+
+/**
+ * What one ledger entry adds to its day's rollup (models/SpendRollup.ts), as dotted `$inc` fields: the totals, its
+ * agent's, its model's and its mission's counts, and an unpriced call. The one definition of the rollup's sums: the
+ * ledger's writes and the rebuild from the ledger (commands/spendRebuild.ts) both use it.
+ * @param entry the entry's agent, model and mission.
+ * @param tokens its counts.
+ * @param costUsd its cost (null: the model has no price).
+ * @returns the increments.
+ */
+export function rollupIncrements(
+  entry: { agentId: string; model: string; missionId?: string | null },
+  tokens: CallTokens,
+  costUsd: number | null
+): Record<string, number> {
+  return {
+    ...increments('', tokens, costUsd),
+    ...increments(`agents.${entry.agentId}.`, tokens, costUsd),
+    ...increments(`models.${modelKey(entry.model)}.`, tokens, costUsd),
+    ...(entry.missionId ? increments(`missions.${entry.missionId}.`, tokens, costUsd) : {}),
+    ...(costUsd === null ? { unpricedCalls: 1 } : {}),
   };
 }
 
@@ -107,13 +130,7 @@ export async function recordModelCall(
     if (!isDuplicateKey(err)) throw err;
     return { created: false, costUsd };
   }
-  const inc = {
-    ...increments('', tokens, costUsd),
-    ...increments(`agents.${exec.agentId}.`, tokens, costUsd),
-    ...increments(`models.${modelKey(exec.model)}.`, tokens, costUsd),
-    ...(exec.missionId ? increments(`missions.${exec.missionId}.`, tokens, costUsd) : {}),
-    ...(costUsd === null ? { unpricedCalls: 1 } : {}),
-  };
+  const inc = rollupIncrements(exec, tokens, costUsd);
   await SpendRollup.updateOne(
     { _id: `${exec.organizationId}:${day}` },
     { $inc: inc, $setOnInsert: { organizationId: exec.organizationId, day } },

@@ -41,6 +41,7 @@ import ms from 'ms';
 import { addMember, bootstrapOrganization } from '../commands/bootstrap';
 import { addIdentityDomain, linkIdentity, removeIdentityDomain, unlinkIdentity } from '../commands/identity';
 import { setRateLimit } from '../commands/rateLimits';
+import { rebuildRangeProblem, rebuildSpendRollups } from '../commands/spendRebuild';
 import { createToken, listTokens, revokeToken } from '../commands/tokens';
 import { loadConfigOrExit, type Config } from '../lib/config';
 import { sha256Hex } from '../lib/crypto';
@@ -72,6 +73,7 @@ const USAGE = `usage:
   admin token list --org <orgId> [--user <userId>]
   admin member add --org <orgId> --email <email> [--name <display name>] [--role owner|admin|member]
   admin rate-limit set --org <orgId> --user <userId> --limit <n | default>
+  admin spend rebuild --org <orgId> --from <YYYY-MM-DD> --to <YYYY-MM-DD> [--dry-run]
   admin link-identity --issuer <iss> --subject <sub> --user <userId> [--org <orgId>]
   admin unlink-identity --issuer <iss> --subject <sub>
   admin domain add --org <orgId> --domain <example.com> [--issuer <iss>]
@@ -86,6 +88,7 @@ const COMMANDS = [
   'token list',
   'member add',
   'rate-limit set',
+  'spend rebuild',
   'link-identity',
   'unlink-identity',
   'domain add',
@@ -131,6 +134,9 @@ async function run(argv: string[]): Promise<unknown> {
       subject: { type: 'string' },
       domain: { type: 'string' },
       role: { type: 'string', default: 'member' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      'dry-run': { type: 'boolean' },
     },
   });
   const command = positionals.join(' ');
@@ -231,6 +237,12 @@ async function run(argv: string[]): Promise<unknown> {
       await setRateLimit(organizationId, userId, limit);
       return { organizationId, userId, rateLimit: limit };
     };
+  } else if (command === 'spend rebuild') {
+    const organizationId = need(values, 'org');
+    const range = { from: need(values, 'from'), to: need(values, 'to') };
+    const problem = rebuildRangeProblem(range, new Date());
+    if (problem) throw new UsageError(problem);
+    action = () => rebuildSpendRollups(organizationId, range, { dryRun: values['dry-run'] === true });
   } else {
     const organizationId = need(values, 'org');
     if (!values.id && !values.token) throw new UsageError('--id or --token is required');
