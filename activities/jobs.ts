@@ -6,6 +6,7 @@
 import { executionsStarted } from '../lib/metrics';
 import { ApplicationFailure } from '@temporalio/common';
 import { recordPendingExecution } from '../commands/executionStart';
+import { jobRerunSeed } from '../commands/jobReruns';
 import { recordEvent, type EventDeps, type ServiceEventType } from '../commands/serviceEvents';
 import type { Config } from '../lib/config';
 import { appendEvents, type LoggedEvent } from '../commands/eventLog';
@@ -130,6 +131,8 @@ export function createJobActivities(deps: JobActivityDeps) {
     const previous = job.iterations.find((i) => i.n === input.n - 1)?.executionId ?? null;
     const first = job.iterations.find((i) => i.n === 1)?.executionId ?? input.executionId;
     const resolved = resolveModel(chat?.model ?? agent?.model, deps.config);
+    // A rerun job's chosen iteration starts with the original's steps before the chosen one (commands/jobReruns.ts).
+    const rerun = job.rerunOf?.iteration === input.n ? await jobRerunSeed(job.rerunOf) : undefined;
     if (session.activeExecutionId !== input.executionId)
       await Session.updateOne({ _id: session._id }, { $set: { activeExecutionId: input.executionId, turns: input.n } });
     await recordPendingExecution({
@@ -152,6 +155,7 @@ export function createJobActivities(deps: JobActivityDeps) {
       jobId: job._id,
       ...(job.missionId ? { missionId: job.missionId } : {}),
       chatSeqBase: session.chatStreamSeq ?? 0,
+      ...(rerun ? { rerun } : {}),
     });
     executionsStarted.inc({ source: 'job' });
   }

@@ -23,7 +23,7 @@ import {
 import { findChat, sendChatMessage } from './chats';
 import { EXPIRED_EVENT, readEvents } from './eventLog';
 import { startExecution, type ExecutionDeps } from './executionStart';
-import { stepCuts, type ExecutionStep } from './executionSteps';
+import { stepCuts, type ExecutionStep, type StepCut } from './executionSteps';
 import { findExecution } from './executions';
 import type { AuthContext } from './tokens';
 
@@ -43,7 +43,7 @@ const MAX_STEP_EVENTS = 20_000;
  * @param forkedFrom what the fork records as its origin.
  * @returns the fork.
  */
-async function forkConversation(
+export async function forkConversation(
   auth: AuthContext,
   source: ChatDoc,
   lastPosition: number,
@@ -155,6 +155,15 @@ export async function forkChat(
  */
 async function recordedSteps(auth: AuthContext, executionId: string) {
   const exec = await findExecution(auth, executionId);
+  return { exec, cuts: await stepsOf(exec) };
+}
+
+/**
+ * @param exec an execution (found for its organization by the caller).
+ * @returns its steps, each with what a rerun from it starts with (commands/executionSteps.ts `stepCuts`).
+ * @throws ConflictError while it runs; GoneError when part of its stream expired.
+ */
+export async function stepsOf(exec: Pick<ExecutionDoc, '_id' | 'status'>): Promise<StepCut[]> {
   if (!TERMINAL_EXECUTION_STATUSES.includes(exec.status as ExecutionStatus))
     throw new ConflictError('The execution is still running: its steps are known once it has ended');
   const events = await readEvents(exec._id, 0, MAX_STEP_EVENTS);
@@ -162,7 +171,7 @@ async function recordedSteps(auth: AuthContext, executionId: string) {
     throw new ConflictError(`This execution's stream holds more than ${MAX_STEP_EVENTS} events: too long to rerun`);
   if (events.some((e) => e.event === EXPIRED_EVENT))
     throw new GoneError('Part of this execution’s stream expired: its steps can no longer be read or rerun');
-  return { exec, cuts: stepCuts(events) };
+  return stepCuts(events);
 }
 
 /**

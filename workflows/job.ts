@@ -55,6 +55,12 @@ export interface JobInput {
   deadlineSeconds: number;
   /** What its reviews wait for and their deadline (workflows/reviews.ts); absent: built-in actions, no deadline. */
   review?: ReviewSpec;
+  /**
+   * A rerun's (commands/jobReruns.ts): the iterations before `iteration` are the original job's, taken over as
+   * recorded (already in the job's record); the workflow starts at `iteration`, run for `reason` with `input`, whose
+   * execution the iteration's preparation seeds with the original's steps before the chosen one.
+   */
+  rerun?: { iteration: number; reason: NextIteration['reason']; input: string };
 }
 
 const { mirrorJobTransition, mirrorReviewOverdue, prepareIteration } = proxyActivities<JobActivities>({
@@ -102,7 +108,7 @@ export async function job(input: JobInput): Promise<JobView> {
   let transition = 0;
   let mirrored = 0;
   let streamSeq = 0;
-  let iterations = 0;
+  let iterations = input.rerun ? input.rerun.iteration - 1 : 0;
   let pending: Decision | null = null;
   let cancelRequested = false;
   let iterationScope: CancellationScope | undefined;
@@ -202,7 +208,9 @@ export async function job(input: JobInput): Promise<JobView> {
   }
 
   await move('queued');
-  let next: NextIteration | null = { reason: 'goal', text: '' };
+  let next: NextIteration | null = input.rerun
+    ? { reason: input.rerun.reason, text: input.rerun.input }
+    : { reason: 'goal', text: '' };
   /** The iteration a cancel interrupted, recorded with the cancellation. */
   let interrupted: MirrorInput['iterationDone'];
   /** The decision that starts the next iteration, recorded with it. */

@@ -22,6 +22,7 @@ import {
 } from '../schemas';
 import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
 import { MAX_JOB_DECISIONS } from '../../commands/jobs';
+import { jobRerunOf } from './jobReruns.schema';
 
 /** Events replayed to a client that names no position (`Last-Event-ID`): the stream's last ones. */
 export const JOB_REPLAY_EVENTS = 100;
@@ -256,6 +257,7 @@ export const jobSchema: Schema = record({
   },
   error: nullableError,
   metadata: { type: 'object' },
+  rerun_of: jobRerunOf,
   links: record({
     chat_id: { type: 'string' },
     mission_id: nullableStr,
@@ -320,6 +322,8 @@ export const jobLineageResponse: Schema = record({
     oneOf: [{ type: 'null' }, record({ mission_id: { type: 'string' }, run_id: nullableStr })],
   },
   task_id: nullableStr,
+  rerun_of: jobRerunOf,
+  reruns: { type: 'array', items: jobRef, description: 'The job’s reruns (POST /api/jobs/{id}/rerun), newest first' },
 });
 
 export const transcriptQuery = {
