@@ -5,8 +5,9 @@
  */
 import { executionsStarted } from '../lib/metrics';
 import { ApplicationFailure } from '@temporalio/common';
-import { recordPendingExecution } from '../commands/executionStart';
-import { jobRerunSeed } from '../commands/jobReruns';
+import { recordPendingExecution, type RerunSeed } from '../commands/executionStart';
+import { AppError } from '../lib/errors';
+import { rerunSeedOf } from '../commands/chatForks';
 import { recordEvent, type EventDeps, type ServiceEventType } from '../commands/serviceEvents';
 import type { Config } from '../lib/config';
 import { appendEvents, type LoggedEvent } from '../commands/eventLog';
@@ -108,6 +109,20 @@ const presentAction = (a: ReturnType<typeof pendingActions>[number]) => ({
 });
 
 /**
+ * What a rerun job's chosen iteration starts with: the original execution's steps before the chosen one
+ * (commands/jobReruns.ts). The rerun request read them; a stream that expired since fails the iteration.
+ */
+async function rerunSeed(rerunOf: { executionId: string; step: number }): Promise<RerunSeed> {
+  try {
+    return await rerunSeedOf(rerunOf.executionId, rerunOf.step);
+  } catch (err) {
+    if (err instanceof AppError && err.status < 500)
+      throw ApplicationFailure.nonRetryable(err.message, 'RerunStepGone');
+    throw err;
+  }
+}
+
+/**
  * @param deps logger and configuration.
  * @returns the job activities.
  */
@@ -132,7 +147,7 @@ export function createJobActivities(deps: JobActivityDeps) {
     const first = job.iterations.find((i) => i.n === 1)?.executionId ?? input.executionId;
     const resolved = resolveModel(chat?.model ?? agent?.model, deps.config);
     // A rerun job's chosen iteration starts with the original's steps before the chosen one (commands/jobReruns.ts).
-    const rerun = job.rerunOf?.iteration === input.n ? await jobRerunSeed(job.rerunOf) : undefined;
+    const rerun = job.rerunOf?.iteration === input.n ? await rerunSeed(job.rerunOf) : undefined;
     if (session.activeExecutionId !== input.executionId)
       await Session.updateOne({ _id: session._id }, { $set: { activeExecutionId: input.executionId, turns: input.n } });
     await recordPendingExecution({

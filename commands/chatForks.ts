@@ -13,6 +13,7 @@ import { insertDocument, insertDocumentsOnce } from '../lib/mongo';
 import {
   Chat,
   ChatMessage,
+  Execution,
   Session,
   TERMINAL_EXECUTION_STATUSES,
   type ChatDoc,
@@ -22,7 +23,7 @@ import {
 } from '../models';
 import { findChat, sendChatMessage } from './chats';
 import { EXPIRED_EVENT, readEvents } from './eventLog';
-import { startExecution, type ExecutionDeps } from './executionStart';
+import { startExecution, type ExecutionDeps, type RerunSeed } from './executionStart';
 import { stepCuts, type ExecutionStep, type StepCut } from './executionSteps';
 import { findExecution } from './executions';
 import type { AuthContext } from './tokens';
@@ -223,4 +224,18 @@ export async function rerunExecution(
     },
     options
   );
+}
+
+/**
+ * What a rerun from an execution's step starts with, read again from that execution's stream (a job rerun's chosen
+ * iteration: activities/jobs.ts `prepareIteration`, commands/jobReruns.ts).
+ * @param executionId the execution rerun (found by id: the caller holds it for its organization).
+ * @param fromStep the step.
+ * @returns the seed, or a client error when the step can no longer be read (expired stream, step gone).
+ */
+export async function rerunSeedOf(executionId: string, fromStep: number): Promise<RerunSeed> {
+  const exec = await Execution.findById(executionId).select({ status: 1 }).lean<ExecutionDoc>();
+  const cut = exec ? (await stepsOf(exec))[fromStep - 1] : undefined;
+  if (!cut) throw new NotFoundError('The step rerun no longer exists');
+  return { executionId, fromStep, events: cut.seed };
 }

@@ -8,14 +8,13 @@
  * rerun is (its tools are not called again, its model turns not billed again). From there on it is a job like any
  * other: reviews, input, iterations.
  */
-import { ApplicationFailure } from '@temporalio/common';
 import { AppError, NotFoundError, ValidationError } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { insertDocument } from '../lib/mongo';
 import { Chat, Execution, Job, type ChatDoc, type ExecutionDoc, type JobDoc } from '../models';
 import type { JobInput } from '../workflows/job';
 import { forkConversation, stepsOf } from './chatForks';
-import type { ExecutionDeps, RerunSeed } from './executionStart';
+import type { ExecutionDeps } from './executionStart';
 import type { ExecutionStep } from './executionSteps';
 import { findJob, startJobWorkflow } from './jobs';
 import type { AuthContext } from './tokens';
@@ -142,26 +141,6 @@ export async function rerunJob(
   };
   await startJobWorkflow(deps, auth, job, start);
   return job;
-}
-
-/**
- * What a rerun job's chosen iteration starts with (its preparation, activities/jobs.ts): the original execution's
- * steps before the chosen one. The original's stream was read when the rerun was asked for; should it have expired
- * since, the iteration cannot start (a non-retryable failure).
- * @param rerunOf the new job's origin.
- * @returns the seed of the iteration's execution.
- */
-export async function jobRerunSeed(rerunOf: JobRerunOf): Promise<RerunSeed> {
-  const exec = await Execution.findById(rerunOf.executionId).select({ status: 1 }).lean<ExecutionDoc>();
-  try {
-    const cut = exec ? (await stepsOf(exec))[rerunOf.step - 1] : undefined;
-    if (!cut) throw new NotFoundError('The rerun step no longer exists');
-    return { executionId: rerunOf.executionId, fromStep: rerunOf.step, events: cut.seed };
-  } catch (err) {
-    if (err instanceof AppError && err.status < 500)
-      throw ApplicationFailure.nonRetryable(err.message, 'RerunStepGone');
-    throw err;
-  }
 }
 
 /**
