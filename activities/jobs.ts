@@ -246,6 +246,19 @@ export function createJobActivities(deps: JobActivityDeps) {
       };
       set.reviewAssignee = spec?.assignee ?? job.userId;
       set.reviewDueAt = deadline ?? NO_REVIEW_DEADLINE;
+    } else if (input.to === 'blocked' && input.reviewRequest?.deadline) {
+      // A question under the review's deadline: whom it waits for, until when, and the policy (no review asked).
+      const deadline = new Date(input.reviewRequest.deadline);
+      set.review = {
+        ...kept,
+        state: review,
+        feedback: job.review?.feedback ?? null,
+        assignee: spec?.assignee ?? job.userId,
+        deadline,
+        onTimeout: spec?.onTimeout ?? null,
+        overdueAt: null,
+        escalatedFrom: null,
+      };
     } else if (input.iteration?.reason === 'feedback') {
       review = 'changes_requested';
       set.review = { ...kept, state: review, feedback: input.iteration.input };
@@ -256,7 +269,7 @@ export function createJobActivities(deps: JobActivityDeps) {
       review = input.review;
       set.review = { ...kept, state: review, feedback: null, decision: kept.decision };
     } else if (decision) set.review = { ...kept, state: review, feedback: job.review?.feedback ?? null };
-    if (set.review)
+    if (set.review && input.to !== 'blocked')
       events.push({
         event: 'review.updated',
         data: {

@@ -79,7 +79,8 @@ function presentReview(job: JobDoc): Record<string, unknown> {
   const r = job.review;
   const spec = job.reviewSpec ? (JSON.parse(job.reviewSpec) as ReviewSpec) : null;
   const decision = r?.decision as { action: string; payload: object; by: string | null; at: Date } | null | undefined;
-  const waiting = job.status === 'awaiting_review';
+  // A blocked job's question waits under the review's deadline too, when it has one.
+  const waiting = job.status === 'awaiting_review' || (job.status === 'blocked' && r?.deadline != null);
   return {
     state: r?.state ?? 'none',
     requested_at: iso(r?.requestedAt),

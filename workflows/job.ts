@@ -18,6 +18,7 @@ import {
   executeChild,
   isCancellation,
   ParentClosePolicy,
+  patched,
   proxyActivities,
   setHandler,
   uuid4,
@@ -255,25 +256,31 @@ export async function job(input: JobInput): Promise<JobView> {
       await move('completed', { iterationDone: done });
       return view();
     }
+    const deadline = input.review?.timeoutSeconds ? Date.now() + input.review.timeoutSeconds * 1000 : null;
+    let timedOut: 'auto_reject' | 'cancel' | null = null;
     if (request.kind === 'review') {
-      const deadline = input.review?.timeoutSeconds ? Date.now() + input.review.timeoutSeconds * 1000 : null;
       await move('awaiting_review', { iterationDone: done, reviewRequest: { deadline } });
-      const timedOut = await awaitReview();
-      if (timedOut === 'cancel') {
-        await move('cancelled', { review: 'expired' });
-        return view();
-      }
-      if (timedOut === 'auto_reject') {
-        await move('failed', {
-          review: 'rejected',
-          decision: { action: 'auto_reject', payload: {}, by: null },
-          error: { message: 'The review’s deadline passed: rejected (auto_reject)', code: 'review_rejected' },
-        });
-        return view();
-      }
+      timedOut = await awaitReview();
+    } else if (patched('question-deadline')) {
+      // A question waits under the review's deadline and policy too (histories before it waited without a timer).
+      await move('blocked', { iterationDone: done, question: request.question, reviewRequest: { deadline } });
+      timedOut = await awaitReview();
     } else {
       await move('blocked', { iterationDone: done, question: request.question });
       await condition(() => pending !== null || cancelRequested);
+    }
+    if (timedOut === 'cancel') {
+      await move('cancelled', { review: 'expired' });
+      return view();
+    }
+    if (timedOut === 'auto_reject') {
+      const what = request.kind === 'review' ? 'review' : 'question';
+      await move('failed', {
+        review: 'rejected',
+        decision: { action: 'auto_reject', payload: {}, by: null },
+        error: { message: `The ${what}’s deadline passed: rejected (auto_reject)`, code: 'review_rejected' },
+      });
+      return view();
     }
     if (cancelRequested) break;
     const asked = pending!;
@@ -302,8 +309,8 @@ export async function job(input: JobInput): Promise<JobView> {
   return view();
 
   /**
-   * Waits for a decision on the review; with a deadline, a durable timer raced with it (a `condition` with a
-   * timeout), whose policy fires once: remind and escalate record it and go on waiting; auto_approve decides;
+   * Waits for a decision on the review (or the answer to a question); with a deadline, a durable timer raced with it
+   * (a `condition` with a timeout), whose policy fires once: remind and escalate record it and go on waiting; auto_approve decides;
    * auto_reject and cancel are returned for the caller to end the job.
    */
   async function awaitReview(): Promise<'auto_reject' | 'cancel' | null> {
