@@ -153,6 +153,9 @@ describe('with a worker in the test process', () => {
       status: 'completed',
       jobId: rerunId,
       rerunOf: { executionId: original.iterations[1].execution_id, fromStep: 1 },
+      // Its history is the original's first iteration: it hangs under it in the execution tree.
+      parentExecutionId: original.iterations[0].execution_id,
+      rootExecutionId: original.iterations[0].execution_id,
     });
 
     // The original is untouched and lists its rerun; the rerun names its origin.
