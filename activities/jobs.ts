@@ -5,7 +5,9 @@
  */
 import { executionsStarted } from '../lib/metrics';
 import { ApplicationFailure } from '@temporalio/common';
-import { recordPendingExecution } from '../commands/executionStart';
+import { recordPendingExecution, type RerunSeed } from '../commands/executionStart';
+import { AppError } from '../lib/errors';
+import { rerunSeedOf } from '../commands/chatForks';
 import { recordEvent, type EventDeps, type ServiceEventType } from '../commands/serviceEvents';
 import type { Config } from '../lib/config';
 import { appendEvents, type LoggedEvent } from '../commands/eventLog';
@@ -107,6 +109,20 @@ const presentAction = (a: ReturnType<typeof pendingActions>[number]) => ({
 });
 
 /**
+ * What a rerun job's chosen iteration starts with: the original execution's steps before the chosen one
+ * (commands/jobReruns.ts). The rerun request read them; a stream that expired since fails the iteration.
+ */
+async function rerunSeed(rerunOf: { executionId: string; step: number }): Promise<RerunSeed> {
+  try {
+    return await rerunSeedOf(rerunOf.executionId, rerunOf.step);
+  } catch (err) {
+    if (err instanceof AppError && err.status < 500)
+      throw ApplicationFailure.nonRetryable(err.message, 'RerunStepGone');
+    throw err;
+  }
+}
+
+/**
  * @param deps logger and configuration.
  * @returns the job activities.
  */
@@ -130,6 +146,8 @@ export function createJobActivities(deps: JobActivityDeps) {
     const previous = job.iterations.find((i) => i.n === input.n - 1)?.executionId ?? null;
     const first = job.iterations.find((i) => i.n === 1)?.executionId ?? input.executionId;
     const resolved = resolveModel(chat?.model ?? agent?.model, deps.config);
+    // A rerun job's chosen iteration starts with the original's steps before the chosen one (commands/jobReruns.ts).
+    const rerun = job.rerunOf?.iteration === input.n ? await rerunSeed(job.rerunOf) : undefined;
     if (session.activeExecutionId !== input.executionId)
       await Session.updateOne({ _id: session._id }, { $set: { activeExecutionId: input.executionId, turns: input.n } });
     await recordPendingExecution({
@@ -152,6 +170,7 @@ export function createJobActivities(deps: JobActivityDeps) {
       jobId: job._id,
       ...(job.missionId ? { missionId: job.missionId } : {}),
       chatSeqBase: session.chatStreamSeq ?? 0,
+      ...(rerun ? { rerun } : {}),
     });
     executionsStarted.inc({ source: 'job' });
   }
@@ -227,6 +246,19 @@ export function createJobActivities(deps: JobActivityDeps) {
       };
       set.reviewAssignee = spec?.assignee ?? job.userId;
       set.reviewDueAt = deadline ?? NO_REVIEW_DEADLINE;
+    } else if (input.to === 'blocked' && input.reviewRequest?.deadline) {
+      // A question under the review's deadline: whom it waits for, until when, and the policy (no review asked).
+      const deadline = new Date(input.reviewRequest.deadline);
+      set.review = {
+        ...kept,
+        state: review,
+        feedback: job.review?.feedback ?? null,
+        assignee: spec?.assignee ?? job.userId,
+        deadline,
+        onTimeout: spec?.onTimeout ?? null,
+        overdueAt: null,
+        escalatedFrom: null,
+      };
     } else if (input.iteration?.reason === 'feedback') {
       review = 'changes_requested';
       set.review = { ...kept, state: review, feedback: input.iteration.input };
@@ -237,7 +269,7 @@ export function createJobActivities(deps: JobActivityDeps) {
       review = input.review;
       set.review = { ...kept, state: review, feedback: null, decision: kept.decision };
     } else if (decision) set.review = { ...kept, state: review, feedback: job.review?.feedback ?? null };
-    if (set.review)
+    if (set.review && input.to !== 'blocked')
       events.push({
         event: 'review.updated',
         data: {

@@ -13,6 +13,7 @@ import { insertDocument, insertDocumentsOnce } from '../lib/mongo';
 import {
   Chat,
   ChatMessage,
+  Execution,
   Session,
   TERMINAL_EXECUTION_STATUSES,
   type ChatDoc,
@@ -22,8 +23,8 @@ import {
 } from '../models';
 import { findChat, sendChatMessage } from './chats';
 import { EXPIRED_EVENT, readEvents } from './eventLog';
-import { startExecution, type ExecutionDeps } from './executionStart';
-import { stepCuts, type ExecutionStep } from './executionSteps';
+import { startExecution, type ExecutionDeps, type RerunSeed } from './executionStart';
+import { stepCuts, type ExecutionStep, type StepCut } from './executionSteps';
 import { findExecution } from './executions';
 import type { AuthContext } from './tokens';
 
@@ -43,7 +44,7 @@ const MAX_STEP_EVENTS = 20_000;
  * @param forkedFrom what the fork records as its origin.
  * @returns the fork.
  */
-async function forkConversation(
+export async function forkConversation(
   auth: AuthContext,
   source: ChatDoc,
   lastPosition: number,
@@ -155,6 +156,15 @@ export async function forkChat(
  */
 async function recordedSteps(auth: AuthContext, executionId: string) {
   const exec = await findExecution(auth, executionId);
+  return { exec, cuts: await stepsOf(exec) };
+}
+
+/**
+ * @param exec an execution (found for its organization by the caller).
+ * @returns its steps, each with what a rerun from it starts with (commands/executionSteps.ts `stepCuts`).
+ * @throws ConflictError while it runs; GoneError when part of its stream expired.
+ */
+export async function stepsOf(exec: Pick<ExecutionDoc, '_id' | 'status'>): Promise<StepCut[]> {
   if (!TERMINAL_EXECUTION_STATUSES.includes(exec.status as ExecutionStatus))
     throw new ConflictError('The execution is still running: its steps are known once it has ended');
   const events = await readEvents(exec._id, 0, MAX_STEP_EVENTS);
@@ -162,7 +172,7 @@ async function recordedSteps(auth: AuthContext, executionId: string) {
     throw new ConflictError(`This execution's stream holds more than ${MAX_STEP_EVENTS} events: too long to rerun`);
   if (events.some((e) => e.event === EXPIRED_EVENT))
     throw new GoneError('Part of this execution’s stream expired: its steps can no longer be read or rerun');
-  return { exec, cuts: stepCuts(events) };
+  return stepCuts(events);
 }
 
 /**
@@ -214,4 +224,18 @@ export async function rerunExecution(
     },
     options
   );
+}
+
+/**
+ * What a rerun from an execution's step starts with, read again from that execution's stream (a job rerun's chosen
+ * iteration: activities/jobs.ts `prepareIteration`, commands/jobReruns.ts).
+ * @param executionId the execution rerun (found by id: the caller holds it for its organization).
+ * @param fromStep the step.
+ * @returns the seed, or a client error when the step can no longer be read (expired stream, step gone).
+ */
+export async function rerunSeedOf(executionId: string, fromStep: number): Promise<RerunSeed> {
+  const exec = await Execution.findById(executionId).select({ status: 1 }).lean<ExecutionDoc>();
+  const cut = exec ? (await stepsOf(exec))[fromStep - 1] : undefined;
+  if (!cut) throw new NotFoundError('The step rerun no longer exists');
+  return { executionId, fromStep, events: cut.seed };
 }

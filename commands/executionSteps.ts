@@ -34,7 +34,7 @@ export interface ExecutionStep {
 }
 
 /** A step and the events a rerun from it starts with. */
-interface StepCut {
+export interface StepCut {
   step: ExecutionStep;
   seed: Omit<LoggedEvent, 'seq'>[];
 }

@@ -91,7 +91,7 @@ const invalid = (field: string) => (err: unknown) => {
  * @param deadlineSeconds each iteration's deadline.
  * @returns workflow id, input, search attributes and memo.
  */
-export function jobWorkflowStart(job: JobDoc, deadlineSeconds: number) {
+export function jobWorkflowStart(job: JobDoc, deadlineSeconds: number, rerun?: JobInput['rerun']) {
   const args: [JobInput] = [
     {
       jobId: job._id,
@@ -99,6 +99,7 @@ export function jobWorkflowStart(job: JobDoc, deadlineSeconds: number) {
       agentId: job.agentId,
       deadlineSeconds,
       ...(job.reviewSpec ? { review: JSON.parse(job.reviewSpec) as ReviewSpec } : {}),
+      ...(rerun ? { rerun } : {}),
     },
   ];
   return {
@@ -129,7 +130,24 @@ export function jobWorkflowStart(job: JobDoc, deadlineSeconds: number) {
  */
 export async function createJob(deps: ExecutionDeps, auth: AuthContext, input: JobCreateInput): Promise<JobDoc> {
   const job = await createJobRecord(auth, input);
-  const start = jobWorkflowStart(job, deps.config.executionDeadlineSeconds);
+  await startJobWorkflow(deps, auth, job);
+  return job;
+}
+
+/**
+ * Starts a written job's workflow; a job whose start failed is marked failed (`start_failed`).
+ * @param deps configuration and Temporal.
+ * @param auth the caller.
+ * @param job the queued job.
+ * @param rerun a rerun's start (commands/jobReruns.ts).
+ */
+export async function startJobWorkflow(
+  deps: ExecutionDeps,
+  auth: AuthContext,
+  job: JobDoc,
+  rerun?: JobInput['rerun']
+): Promise<void> {
+  const start = jobWorkflowStart(job, deps.config.executionDeadlineSeconds, rerun);
   try {
     await deps.temporal.client.workflow.start<typeof jobWorkflow>('job', {
       workflowId: start.workflowId,
@@ -151,7 +169,6 @@ export async function createJob(deps: ExecutionDeps, auth: AuthContext, input: J
     );
     throw err instanceof AppError ? err : new ServiceUnavailableError();
   }
-  return job;
 }
 
 /**

@@ -105,6 +105,24 @@ const schema = new mongoose.Schema(
     missionRunId: { type: String, default: null },
     taskId: { type: String, default: null },
     parentJobId: { type: String, default: null },
+    /**
+     * A rerun's origin (POST /api/jobs/{id}/rerun, commands/jobReruns.ts): the job rerun, the iteration and the step
+     * of its execution it was rerun from, and that execution. Null otherwise [docs/decisions.md "Job reruns"].
+     */
+    rerunOf: {
+      type: new mongoose.Schema(
+        {
+          jobId: { type: String, required: true },
+          iteration: { type: Number, required: true },
+          step: { type: Number, required: true },
+          executionId: { type: String, required: true },
+        },
+        { _id: false }
+      ),
+      default: null,
+    },
+    /** `rerunOf.jobId` at the top level, for the index that lists a job's reruns (equality on top-level fields). */
+    rerunOfJobId: { type: String, default: null },
     metadata: { type: mongoose.Schema.Types.Mixed, default: {} },
     startedAt: { type: Date, default: null },
     completedAt: { type: Date, default: null },
@@ -122,6 +140,8 @@ schema.index({ organizationId: 1, status: 1, reviewDueAt: 1, _id: 1 });
 schema.index({ organizationId: 1, reviewAssignee: 1, status: 1, reviewDueAt: 1, _id: 1 });
 // Lineage: the children of a job.
 schema.index({ organizationId: 1, parentJobId: 1, createdAt: -1, _id: -1 });
+// Lineage: the reruns of a job.
+schema.index({ organizationId: 1, rerunOfJobId: 1, createdAt: -1, _id: -1 });
 
 export interface JobIteration {
   n: number;

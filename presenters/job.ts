@@ -12,6 +12,15 @@ export function presentJobRef(job: JobDoc): Record<string, unknown> {
 
 /**
  * @param job the stored job.
+ * @returns a rerun's origin (POST /api/jobs/{id}/rerun), or null.
+ */
+export function presentRerunOf(job: JobDoc): Record<string, unknown> | null {
+  const r = job.rerunOf;
+  return r ? { job_id: r.jobId, iteration: r.iteration, step: r.step, execution_id: r.executionId } : null;
+}
+
+/**
+ * @param job the stored job.
  * @returns the public record.
  */
 export function presentJob(job: JobDoc): Record<string, unknown> {
@@ -45,6 +54,7 @@ export function presentJob(job: JobDoc): Record<string, unknown> {
     })),
     error: job.error?.message ? { message: job.error.message, code: job.error.code ?? 'failed' } : null,
     metadata: job.metadata ?? {},
+    rerun_of: presentRerunOf(job),
     links: {
       chat_id: job.chatId,
       mission_id: job.missionId ?? null,
@@ -69,7 +79,8 @@ function presentReview(job: JobDoc): Record<string, unknown> {
   const r = job.review;
   const spec = job.reviewSpec ? (JSON.parse(job.reviewSpec) as ReviewSpec) : null;
   const decision = r?.decision as { action: string; payload: object; by: string | null; at: Date } | null | undefined;
-  const waiting = job.status === 'awaiting_review';
+  // A blocked job's question waits under the review's deadline too, when it has one.
+  const waiting = job.status === 'awaiting_review' || (job.status === 'blocked' && r?.deadline != null);
   return {
     state: r?.state ?? 'none',
     requested_at: iso(r?.requestedAt),

@@ -18,6 +18,7 @@ import {
   executeChild,
   isCancellation,
   ParentClosePolicy,
+  patched,
   proxyActivities,
   setHandler,
   uuid4,
@@ -55,6 +56,12 @@ export interface JobInput {
   deadlineSeconds: number;
   /** What its reviews wait for and their deadline (workflows/reviews.ts); absent: built-in actions, no deadline. */
   review?: ReviewSpec;
+  /**
+   * A rerun's (commands/jobReruns.ts): the iterations before `iteration` are the original job's, taken over as
+   * recorded (already in the job's record); the workflow starts at `iteration`, run for `reason` with `input`, whose
+   * execution the iteration's preparation seeds with the original's steps before the chosen one.
+   */
+  rerun?: { iteration: number; reason: NextIteration['reason']; input: string };
 }
 
 const { mirrorJobTransition, mirrorReviewOverdue, prepareIteration } = proxyActivities<JobActivities>({
@@ -102,7 +109,7 @@ export async function job(input: JobInput): Promise<JobView> {
   let transition = 0;
   let mirrored = 0;
   let streamSeq = 0;
-  let iterations = 0;
+  let iterations = input.rerun ? input.rerun.iteration - 1 : 0;
   let pending: Decision | null = null;
   let cancelRequested = false;
   let iterationScope: CancellationScope | undefined;
@@ -202,7 +209,9 @@ export async function job(input: JobInput): Promise<JobView> {
   }
 
   await move('queued');
-  let next: NextIteration | null = { reason: 'goal', text: '' };
+  let next: NextIteration | null = input.rerun
+    ? { reason: input.rerun.reason, text: input.rerun.input }
+    : { reason: 'goal', text: '' };
   /** The iteration a cancel interrupted, recorded with the cancellation. */
   let interrupted: MirrorInput['iterationDone'];
   /** The decision that starts the next iteration, recorded with it. */
@@ -247,25 +256,31 @@ export async function job(input: JobInput): Promise<JobView> {
       await move('completed', { iterationDone: done });
       return view();
     }
+    const deadline = input.review?.timeoutSeconds ? Date.now() + input.review.timeoutSeconds * 1000 : null;
+    let timedOut: 'auto_reject' | 'cancel' | null = null;
     if (request.kind === 'review') {
-      const deadline = input.review?.timeoutSeconds ? Date.now() + input.review.timeoutSeconds * 1000 : null;
       await move('awaiting_review', { iterationDone: done, reviewRequest: { deadline } });
-      const timedOut = await awaitReview();
-      if (timedOut === 'cancel') {
-        await move('cancelled', { review: 'expired' });
-        return view();
-      }
-      if (timedOut === 'auto_reject') {
-        await move('failed', {
-          review: 'rejected',
-          decision: { action: 'auto_reject', payload: {}, by: null },
-          error: { message: 'The review’s deadline passed: rejected (auto_reject)', code: 'review_rejected' },
-        });
-        return view();
-      }
+      timedOut = await awaitReview();
+    } else if (patched('question-deadline')) {
+      // A question waits under the review's deadline and policy too (histories before it waited without a timer).
+      await move('blocked', { iterationDone: done, question: request.question, reviewRequest: { deadline } });
+      timedOut = await awaitReview();
     } else {
       await move('blocked', { iterationDone: done, question: request.question });
       await condition(() => pending !== null || cancelRequested);
+    }
+    if (timedOut === 'cancel') {
+      await move('cancelled', { review: 'expired' });
+      return view();
+    }
+    if (timedOut === 'auto_reject') {
+      const what = request.kind === 'review' ? 'review' : 'question';
+      await move('failed', {
+        review: 'rejected',
+        decision: { action: 'auto_reject', payload: {}, by: null },
+        error: { message: `The ${what}’s deadline passed: rejected (auto_reject)`, code: 'review_rejected' },
+      });
+      return view();
     }
     if (cancelRequested) break;
     const asked = pending!;
@@ -294,8 +309,8 @@ export async function job(input: JobInput): Promise<JobView> {
   return view();
 
   /**
-   * Waits for a decision on the review; with a deadline, a durable timer raced with it (a `condition` with a
-   * timeout), whose policy fires once: remind and escalate record it and go on waiting; auto_approve decides;
+   * Waits for a decision on the review (or the answer to a question); with a deadline, a durable timer raced with it
+   * (a `condition` with a timeout), whose policy fires once: remind and escalate record it and go on waiting; auto_approve decides;
    * auto_reject and cancel are returned for the caller to end the job.
    */
   async function awaitReview(): Promise<'auto_reject' | 'cancel' | null> {

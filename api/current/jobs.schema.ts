@@ -22,6 +22,7 @@ import {
 } from '../schemas';
 import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
 import { MAX_JOB_DECISIONS } from '../../commands/jobs';
+import { jobRerunOf } from './jobReruns.schema';
 
 /** Events replayed to a client that names no position (`Last-Event-ID`): the stream's last ones. */
 export const JOB_REPLAY_EVENTS = 100;
@@ -214,11 +215,11 @@ export const jobSchema: Schema = record({
       items: reviewAction,
       description: 'While awaiting_review or blocked: the actions the job takes, each with its payload’s JSON Schema',
     },
-    assignee: { ...nullableStr, description: 'While awaiting_review: whom the review waits for' },
-    deadline: { ...iso, description: 'While awaiting_review: when its timeout passes' },
+    assignee: { ...nullableStr, description: 'While awaiting_review (or blocked with a deadline): whom it waits for' },
+    deadline: { ...iso, description: 'While awaiting_review (or blocked with a deadline): when its timeout passes' },
     on_timeout: {
       oneOf: [{ type: 'null' }, { type: 'string', enum: [...REVIEW_TIMEOUT_POLICIES] }],
-      description: 'While awaiting_review: what the deadline does',
+      description: 'While awaiting_review (or blocked with a deadline): what the deadline does',
     },
     overdue_at: { ...iso, description: 'When the deadline passed (remind, escalate)' },
     escalated_from: { ...nullableStr, description: 'The assignee before an escalation' },
@@ -256,6 +257,7 @@ export const jobSchema: Schema = record({
   },
   error: nullableError,
   metadata: { type: 'object' },
+  rerun_of: jobRerunOf,
   links: record({
     chat_id: { type: 'string' },
     mission_id: nullableStr,
@@ -320,6 +322,8 @@ export const jobLineageResponse: Schema = record({
     oneOf: [{ type: 'null' }, record({ mission_id: { type: 'string' }, run_id: nullableStr })],
   },
   task_id: nullableStr,
+  rerun_of: jobRerunOf,
+  reruns: { type: 'array', items: jobRef, description: 'The job’s reruns (POST /api/jobs/{id}/rerun), newest first' },
 });
 
 export const transcriptQuery = {

@@ -3,16 +3,18 @@
  * job's event stream (`job:<jobId>` in the durable event log, written by the job workflow's activities).
  */
 import { actOnJob, actOnJobs, createJob, findJob, jobLineage, jobTranscript, listJobs } from '../../commands/jobs';
+import { jobReruns } from '../../commands/jobReruns';
 import { decideJob, listInbox, reviewSpecOf } from '../../commands/jobReviews';
 import { StateConflictError, ValidationError } from '../../lib/errors';
 import { translateError } from '../middlewares/errors';
 import { jobStreamId, TERMINAL_JOB_STATUSES, type JobStatus } from '../../models';
-import { presentJob, presentJobRef } from '../../presenters/job';
+import { presentJob, presentJobRef, presentRerunOf } from '../../presenters/job';
 import type { JobAction } from '../../workflows/jobStates';
 import { route, type RouteSpec } from '../route';
 import { idParams } from '../schemas';
 import { streamFullyRead, streamQuery, streamRecentEvents } from '../sse';
 import type { ExecutionRouteDeps } from '../deps';
+import { jobRerunRoutes } from './jobReruns';
 import {
   ACTION_TEXT_FIELDS,
   type actionBody,
@@ -204,7 +206,8 @@ export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
     route({
       method: 'get',
       path: '/jobs/:id/lineage',
-      summary: 'Related work: the parent job, child jobs, iterations (executions) and the mission run that created it',
+      summary:
+        'Related work: the parent job, child jobs, iterations (executions), the mission run that created it, reruns',
       tags,
       auth: 'service',
       scope: 'jobs:read',
@@ -212,6 +215,7 @@ export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       responses: { 200: jobLineageResponse },
       handler: async (ctx, { params }) => {
         const { job, parent, children } = await jobLineage(ctx.state.auth, params.id);
+        const reruns = await jobReruns(ctx.state.auth, job);
         const iterations = [...job.iterations].sort((a, b) => a.n - b.n);
         ctx.body = {
           job: presentJobRef(job),
@@ -226,6 +230,8 @@ export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
           })),
           mission_run: job.missionId ? { mission_id: job.missionId, run_id: job.missionRunId ?? null } : null,
           task_id: job.taskId ?? null,
+          rerun_of: presentRerunOf(job),
+          reruns: reruns.map(presentJobRef),
         };
       },
     }),
@@ -255,6 +261,7 @@ export function jobRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
         };
       },
     }),
+    ...jobRerunRoutes(deps),
     action(
       'approve',
       approveBody,

@@ -33,6 +33,8 @@ const bodies: Record<string, object | undefined> = {
   'GET /jobs/:id/events': undefined,
   'GET /jobs/:id/lineage': undefined,
   'GET /jobs/:id/transcript-events': undefined,
+  'GET /jobs/:id/steps': undefined,
+  'POST /jobs/:id/rerun': { iteration: 1, step: 1 },
   'POST /jobs/:id/approve': {},
   'POST /jobs/:id/cancel': {},
   'POST /jobs/:id/resume': { input: 'x' },
