@@ -3,6 +3,7 @@
  * both surfaces (POST /api/v1/agents/{id}/execute, the client library's execute) and the MCP tools share
  * (docs/architecture.md §3: what both surfaces use sits in api/ itself).
  */
+import { metaEvent } from '../commands/executionStart';
 import { awaitExecution } from '../commands/executions';
 import { ConflictError, ExecutionFailedError } from '../lib/errors';
 import type { LoggedEvent } from '../commands/eventLog';
@@ -47,6 +48,8 @@ export async function replyToExecution(
     await streamEvents(ctx, {
       streamId: exec._id,
       afterSeq: 0,
+      // The `meta` event this request wrote before the start goes out at once (a rerun's copied steps are read).
+      ...(exec.rerunOf ? {} : { known: [metaEvent(exec)] }),
       tailer: deps.events,
       shutdown: deps.shutdown,
       isTerminal: (event) => {

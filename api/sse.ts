@@ -54,6 +54,12 @@ export interface SseOptions {
    * response instead of a wait for events that will never come.
    */
   ended?: boolean;
+  /**
+   * The stream's first events as the caller itself wrote them (a just-started execution's `meta`, committed before its
+   * workflow started), for a client from the start (`afterSeq` 0): sent at once, without reading the head or the
+   * log; whatever followed them comes through the tailer, which reads the head once as every subscription does.
+   */
+  known?: LoggedEvent[];
 }
 
 /** The default formatting of an event. */
@@ -146,9 +152,11 @@ export function openEventStream(ctx: AppContext): PassThrough {
  * @param opts stream, position, tailer, shutdown signal, terminal test.
  */
 export async function streamEvents(ctx: AppContext, opts: SseOptions): Promise<void> {
+  const known = opts.afterSeq === 0 && opts.known?.length ? opts.known : undefined;
   // The head is read before anything is answered: a client that has the stream's terminal event already gets 204.
-  const head = await lastSeq(opts.streamId);
-  if (await fullyRead(opts, head)) {
+  // Events the caller wrote itself are the head so far (none of them ends the stream).
+  const head = known ? known[known.length - 1].seq : await lastSeq(opts.streamId);
+  if (!known && (await fullyRead(opts, head))) {
     ctx.status = 204;
     ctx.set('Cache-Control', 'no-store');
     return;
@@ -195,7 +203,7 @@ export async function streamEvents(ctx: AppContext, opts: SseOptions): Promise<v
   const from = Math.min(opts.afterSeq, Math.max(head - 1, 0));
   let read = from;
   // The head just read bounds the replay (events after it come through the tailer, which reads the head again).
-  for (const e of await readEvents(opts.streamId, from, undefined, head)) {
+  for (const e of known ?? (await readEvents(opts.streamId, from, undefined, head))) {
     read = e.seq;
     send(e);
   }
