@@ -1,6 +1,6 @@
 /**
- * Jest runs every test against real servers: the global setup provisions (or reuses) the temporal CLI dev
- * server and a MongoDB-wire-protocol server once per run; each test file gets its own database.
+ * Jest runs every test against real servers: the global setup provisions (or reuses) the Temporal dev
+ * server (tools/temporal-dev) and a MongoDB-wire-protocol server once per run; each test file gets its own database.
  * The console's own unit tests (the *.test.ts files under console/src: its pure logic, no DOM) run here too, so their counts join
  * jest's summary [docs/decisions.md "Console"]; its pages are tested in a real browser (test/console/).
  * @type {import('jest').Config}

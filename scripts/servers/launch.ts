@@ -1,5 +1,5 @@
 /**
- * Starts the local servers: the temporal CLI dev server (SQLite file in WAL mode, optional Web UI) and MongoDB
+ * Starts the local servers: the Temporal dev server (tools/temporal-dev, or a temporal CLI; SQLite file in WAL mode, optional Web UI) and MongoDB
  * (mongod, or FerretDB on an embedded PostgreSQL), each bound to 127.0.0.1 with its log in the data directory.
  * Every failure becomes one ProvisionError line: a port in use, a data directory locked by another process, a
  * server that exits early.
@@ -173,11 +173,12 @@ export const TEMPORAL_DYNAMIC_CONFIG: Readonly<Record<string, boolean | number>>
   'history.transferProcessorMaxPollRPS': 100,
 };
 /**
- * Starts the temporal CLI dev server.
+ * Starts the Temporal dev server: the project's (tools/temporal-dev) or a temporal CLI, which take the same command
+ * line (`server start-dev …`).
  * @param opts binary, data directory, ports (uiPort undefined = headless), and the address other processes reach it
  *   at (default loopback). Off loopback (a host of the multi-host test bed) the dev server listens on every interface
  *   of its host: its services reach one another at 127.0.0.1 whatever `--ip` says (temporal CLI 1.5.1,
- *   devserver/server.go: static hosts on localhost, listeners on `--ip`), so `--ip <address>` alone breaks every
+ *   devserver/server.go, which tools/temporal-dev/server.go copies: static hosts on localhost, listeners on `--ip`), so `--ip <address>` alone breaks every
  *   workflow start.
  * @returns the running server; `address` is host:port.
  */

@@ -20,22 +20,22 @@ it('one line for every build under way: what, elapsed since the first began, the
   const t0 = 1_000_000;
   const builds = [
     { label: 'FerretDB v1.24.2', started: t0, estimateMs: 110_000 },
-    { label: 'temporal CLI v1.5.1', started: t0 + 1_000, estimateMs: 370_000 },
+    { label: 'Temporal dev server v1.29.1', started: t0 + 1_000, estimateMs: 370_000 },
   ];
   expect(progressLine(builds, t0 + 100_000)).toBe(
-    'building FerretDB v1.24.2 and temporal CLI v1.5.1: 1 min 40 s elapsed, about 4 min 40 s left' // 271 s, up to the next 10 s
+    'building FerretDB v1.24.2 and Temporal dev server v1.29.1: 1 min 40 s elapsed, about 4 min 40 s left' // 271 s, up to the next 10 s
   );
   expect(progressLine(builds.slice(1), t0 + 400_000)).toBe(
-    'building temporal CLI v1.5.1: 6 min 39 s elapsed, almost done' // it began 1 s after the first
+    'building Temporal dev server v1.29.1: 6 min 39 s elapsed, almost done' // it began 1 s after the first
   );
   expect(humanDuration(45_000)).toBe('45 s');
   expect(humanDuration(185_000)).toBe('3 min 05 s');
 });
 
 it("the estimate is the last build's recorded duration on this machine, else the fixed one", () => {
-  expect(buildEstimateMs(dir, 'temporal')).toBe(FIXED_ESTIMATES_MS.temporal);
-  writeFileSync(path.join(dir, 'build-times.json'), JSON.stringify({ temporal: 250_000 }));
-  expect(buildEstimateMs(dir, 'temporal')).toBe(250_000);
+  expect(buildEstimateMs(dir, 'temporal-dev')).toBe(FIXED_ESTIMATES_MS['temporal-dev']);
+  writeFileSync(path.join(dir, 'build-times.json'), JSON.stringify({ 'temporal-dev': 250_000 }));
+  expect(buildEstimateMs(dir, 'temporal-dev')).toBe(250_000);
   expect(buildEstimateMs(dir, 'ferretdb')).toBe(FIXED_ESTIMATES_MS.ferretdb);
 });
 

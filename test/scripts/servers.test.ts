@@ -1,14 +1,16 @@
 /**
  * Bad local state gives one clear ProvisionError line, not a stack trace.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import mongoose from 'mongoose';
 import { loadToolConfig } from '../../lib/config';
+import { SEARCH_ATTRIBUTES } from '../../workflows/searchAttributes';
 import { startMongoStack } from '../../scripts/servers';
 import { ensureMongoServer, ensureTemporalCli, ProvisionError } from '../../scripts/servers/binaries';
 import { freePort, lockDataDir, startMongo, startTemporal } from '../../scripts/servers/launch';
@@ -131,6 +133,30 @@ describe('server provisioning', () => {
       await new Promise((r) => setTimeout(r, 2500)); // two passes of the mirror loop
     });
     expect(mirrored()).toEqual(first);
+  }, 120_000);
+
+  it("the dev server creates the namespace with the project's search attributes, and names a bad flag", async () => {
+    const bin = await ensureTemporalCli(loadToolConfig(), () => undefined);
+    const server = await startTemporal({ bin, dataDir: dir, port: await freePort(), namespace: 'attributes' });
+    try {
+      const connection = await Connection.connect({ address: server.address });
+      try {
+        const listed = await connection.operatorService.listSearchAttributes({ namespace: 'attributes' });
+        const keyword = temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
+        expect(listed.customAttributes).toMatchObject(
+          Object.fromEntries(Object.keys(SEARCH_ATTRIBUTES).map((name) => [name, keyword]))
+        );
+      } finally {
+        await connection.close();
+      }
+    } finally {
+      await server.stop();
+    }
+    const args = ['server', 'start-dev', '--headless', '--port', String(await freePort())];
+    const bad = spawnSync(bin, [...args, '--search-attribute', 'Tenant=Nope'], { encoding: 'utf8', timeout: 30_000 });
+    expect(bad.status).toBe(1);
+    // The CLI logs it through slog, quotes escaped; ours prints the line as it is.
+    expect(bad.stderr).toMatch(/invalid search attribute value type \\?"Nope\\?"/);
   }, 120_000);
 
   it('a configured binary that does not exist is one clear line', async () => {
