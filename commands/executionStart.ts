@@ -24,12 +24,13 @@ import {
   type SessionDoc,
 } from '../models';
 import type { AgentExecutionWorkflow } from '../workflows/definitions';
-import { executionStartOptions } from '../workflows/executionStart';
+import { executionStartOptions, workPriority } from '../workflows/executionStart';
 import { findVisibleAgent } from './agents';
 import { releaseTurn, resolveConversation, takeTurn } from './conversations';
 import { defaultSpaceId } from './defaultSpace';
 import { appendEvents, type LoggedEvent } from './eventLog';
 import { checkMediaForModel, checkMediaIds } from './media';
+import { fairnessWeight } from './fairShare';
 import { refuseWhenSpent } from './spend';
 import type { EventDeps } from './serviceEvents';
 import type { AuthContext } from './tokens';
@@ -189,6 +190,7 @@ export async function startExecutionWorkflow(
       organizationId: exec.organizationId,
       agentId: exec.agentId,
       deadlineSeconds: config.executionDeadlineSeconds,
+      priority: workPriority('interactive', exec.organizationId, await fairnessWeight(exec.organizationId)),
       memo: {
         agentId: exec.agentId,
         model: `${exec.provider}:${exec.model}`,
@@ -220,7 +222,7 @@ export async function startExecution(
   input: ExecuteInput,
   options: { gone?: AbortSignal } = {}
 ): Promise<ExecutionDoc> {
-  const slot = await deps.admission?.acquire(options.gone);
+  const slot = await deps.admission?.acquire(options.gone, auth.organizationId);
   try {
     // The slot is named after the execution before its workflow starts: the finish may run before the start returns.
     return await startAdmitted(deps, auth, agentId, input, (id) => slot?.bind(id));
@@ -262,7 +264,8 @@ export function createExecutionAdmission(
   return new ExecutionAdmission(
     { ...config.executionAdmission, holdMs: config.executionDeadlineSeconds * 1000 + HOLD_MARGIN_MS },
     endedExecutions,
-    onError
+    onError,
+    fairnessWeight
   );
 }
 
@@ -275,12 +278,14 @@ async function startAdmitted(
 ): Promise<ExecutionDoc> {
   // A new conversation in the default space: the space is looked up together with the agent.
   const newInDefaultSpace = input.chatId === undefined && input.sessionId === undefined && input.spaceId === undefined;
-  const [agent, defaultSpace, media] = await Promise.all([
+  const [agent, defaultSpace, media, , weight] = await Promise.all([
     findVisibleAgent(auth, agentId),
     newInDefaultSpace ? defaultSpaceId(auth) : undefined,
     checkMediaIds(auth, input.mediaIds ?? [], 'mediaIds'),
     // A spent budget refuses the execution (402 budget_exceeded): from the process's cached totals, no round trip.
     refuseWhenSpent(deps.config, auth.organizationId, agentId),
+    // The organization's Temporal fairness weight (a cached read, alongside the others).
+    fairnessWeight(auth.organizationId),
   ]);
   const executionId = input.executionId ?? newExecutionId();
   named(executionId);
@@ -350,6 +355,7 @@ async function startAdmitted(
             organizationId: auth.organizationId,
             agentId: agent._id,
             deadlineSeconds: deps.config.executionDeadlineSeconds,
+            priority: workPriority('interactive', auth.organizationId, weight),
             memo: {
               agentId: agent._id,
               model: `${resolved.provider}:${resolved.model}`,
