@@ -53,6 +53,9 @@ export interface ExecuteInput {
   /** Caps of this run alone (docs/spend.md): it stops before its next model call once its spend reaches one. */
   maxTokens?: number;
   maxCostUsd?: number;
+  /** A caller's concurrency key and its limit (default 1): docs/fairness.md "Concurrency keys". */
+  concurrencyKey?: string;
+  concurrencyLimit?: number;
   /** A rerun's origin and the events its stream starts with (commands/chatForks.ts `rerunExecution`). */
   rerun?: RerunSeed;
 }
@@ -110,6 +113,8 @@ export interface PendingExecution {
   chatShowsWorking?: boolean;
   /** A rerun's: what it reruns, and the events its stream starts with after `meta`. */
   rerun?: RerunSeed;
+  /** The concurrency keys it holds before it runs, in claim order (activities/executionConcurrency.ts). */
+  concurrency?: { key: string; limit: number }[];
 }
 
 const ignoreDuplicate = (err: unknown): void => {
@@ -312,6 +317,12 @@ async function startAdmitted(
       if (!parent) throw new ValidationError('Invalid parentExecutionId');
       root = parent.rootExecutionId;
     }
+    // The agent's limit first, then the caller's key: every execution claims them in that order (no two wait for
+    // each other's key).
+    const concurrency = [
+      ...(agent.maxConcurrentExecutions ? [{ key: `agent:${agent._id}`, limit: agent.maxConcurrentExecutions }] : []),
+      ...(input.concurrencyKey ? [{ key: `key:${input.concurrencyKey}`, limit: input.concurrencyLimit ?? 1 }] : []),
+    ];
     const execution = await recordPendingExecution({
       _id: executionId,
       organizationId: auth.organizationId,
@@ -333,6 +344,7 @@ async function startAdmitted(
       mediaIds: input.mediaIds,
       ...(createdChat ? { chatShowsWorking: true } : {}),
       ...(input.rerun ? { rerun: input.rerun } : {}),
+      ...(concurrency.length ? { concurrency } : {}),
       ...(input.maxTokens !== undefined || input.maxCostUsd !== undefined
         ? {
             runCap: {
@@ -356,6 +368,7 @@ async function startAdmitted(
             agentId: agent._id,
             deadlineSeconds: deps.config.executionDeadlineSeconds,
             priority: workPriority('interactive', auth.organizationId, weight),
+            concurrency: concurrency.length > 0,
             memo: {
               agentId: agent._id,
               model: `${resolved.provider}:${resolved.model}`,

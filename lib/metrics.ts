@@ -128,6 +128,14 @@ export const executionsRefused = new client.Counter({
   registers: [registry],
 });
 for (const reason of ['queue_full', 'wait_timeout', 'fair_share']) executionsRefused.inc({ reason }, 0);
+/** Executions that waited for a concurrency key (activities/executionConcurrency.ts), by kind of key. */
+export const executionsQueuedForKey = new client.Counter({
+  name: 'aas_executions_queued_total',
+  help: "Executions queued for a concurrency key: agent (the agent's maxConcurrentExecutions) or key (a caller's concurrencyKey)",
+  labelNames: ['kind'] as const,
+  registers: [registry],
+});
+for (const kind of ['agent', 'key']) executionsQueuedForKey.inc({ kind }, 0);
 /** Organizations with requests in the admission line (lib/fairLine.ts; a count, no organization id as a label). */
 export const admissionOrganizationsWaiting = new client.Gauge({
   name: 'aas_admission_organizations_waiting',

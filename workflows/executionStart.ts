@@ -42,6 +42,8 @@ export interface ExecutionStartInput {
   memo: Record<string, string | null | undefined>;
   /** Its Temporal priority ({@link workPriority}); absent: inherited (a job iteration's child). */
   priority?: Priority;
+  /** It has concurrency keys to hold before its reply (AgentExecutionInput `concurrency`). */
+  concurrency?: boolean;
 }
 
 /** The options every start of `agentExecution` shares (the caller adds its own: task queue, eager start, parent policy). */
@@ -65,7 +67,14 @@ export interface ExecutionStartOptions {
 export function executionStartOptions(input: ExecutionStartInput): ExecutionStartOptions {
   return {
     workflowId: executionWorkflowId(input.executionId),
-    args: [{ executionId: input.executionId, deadlineSeconds: input.deadlineSeconds, shape: EXECUTION_SHAPE }],
+    args: [
+      {
+        executionId: input.executionId,
+        deadlineSeconds: input.deadlineSeconds,
+        shape: EXECUTION_SHAPE,
+        ...(input.concurrency ? { concurrency: true } : {}),
+      },
+    ],
     workflowTaskTimeout: EXECUTION_TASK_TIMEOUT,
     typedSearchAttributes: [
       { key: organizationIdKey, value: input.organizationId },
