@@ -12,6 +12,7 @@ import { cancelSubAgents } from '../commands/executions';
 import { finishTaskRun } from '../commands/taskRuns';
 import { appendEvents, readEvents, type LoggedEvent } from '../commands/eventLog';
 import { executionEnded } from '../lib/executionAdmission';
+import { releaseConcurrency } from './executionConcurrency';
 import type { Logger } from '../lib/logger';
 import { executionDuration, executionsFinished } from '../lib/metrics';
 import { FAILURES, type FailureCode } from '../workflows/failures';
@@ -308,6 +309,8 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
       executionDuration.observe({ status: finalStatus }, (Date.now() - new Date(exec.createdAt).getTime()) / 1000);
     }
     log.info({ executionId: exec._id, status: input.status, usage }, 'execution finished');
+    // Its concurrency keys go to the next in their lines (activities/executionConcurrency.ts).
+    if (exec.concurrency?.length) await releaseConcurrency(exec, log);
     // Its admission slot, when this process admitted it (lib/executionAdmission.ts), is free for the next one.
     executionEnded(exec._id);
     // The outcome as recorded: a finish that came after the execution was already terminal (the workflow task was

@@ -213,7 +213,8 @@ export function createGenerateReply(
       exec.turn > 1 ? sessionHistory(exec.sessionId, exec._id) : [],
       // The execution this call claimed has nothing in its stream yet but the api's `meta` event, and a rerun's the
       // steps it reuses after it (commands/chatForks.ts).
-      claimed && !exec.rerunOf ? [metaEvent(exec)] : readEvents(executionId),
+      // An execution that was queued for a concurrency key has its `queued` event too.
+      claimed && !exec.rerunOf && !exec.concurrency?.length ? [metaEvent(exec)] : readEvents(executionId),
     ]);
     if (!found) throw failure(FAILURES.agentNotFound, false);
     const { agent, skills } = found;

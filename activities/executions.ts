@@ -8,6 +8,7 @@ import type { Config } from '../lib/config';
 import type { Logger } from '../lib/logger';
 import { onAbortRequest } from '../lib/runningCalls';
 import { Execution } from '../models';
+import { createConcurrencyActivities } from './executionConcurrency';
 import { createFinishExecution, HandedOver } from './executionFinish';
 import { createGenerateReply } from './executionReply';
 
@@ -36,6 +37,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
   return {
     generateReply: createGenerateReply(deps, log, handedOver),
     finishExecution: createFinishExecution(deps, log, handedOver),
+    ...createConcurrencyActivities(log),
   };
 }
 

@@ -36,6 +36,8 @@ export interface AgentInput {
   /** Agents it may delegate to (checked by checkAgentIds; commands/subAgents.ts). */
   subAgentIds?: string[];
   tags?: string[];
+  /** Its executions running at once, at most (docs/fairness.md "Concurrency keys"); null: no limit. */
+  maxConcurrentExecutions?: number | null;
 }
 
 /**
@@ -277,6 +279,7 @@ export async function updateAgent(
       | 'advanced_tools'
       | 'mcpServerIds'
       | 'subAgentIds'
+      | 'maxConcurrentExecutions'
     >
   >
 ): Promise<void> {

@@ -166,7 +166,7 @@ export async function sendChatMessage(
   auth: AuthContext,
   id: string,
   message: string,
-  options: { gone?: AbortSignal } = {}
+  options: { gone?: AbortSignal; concurrencyKey?: string; concurrencyLimit?: number } = {}
 ): Promise<ExecutionDoc> {
   const chat = await findChat(auth, id);
   if (!chat.agentId) throw new ConflictError('This chat has no agent to answer it');
@@ -186,7 +186,14 @@ export async function sendChatMessage(
       });
     await Chat.updateOne({ _id: chat._id, organizationId: auth.organizationId }, { $set: { sessionId } });
   }
-  return startExecution(deps, auth, chat.agentId, { message, chatId: chat._id, source: 'chat' }, options);
+  const { concurrencyKey, concurrencyLimit, gone } = options;
+  return startExecution(
+    deps,
+    auth,
+    chat.agentId,
+    { message, chatId: chat._id, source: 'chat', concurrencyKey, concurrencyLimit },
+    { gone }
+  );
 }
 
 /**

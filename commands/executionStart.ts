@@ -24,12 +24,13 @@ import {
   type SessionDoc,
 } from '../models';
 import type { AgentExecutionWorkflow } from '../workflows/definitions';
-import { executionStartOptions } from '../workflows/executionStart';
+import { executionStartOptions, workPriority } from '../workflows/executionStart';
 import { findVisibleAgent } from './agents';
 import { releaseTurn, resolveConversation, takeTurn } from './conversations';
 import { defaultSpaceId } from './defaultSpace';
 import { appendEvents, type LoggedEvent } from './eventLog';
 import { checkMediaForModel, checkMediaIds } from './media';
+import { fairnessWeight } from './fairShare';
 import { refuseWhenSpent } from './spend';
 import type { EventDeps } from './serviceEvents';
 import type { AuthContext } from './tokens';
@@ -52,6 +53,9 @@ export interface ExecuteInput {
   /** Caps of this run alone (docs/spend.md): it stops before its next model call once its spend reaches one. */
   maxTokens?: number;
   maxCostUsd?: number;
+  /** A caller's concurrency key and its limit (default 1): docs/fairness.md "Concurrency keys". */
+  concurrencyKey?: string;
+  concurrencyLimit?: number;
   /** A rerun's origin and the events its stream starts with (commands/chatForks.ts `rerunExecution`). */
   rerun?: RerunSeed;
 }
@@ -109,6 +113,8 @@ export interface PendingExecution {
   chatShowsWorking?: boolean;
   /** A rerun's: what it reruns, and the events its stream starts with after `meta`. */
   rerun?: RerunSeed;
+  /** The concurrency keys it holds before it runs, in claim order (activities/executionConcurrency.ts). */
+  concurrency?: { key: string; limit: number }[];
 }
 
 const ignoreDuplicate = (err: unknown): void => {
@@ -189,6 +195,7 @@ export async function startExecutionWorkflow(
       organizationId: exec.organizationId,
       agentId: exec.agentId,
       deadlineSeconds: config.executionDeadlineSeconds,
+      priority: workPriority('interactive', exec.organizationId, await fairnessWeight(exec.organizationId)),
       memo: {
         agentId: exec.agentId,
         model: `${exec.provider}:${exec.model}`,
@@ -220,7 +227,7 @@ export async function startExecution(
   input: ExecuteInput,
   options: { gone?: AbortSignal } = {}
 ): Promise<ExecutionDoc> {
-  const slot = await deps.admission?.acquire(options.gone);
+  const slot = await deps.admission?.acquire(options.gone, auth.organizationId);
   try {
     // The slot is named after the execution before its workflow starts: the finish may run before the start returns.
     return await startAdmitted(deps, auth, agentId, input, (id) => slot?.bind(id));
@@ -262,7 +269,8 @@ export function createExecutionAdmission(
   return new ExecutionAdmission(
     { ...config.executionAdmission, holdMs: config.executionDeadlineSeconds * 1000 + HOLD_MARGIN_MS },
     endedExecutions,
-    onError
+    onError,
+    fairnessWeight
   );
 }
 
@@ -275,12 +283,14 @@ async function startAdmitted(
 ): Promise<ExecutionDoc> {
   // A new conversation in the default space: the space is looked up together with the agent.
   const newInDefaultSpace = input.chatId === undefined && input.sessionId === undefined && input.spaceId === undefined;
-  const [agent, defaultSpace, media] = await Promise.all([
+  const [agent, defaultSpace, media, , weight] = await Promise.all([
     findVisibleAgent(auth, agentId),
     newInDefaultSpace ? defaultSpaceId(auth) : undefined,
     checkMediaIds(auth, input.mediaIds ?? [], 'mediaIds'),
     // A spent budget refuses the execution (402 budget_exceeded): from the process's cached totals, no round trip.
     refuseWhenSpent(deps.config, auth.organizationId, agentId),
+    // The organization's Temporal fairness weight (a cached read, alongside the others).
+    fairnessWeight(auth.organizationId),
   ]);
   const executionId = input.executionId ?? newExecutionId();
   named(executionId);
@@ -307,6 +317,12 @@ async function startAdmitted(
       if (!parent) throw new ValidationError('Invalid parentExecutionId');
       root = parent.rootExecutionId;
     }
+    // The agent's limit first, then the caller's key: every execution claims them in that order (no two wait for
+    // each other's key).
+    const concurrency = [
+      ...(agent.maxConcurrentExecutions ? [{ key: `agent:${agent._id}`, limit: agent.maxConcurrentExecutions }] : []),
+      ...(input.concurrencyKey ? [{ key: `key:${input.concurrencyKey}`, limit: input.concurrencyLimit ?? 1 }] : []),
+    ];
     const execution = await recordPendingExecution({
       _id: executionId,
       organizationId: auth.organizationId,
@@ -328,6 +344,7 @@ async function startAdmitted(
       mediaIds: input.mediaIds,
       ...(createdChat ? { chatShowsWorking: true } : {}),
       ...(input.rerun ? { rerun: input.rerun } : {}),
+      ...(concurrency.length ? { concurrency } : {}),
       ...(input.maxTokens !== undefined || input.maxCostUsd !== undefined
         ? {
             runCap: {
@@ -350,6 +367,8 @@ async function startAdmitted(
             organizationId: auth.organizationId,
             agentId: agent._id,
             deadlineSeconds: deps.config.executionDeadlineSeconds,
+            priority: workPriority('interactive', auth.organizationId, weight),
+            concurrency: concurrency.length > 0,
             memo: {
               agentId: agent._id,
               model: `${resolved.provider}:${resolved.model}`,

@@ -10,6 +10,7 @@ import { newId } from '../lib/ids';
 import { readEvents, type LoggedEvent } from './eventLog';
 import { paginate } from '../lib/pagination';
 import { Job, TERMINAL_JOB_STATUSES, type JobDoc, type JobStatus } from '../models';
+import { workPriority } from '../workflows/executionStart';
 import { jobWorkflowId } from '../workflows/ids';
 import { JOB_PAYLOAD_INVALID, JOB_STATE_CONFLICT, jobUpdates } from '../workflows/definitions';
 import type { job as jobWorkflow, JobInput } from '../workflows/job';
@@ -20,6 +21,7 @@ import { createChat } from './chats';
 import type { ExecutionDeps } from './executionStart';
 import { abortReply } from './executions';
 import type { AuthContext } from './tokens';
+import { fairnessWeight } from './fairShare';
 import { isDuplicateKey } from '../lib/mongo';
 
 const NOT_FOUND = 'Job not found';
@@ -155,6 +157,7 @@ export async function startJobWorkflow(
       args: start.args,
       typedSearchAttributes: new TypedSearchAttributes(start.searchAttributes),
       memo: start.memo,
+      priority: workPriority('job', job.organizationId, await fairnessWeight(job.organizationId)),
     });
   } catch (err) {
     await Job.updateOne(

@@ -203,7 +203,7 @@ export class SubAgentTools {
       const refused = await this.refusal(call);
       if (typeof refused === 'string') return { content: refused, isError: true };
       // The child counts against the process's admission like any execution (lib/executionAdmission.ts).
-      slot = admitChild(ids.executionId);
+      slot = admitChild(ids.executionId, this.parent.organizationId);
       if (slot === null) return { content: AT_CAPACITY, isError: true };
       try {
         child = await this.recordChild(refused.agent, refused.message, call.id);

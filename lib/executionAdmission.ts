@@ -1,7 +1,10 @@
 /**
  * Admission of executions (docs/decisions.md "Overload: admission of executions (issue 24 point 5)"): a bound on the
- * executions a process has started and not yet seen end (EXECUTION_CONCURRENCY), with a first-come first-served
- * line of requests waiting for a slot (EXECUTION_QUEUE long, each waiting at most EXECUTION_QUEUE_WAIT_MS). A request
+ * executions a process has started and not yet seen end (EXECUTION_CONCURRENCY), with a line of requests waiting for a
+ * slot (EXECUTION_QUEUE long, each waiting at most EXECUTION_QUEUE_WAIT_MS), first come first served within an
+ * organization and fair between organizations (lib/fairLine.ts: a free slot goes to the organization with work
+ * waiting that runs the fewest for its weight; a full line gives the place of the largest organization's newest
+ * request to a newcomer of an organization with fewer waiting). A request
  * that finds the line full, or whose wait runs out, is answered 503 with `Retry-After`; under any load the process
  * works on a bounded number of executions, each on the fast path (an eager start into a free workflow task slot of
  * its own worker), and the rest wait at no cost.
@@ -24,7 +27,15 @@
  * part of the process, and never waits for one: no free slot refuses the delegation (an error result for the model).
  */
 import { OverloadedError, RequestAbortedError, ServiceUnavailableError } from './errors';
-import { executionAdmissionWait, executionsAdmitted, executionsRefused, executionsWaiting } from './metrics';
+import { FairLine } from './fairLine';
+import {
+  admissionLargestLine,
+  admissionOrganizationsWaiting,
+  executionAdmissionWait,
+  executionsAdmitted,
+  executionsRefused,
+  executionsWaiting,
+} from './metrics';
 import { outsideRequestDeadline } from './requestDeadline';
 import { runsHere } from './runningCalls';
 
@@ -71,7 +82,10 @@ class Slot implements AdmissionSlot {
   checkAt = this.since + FIRST_CHECK_MS;
   checkEveryMs = FIRST_CHECK_MS;
 
-  constructor(private readonly owner: ExecutionAdmission) {}
+  constructor(
+    private readonly owner: ExecutionAdmission,
+    readonly organizationId: string
+  ) {}
 
   bind(executionId: string): void {
     if (this.released) return;
@@ -87,6 +101,8 @@ class Slot implements AdmissionSlot {
 }
 
 interface Waiter {
+  organizationId: string;
+  weight: number;
   admit(slot: Slot): void;
   fail(err: Error): void;
   queuedAt: number;
@@ -98,12 +114,18 @@ const live = new Set<ExecutionAdmission>();
 function publish(): void {
   let admitted = 0;
   let waiting = 0;
+  let organizations = 0;
+  let largest = 0;
   for (const a of live) {
     admitted += a.admitted;
     waiting += a.waiting;
+    organizations += a.organizationsWaiting;
+    largest = Math.max(largest, a.largestLine);
   }
   executionsAdmitted.set(admitted);
   executionsWaiting.set(waiting);
+  admissionOrganizationsWaiting.set(organizations);
+  admissionLargestLine.set(largest);
 }
 
 /**
@@ -120,13 +142,14 @@ export function executionEnded(executionId: string): void {
  * child (its end gives it back, as any execution's). A parent holds its own slot while it waits for its children,
  * so a child that waited could wait for slots that only parents waiting for children hold: it is refused instead.
  * @param executionId the child's id.
+ * @param organizationId its organization (its slot counts in the organization's share).
  * @returns the slot; null when this process admits executions and has no free slot (refuse the delegation);
  *   undefined when it admits none (a worker-only process, which takes no requests).
  */
-export function admitChild(executionId: string): AdmissionSlot | null | undefined {
+export function admitChild(executionId: string, organizationId = ''): AdmissionSlot | null | undefined {
   if (live.size === 0) return undefined;
   for (const a of live) {
-    const slot = a.tryAcquire();
+    const slot = a.tryAcquire(organizationId);
     if (slot) {
       slot.bind(executionId);
       return slot;
@@ -140,7 +163,9 @@ export function admitChild(executionId: string): AdmissionSlot | null | undefine
 export class ExecutionAdmission {
   private readonly slots = new Set<Slot>();
   private readonly byExecution = new Map<string, Slot>();
-  private readonly line: Waiter[] = [];
+  private readonly line = new FairLine<Waiter>();
+  /** Slots taken per organization (the fair choice's `running`). */
+  private readonly running = new Map<string, number>();
   /** Recent time a slot is held (moving average), for `Retry-After`. */
   private holdAverageMs = 1000;
   private timer: NodeJS.Timeout | undefined;
@@ -151,11 +176,13 @@ export class ExecutionAdmission {
    * @param limits the bounds.
    * @param ended reads which executions ended (the sweep, for executions that run elsewhere).
    * @param onError told when the sweep cannot read.
+   * @param weightOf an organization's weight (Organization.fairnessWeight), read only for a request that must wait.
    */
   constructor(
     readonly limits: AdmissionLimits,
     private readonly ended: EndedCheck,
-    private readonly onError: (err: unknown) => void = () => undefined
+    private readonly onError: (err: unknown) => void = () => undefined,
+    private readonly weightOf: (organizationId: string) => number | Promise<number> = () => 1
   ) {
     live.add(this);
   }
@@ -167,32 +194,72 @@ export class ExecutionAdmission {
 
   /** Requests in line. */
   get waiting(): number {
-    return this.line.length;
+    return this.line.size;
+  }
+
+  /** Organizations with requests in line. */
+  get organizationsWaiting(): number {
+    return this.line.organizations;
+  }
+
+  /** The most requests one organization has in line. */
+  get largestLine(): number {
+    return this.line.largest;
+  }
+
+  /**
+   * @param organizationId an organization.
+   * @returns the slots it holds here.
+   */
+  runningOf(organizationId: string): number {
+    return this.running.get(organizationId) ?? 0;
   }
 
   /**
    * Takes a slot, waiting in line for one when none is free (the request's deadline is paused meanwhile: the wait
    * has its own bound).
    * @param gone aborted when the client goes away: it leaves the line.
+   * @param organizationId the caller's organization (its line; '' when unknown: one shared line).
    * @returns the slot.
    * @throws OverloadedError (503 + Retry-After) when the line is full or the wait ran out.
    */
-  async acquire(gone?: AbortSignal): Promise<AdmissionSlot> {
-    if (this.closed) throw new ServiceUnavailableError();
-    if (this.slots.size < this.limits.concurrency && this.line.length === 0) {
-      executionAdmissionWait.observe(0);
-      return this.take();
+  acquire(gone?: AbortSignal, organizationId = ''): Promise<AdmissionSlot> {
+    try {
+      const free = this.freeSlot(organizationId);
+      if (free) return Promise.resolve(free);
+      // The weight matters only in line: read then (a cached read), never on the way of a request with a free slot.
+      const weight = this.weightOf(organizationId);
+      if (typeof weight === 'number') return this.wait(gone, organizationId, weight);
+      return weight.then((w) => this.freeSlot(organizationId) ?? this.wait(gone, organizationId, w));
+    } catch (err) {
+      return Promise.reject(err as Error);
     }
-    if (this.line.length >= this.limits.queue) throw this.refuse('queue_full');
-    if (gone?.aborted) throw new RequestAbortedError();
+  }
+
+  private freeSlot(organizationId: string): Slot | undefined {
+    if (this.closed) throw new ServiceUnavailableError();
+    if (this.slots.size < this.limits.concurrency && this.line.size === 0) {
+      executionAdmissionWait.observe(0);
+      return this.take(organizationId);
+    }
+    return undefined;
+  }
+
+  private wait(gone: AbortSignal | undefined, organizationId: string, weight: number): Promise<AdmissionSlot> {
+    if (this.line.size >= this.limits.queue) {
+      // A full line: the largest organization's newest request gives its place up, when that evens the shares.
+      const evicted = this.line.evictionFor(organizationId);
+      if (!evicted) return Promise.reject(this.refuse('queue_full'));
+      evicted.fail(this.refuse('fair_share'));
+    }
+    if (gone?.aborted) return Promise.reject(new RequestAbortedError());
     return outsideRequestDeadline(
       () =>
         new Promise<AdmissionSlot>((resolve, reject) => {
           const leave = (): void => {
             clearTimeout(timer);
             gone?.removeEventListener('abort', onGone);
-            const i = this.line.indexOf(waiter);
-            if (i >= 0) this.line.splice(i, 1);
+            this.line.remove(waiter);
             publish();
           };
           const onGone = (): void => {
@@ -204,6 +271,8 @@ export class ExecutionAdmission {
             reject(this.refuse('wait_timeout'));
           }, this.limits.waitMs);
           const waiter: Waiter = {
+            organizationId,
+            weight,
             queuedAt: Date.now(),
             admit: (slot) => {
               leave();
@@ -222,10 +291,13 @@ export class ExecutionAdmission {
     );
   }
 
-  /** @returns a free slot at once, or undefined when none is free or requests wait in line (they come first). */
-  tryAcquire(): AdmissionSlot | undefined {
-    if (this.closed || this.slots.size >= this.limits.concurrency || this.line.length > 0) return undefined;
-    return this.take();
+  /**
+   * @param organizationId the organization the slot counts for.
+   * @returns a free slot at once, or undefined when none is free or requests wait in line (they come first).
+   */
+  tryAcquire(organizationId = ''): AdmissionSlot | undefined {
+    if (this.closed || this.slots.size >= this.limits.concurrency || this.line.size > 0) return undefined;
+    return this.take(organizationId);
   }
 
   /**
@@ -242,7 +314,7 @@ export class ExecutionAdmission {
     live.delete(this);
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    for (const waiter of [...this.line]) waiter.fail(new ServiceUnavailableError());
+    for (const waiter of this.line.all()) waiter.fail(new ServiceUnavailableError());
     publish();
   }
 
@@ -251,31 +323,35 @@ export class ExecutionAdmission {
     this.byExecution.set(slot.executionId!, slot);
   }
 
-  /** @internal a slot was given back: the first in line takes it. */
+  /** @internal a slot was given back: the request the fair line chooses takes it. */
   freed(slot: Slot): void {
     if (!this.slots.delete(slot)) return;
+    const held = this.runningOf(slot.organizationId) - 1;
+    if (held > 0) this.running.set(slot.organizationId, held);
+    else this.running.delete(slot.organizationId);
     if (slot.executionId !== undefined && this.byExecution.get(slot.executionId) === slot)
       this.byExecution.delete(slot.executionId);
     this.holdAverageMs = 0.9 * this.holdAverageMs + 0.1 * (Date.now() - slot.since);
     if (!this.closed) {
-      const next = this.line[0];
-      if (next) next.admit(this.take());
+      const next = this.line.peek((org) => this.runningOf(org));
+      if (next) next.admit(this.take(next.organizationId));
     }
     publish();
   }
 
-  private take(): Slot {
-    const slot = new Slot(this);
+  private take(organizationId: string): Slot {
+    const slot = new Slot(this, organizationId);
     this.slots.add(slot);
+    this.running.set(organizationId, this.runningOf(organizationId) + 1);
     this.schedule();
     publish();
     return slot;
   }
 
-  private refuse(reason: 'queue_full' | 'wait_timeout'): OverloadedError {
+  private refuse(reason: 'queue_full' | 'wait_timeout' | 'fair_share'): OverloadedError {
     executionsRefused.inc({ reason });
     // When a slot is likely free for a request that joins the back of the line now.
-    const seconds = ((this.line.length + 1) * this.holdAverageMs) / this.limits.concurrency / 1000;
+    const seconds = ((this.line.size + 1) * this.holdAverageMs) / this.limits.concurrency / 1000;
     return new OverloadedError(Math.min(RETRY_AFTER_MAX_S, Math.max(RETRY_AFTER_MIN_S, Math.ceil(seconds))));
   }
 

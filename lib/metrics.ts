@@ -123,11 +123,31 @@ export const executionsWaiting = new client.Gauge({
 /** Execution requests refused by admission, by reason. */
 export const executionsRefused = new client.Counter({
   name: 'aas_executions_refused_total',
-  help: 'Execution requests answered 503 by admission: queue_full (line full) or wait_timeout (EXECUTION_QUEUE_WAIT_MS); subagent: a delegation refused (no free slot)',
+  help: 'Execution requests answered 503 by admission: queue_full (line full) or wait_timeout (EXECUTION_QUEUE_WAIT_MS); fair_share: a request of the organization with the most waiting gave its place in a full line to another organization; subagent: a delegation refused (no free slot)',
   labelNames: ['reason'] as const,
   registers: [registry],
 });
-for (const reason of ['queue_full', 'wait_timeout']) executionsRefused.inc({ reason }, 0);
+for (const reason of ['queue_full', 'wait_timeout', 'fair_share']) executionsRefused.inc({ reason }, 0);
+/** Executions that waited for a concurrency key (activities/executionConcurrency.ts), by kind of key. */
+export const executionsQueuedForKey = new client.Counter({
+  name: 'aas_executions_queued_total',
+  help: "Executions queued for a concurrency key: agent (the agent's maxConcurrentExecutions) or key (a caller's concurrencyKey)",
+  labelNames: ['kind'] as const,
+  registers: [registry],
+});
+for (const kind of ['agent', 'key']) executionsQueuedForKey.inc({ kind }, 0);
+/** Organizations with requests in the admission line (lib/fairLine.ts; a count, no organization id as a label). */
+export const admissionOrganizationsWaiting = new client.Gauge({
+  name: 'aas_admission_organizations_waiting',
+  help: 'Organizations with execution requests waiting in line for an admission slot',
+  registers: [registry],
+});
+/** The most requests one organization has in the admission line (how unevenly the line is shared). */
+export const admissionLargestLine = new client.Gauge({
+  name: 'aas_admission_largest_organization_line',
+  help: 'Execution requests the organization with the most waiting has in line for an admission slot',
+  registers: [registry],
+});
 /** Time a request waited in line before its execution was admitted. */
 export const executionAdmissionWait = new client.Histogram({
   name: 'aas_execution_admission_wait_seconds',

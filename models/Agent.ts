@@ -24,6 +24,8 @@ const schema = new mongoose.Schema(
     systemPrompt: { type: String, required: true },
     visibility: { type: String, enum: AGENT_VISIBILITIES, default: 'organization' },
     model: { type: String, default: null },
+    /** Its executions running at once, at most (docs/fairness.md "Concurrency keys"); null: no limit. */
+    maxConcurrentExecutions: { type: Number, default: null, min: 1, max: 1000 },
     initialGreeting: { type: String, default: null },
     image: { type: String, default: null },
     color: { type: String, default: null },

@@ -20,6 +20,7 @@ export type ChatStatus = (typeof CHAT_STATUSES)[number];
 export function chatStatusOf(status: ExecutionStatus): ChatStatus {
   switch (status) {
     case 'pending':
+    case 'queued':
     case 'running':
       return 'working';
     case 'completed':

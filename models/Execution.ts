@@ -4,7 +4,8 @@
  */
 import mongoose, { type InferSchemaType } from 'mongoose';
 
-export const EXECUTION_STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
+/** `queued`: waiting for a concurrency key (docs/fairness.md "Concurrency keys"); it becomes pending when it holds them. */
+export const EXECUTION_STATUSES = ['pending', 'queued', 'running', 'completed', 'failed', 'cancelled'] as const;
 export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
 export const TERMINAL_EXECUTION_STATUSES: readonly ExecutionStatus[] = ['completed', 'failed', 'cancelled'];
 
@@ -55,6 +56,14 @@ const schema = new mongoose.Schema(
      */
     childUsage: { type: mongoose.Schema.Types.Mixed, default: undefined },
     taskId: { type: String, default: null },
+    /**
+     * The concurrency keys it must hold before it runs, claimed in this order (models/ConcurrencySlot.ts): the
+     * agent's limit first, then the caller's key. Absent: none.
+     */
+    concurrency: {
+      type: [new mongoose.Schema({ key: String, limit: Number }, { _id: false })],
+      default: undefined,
+    },
     /** Which endpoint started it. */
     source: { type: String, enum: ['v1', 'client', 'chat', 'job', 'mcp', 'subagent'], default: 'v1' },
     /**

@@ -7,6 +7,8 @@ const schema = new mongoose.Schema(
     _id: { type: String, default: () => newId('org') },
     name: { type: String, required: true, maxlength: 200 },
     logoUrl: { type: String, maxlength: 2000 },
+    /** Its weight in the sharing of execution slots and Temporal fairness (commands/fairShare.ts); absent: 1. */
+    fairnessWeight: { type: Number, min: 0.01, max: 1000 },
     ownerId: { type: String, required: true },
     subscription: {
       type: new mongoose.Schema(

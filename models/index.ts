@@ -41,3 +41,4 @@ export * from './ExpirySweep';
 export * from './LedgerEntry';
 export * from './SpendRollup';
 export * from './Budget';
+export * from './ConcurrencySlot';

@@ -23,6 +23,7 @@ export function presentAgent(agent: AgentDoc): Record<string, unknown> {
     advanced_tools: agent.advanced_tools,
     mcpServerIds: agent.mcpServerIds ?? [],
     subAgentIds: agent.subAgentIds ?? [],
+    maxConcurrentExecutions: agent.maxConcurrentExecutions ?? null,
     tags: agent.tags,
     spaceId: agent.spaceId,
     chatId: agent.chatId,
@@ -56,6 +57,7 @@ export function presentCurrentAgent(agent: AgentDoc): Record<string, unknown> {
     advanced_tools: agent.advanced_tools ?? [],
     mcp_server_ids: agent.mcpServerIds ?? [],
     sub_agent_ids: agent.subAgentIds ?? [],
+    max_concurrent_executions: agent.maxConcurrentExecutions ?? null,
     created_at: agent.createdAt.toISOString(),
     updated_at: agent.updatedAt.toISOString(),
   };

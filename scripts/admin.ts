@@ -21,6 +21,8 @@
  *         attribute there, or says what is missing (exit 1, "run admin migrate")
  *   rate-limit set --org <orgId> --user <userId> --limit <requests per window | default>
  *       → {organizationId,userId,rateLimit} (rateLimit null = the configured default)
+ *   share set --org <orgId> --weight <weight | default>
+ *       → {organizationId,weight}: the organization's weight in the sharing of execution slots (docs/fairness.md)
  *   link-identity --issuer <iss> --subject <sub> --user <userId> [--org <orgId>]
  *       → {issuer,subject,userId,organizationId}: ID tokens of that identity act as the user (docs/identity.md)
  *   unlink-identity --issuer <iss> --subject <sub>
@@ -40,6 +42,12 @@ import { parseArgs } from 'node:util';
 import ms from 'ms';
 import { addMember, bootstrapOrganization } from '../commands/bootstrap';
 import { addIdentityDomain, linkIdentity, removeIdentityDomain, unlinkIdentity } from '../commands/identity';
+import {
+  DEFAULT_FAIRNESS_WEIGHT,
+  FAIRNESS_WEIGHT_MAX,
+  FAIRNESS_WEIGHT_MIN,
+  setFairnessWeight,
+} from '../commands/fairShare';
 import { setRateLimit } from '../commands/rateLimits';
 import { rebuildRangeProblem, rebuildSpendRollups } from '../commands/spendRebuild';
 import { createToken, listTokens, revokeToken } from '../commands/tokens';
@@ -74,6 +82,8 @@ const USAGE = `usage:
   admin member add --org <orgId> --email <email> [--name <display name>] [--role owner|admin|member]
   admin rate-limit set --org <orgId> --user <userId> --limit <n | default>
   admin spend rebuild --org <orgId> --from <YYYY-MM-DD> --to <YYYY-MM-DD> [--dry-run]
+
+  admin share set --org <orgId> --weight <n | default>
   admin link-identity --issuer <iss> --subject <sub> --user <userId> [--org <orgId>]
   admin unlink-identity --issuer <iss> --subject <sub>
   admin domain add --org <orgId> --domain <example.com> [--issuer <iss>]
@@ -89,6 +99,8 @@ const COMMANDS = [
   'member add',
   'rate-limit set',
   'spend rebuild',
+
+  'share set',
   'link-identity',
   'unlink-identity',
   'domain add',
@@ -130,6 +142,7 @@ async function run(argv: string[]): Promise<unknown> {
       id: { type: 'string' },
       token: { type: 'string' },
       limit: { type: 'string' },
+      weight: { type: 'string' },
       issuer: { type: 'string' },
       subject: { type: 'string' },
       domain: { type: 'string' },
@@ -226,6 +239,18 @@ async function run(argv: string[]): Promise<unknown> {
     return check(loadConfigOrExit());
   } else if (command === 'migrate') {
     return runMigrate(loadConfigOrExit());
+  } else if (command === 'share set') {
+    const organizationId = need(values, 'org');
+    const raw = need(values, 'weight');
+    const weight = raw === 'default' ? null : Number(raw);
+    if (weight !== null && !(weight >= FAIRNESS_WEIGHT_MIN && weight <= FAIRNESS_WEIGHT_MAX))
+      throw new UsageError(
+        `--weight ${raw} must be a number between ${FAIRNESS_WEIGHT_MIN} and ${FAIRNESS_WEIGHT_MAX}, or default`
+      );
+    action = async () => {
+      await setFairnessWeight(organizationId, weight);
+      return { organizationId, weight: weight ?? DEFAULT_FAIRNESS_WEIGHT };
+    };
   } else if (command === 'rate-limit set') {
     const organizationId = need(values, 'org');
     const userId = need(values, 'user');

@@ -24,11 +24,13 @@
 import {
   ActivityCancellationType,
   CancellationScope,
+  condition,
   isCancellation,
   log,
   patched,
   proxyActivities,
   proxyLocalActivities,
+  setHandler,
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -37,7 +39,7 @@ import type { ExecutionActivities } from '../activities/executions';
 import type { FinishOutcome } from '../activities/executionFinish';
 import { clientFailure, deadlineMessage, FAILURES, isCancelledByRequest } from './failures';
 import { EXECUTION_SHAPE } from './ids';
-import type { AgentExecutionInput, AgentExecutionOutcome } from './definitions';
+import { concurrencyGrantedSignal, type AgentExecutionInput, type AgentExecutionOutcome } from './definitions';
 
 /** Deadline of executions started without one (by an api older than the deadline). */
 const DEFAULT_DEADLINE_SECONDS = 600;
@@ -57,6 +59,29 @@ const { finishExecution: finishLocally } = proxyLocalActivities<ExecutionActivit
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', maximumAttempts: 20 },
 });
+
+/** The claim of an execution's concurrency keys (activities/executionConcurrency.ts): short, idempotent. */
+const { claimConcurrency } = proxyLocalActivities<ExecutionActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '500 milliseconds', maximumAttempts: 20 },
+});
+
+/** A queued execution claims again this often when no signal came (a lost signal delays it at most this long). */
+const CONCURRENCY_RECHECK = '10 seconds';
+
+/**
+ * Holds the execution's concurrency keys, waiting in their lines as long as it takes (until cancelled).
+ * @param executionId the execution.
+ * @throws the cancellation, when the execution is cancelled while it waits.
+ */
+async function holdConcurrencyKeys(executionId: string): Promise<void> {
+  let woken = false;
+  setHandler(concurrencyGrantedSignal, () => void (woken = true));
+  while (!(await claimConcurrency(executionId))) {
+    await condition(() => woken, CONCURRENCY_RECHECK);
+    woken = false;
+  }
+}
 
 type Finish = (
   input: Parameters<ExecutionActivities['finishExecution']>[0]
@@ -169,12 +194,23 @@ export async function agentExecution(input: AgentExecutionInput): Promise<AgentE
       (value) => ({ value, timedOut: false as const }),
       (error: unknown) => ({ error, timedOut: false })
     );
-  // Shape 3: the reply stops itself at the deadline (counted from the workflow's start, so a retry after a crash
-  // keeps it). Histories recorded before the deadline existed replay without its timer.
+  // Concurrency keys first (docs/fairness.md): a cancel while queued ends it as cancelled, its keys released.
+  if (input.concurrency) {
+    try {
+      await holdConcurrencyKeys(executionId);
+    } catch (err) {
+      if (!isCancellation(err)) throw err;
+      return asRecorded(await finishExecution({ executionId, status: 'cancelled' }), { status: 'cancelled' });
+    }
+  }
+  // Shape 3: the reply stops itself at the deadline (counted from the workflow's start, or from the moment it held
+  // its concurrency keys, so a retry after a crash keeps it). Histories recorded before the deadline existed replay
+  // without its timer.
+  const runFrom = input.concurrency ? Date.now() : workflowInfo().runStartTime.getTime();
   const outcome = local
     ? await settle(
         localReply(deadlineSeconds)(executionId, {
-          deadlineAt: workflowInfo().runStartTime.getTime() + deadlineSeconds * 1000,
+          deadlineAt: runFrom + deadlineSeconds * 1000,
           deadlineSeconds,
         })
       )

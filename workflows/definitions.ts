@@ -106,7 +106,16 @@ export interface AgentExecutionInput {
    * history recorded before, replayed through its patches as recorded.
    */
   shape?: 2 | 3;
+  /**
+   * It has concurrency keys to hold before its reply (docs/fairness.md "Concurrency keys"): the workflow claims them
+   * (activity claimConcurrency), waiting for {@link concurrencyGrantedSignal} or re-checking every
+   * CONCURRENCY_RECHECK while queued. Absent: none (no step, no history event more).
+   */
+  concurrency?: boolean;
 }
+
+/** Signal of a queued execution's workflow: a key it waits for has room; it claims again. */
+export const concurrencyGrantedSignal = defineSignal('concurrencyGranted');
 
 /** What an execution's workflow returns. */
 export interface AgentExecutionOutcome {

@@ -19,6 +19,7 @@ import {
 } from '@temporalio/workflow';
 import type { MissionActivities } from '../activities/missions';
 import type { MissionRunInput } from './definitions';
+import { workPriority } from './executionStart';
 import { jobWorkflowId } from './ids';
 import type { job } from './job';
 import { agentIdKey, organizationIdKey, workKindKey } from './searchAttributes';
@@ -54,6 +55,9 @@ export async function missionRun(input: MissionRunInput): Promise<{ jobId: strin
       { key: workKindKey, value: 'job' },
     ],
     memo: prepared.memo,
+    // Background work: after interactive executions and jobs; the organization is its fairness key. The job's
+    // iterations inherit it. (The Schedule's action takes no priority in @temporalio/client 1.24.)
+    priority: workPriority('mission', prepared.input.organizationId),
   };
   if (!waits) {
     await startChild<typeof job>('job', { ...options, parentClosePolicy: ParentClosePolicy.ABANDON });

@@ -2,7 +2,13 @@
 import type { Schema } from '../../lib/ajv';
 import { AGENT_INSTALL_STATES, AGENT_VISIBILITIES } from '../../models/Agent';
 import { nextCursor, oneOfStrings, record, requiredStr, str, strArray, timestamp } from '../schemas';
-import { ADVANCED_TOOLS, AGENT_LIMITS, subAgentIdList, VISIBILITY_MESSAGE } from '../v1/agents.schema';
+import {
+  ADVANCED_TOOLS,
+  AGENT_LIMITS,
+  MAX_CONCURRENT_EXECUTIONS,
+  subAgentIdList,
+  VISIBILITY_MESSAGE,
+} from '../v1/agents.schema';
 import { mcpServerIdList } from '../v1/mcpServers.schema';
 import { skillIdList } from '../v1/skills.schema';
 
@@ -39,6 +45,7 @@ export const currentAgentUpdateBody = {
     advanced_tools: ADVANCED_TOOLS,
     mcp_server_ids: mcpServerIdList,
     sub_agent_ids: subAgentIdList,
+    max_concurrent_executions: MAX_CONCURRENT_EXECUTIONS,
   },
 } as const;
 
@@ -73,6 +80,10 @@ export const currentAgentSchema: Schema = record({
   advanced_tools: { type: 'array', items: { type: 'string' } },
   mcp_server_ids: { type: 'array', items: { type: 'string' }, description: 'MCP servers (v1 /api/v1/mcp-servers)' },
   sub_agent_ids: { type: 'array', items: { type: 'string' }, description: 'Agents it may delegate tasks to' },
+  max_concurrent_executions: {
+    type: ['integer', 'null'],
+    description: 'Its executions running at once, at most (null: no limit)',
+  },
   created_at: timestamp,
   updated_at: timestamp,
 });

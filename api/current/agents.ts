@@ -94,6 +94,7 @@ export function currentAgentRoutes(): RouteSpec[] {
           skill_ids: skillIds,
           mcp_server_ids: mcpServerIds,
           sub_agent_ids: subAgentIds,
+          max_concurrent_executions: maxConcurrentExecutions,
           ...rest
         } = body;
         await findOrganizationAgent(ctx.state.auth, id);
@@ -106,6 +107,7 @@ export function currentAgentRoutes(): RouteSpec[] {
           ...(skillIds !== undefined ? { skillIds } : {}),
           ...(mcpServerIds !== undefined ? { mcpServerIds } : {}),
           ...(subAgentIds !== undefined ? { subAgentIds } : {}),
+          ...(maxConcurrentExecutions !== undefined ? { maxConcurrentExecutions } : {}),
         });
         ctx.body = { agent: presentCurrentAgent(await findOrganizationAgent(ctx.state.auth, id)) };
       },

@@ -74,7 +74,19 @@ export const chatMessageBody = {
   type: 'object',
   additionalProperties: false,
   required: ['message'],
-  properties: { message: requiredStr(MAX_MESSAGE_CHARS, { description: 'The user message' }) },
+  properties: {
+    message: requiredStr(MAX_MESSAGE_CHARS, { description: 'The user message' }),
+    concurrency_key: str(200, {
+      description:
+        'Executions with this key (per organization) run at most concurrency_limit at once; the others wait in order (status `queued`)',
+    }),
+    concurrency_limit: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 1000,
+      description: 'Running executions allowed for concurrency_key (default 1)',
+    },
+  },
 } as const;
 
 export const chatSchema: Schema = record({

@@ -127,6 +127,8 @@ export function chatRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
         const { message } = body;
         const exec = await sendChatMessage(deps, ctx.state.auth, params.id, message, {
           gone: clientGone(ctx),
+          concurrencyKey: body.concurrency_key,
+          concurrencyLimit: body.concurrency_limit,
         });
         ctx.status = 201;
         ctx.body = {

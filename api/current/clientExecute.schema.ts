@@ -3,7 +3,7 @@
  */
 import type { Schema } from '../../lib/ajv';
 import { pathParams, record, requiredStr, str } from '../schemas';
-import { MAX_MESSAGE_CHARS, runCapProperties } from '../v1/executions.schema';
+import { concurrencyKeyProperties, MAX_MESSAGE_CHARS, runCapProperties } from '../v1/executions.schema';
 import { mediaIdList } from '../v1/media.schema';
 
 export const clientExecuteBody = {
@@ -19,6 +19,7 @@ export const clientExecuteBody = {
     stream: { type: 'boolean', default: false },
     mediaIds: mediaIdList,
     ...runCapProperties,
+    ...concurrencyKeyProperties,
   },
 } as const;
 

@@ -44,6 +44,8 @@ export function clientExecuteRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
             mediaIds: body.mediaIds,
             maxTokens: body.maxTokens,
             maxCostUsd: body.maxCostUsd,
+            concurrencyKey: body.concurrencyKey,
+            concurrencyLimit: body.concurrencyLimit,
             source: 'client',
           },
           { gone: clientGone(ctx) }

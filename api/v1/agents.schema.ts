@@ -28,6 +28,14 @@ export const subAgentIdList = {
     'agent the caller can see)',
 } as const;
 
+/** An agent's limit of running executions (docs/fairness.md "Concurrency keys"). */
+export const MAX_CONCURRENT_EXECUTIONS = {
+  type: ['integer', 'null'],
+  minimum: 1,
+  maximum: 1000,
+  description: 'Its executions running at once, at most; the others wait in order (status `queued`); null: no limit',
+} as const;
+
 export const agentCreateBody = {
   type: 'object',
   additionalProperties: false,
@@ -66,6 +74,7 @@ export const agentUpdateBody = {
     advanced_tools: ADVANCED_TOOLS,
     mcpServerIds: mcpServerIdList,
     subAgentIds: subAgentIdList,
+    maxConcurrentExecutions: MAX_CONCURRENT_EXECUTIONS,
   },
 } as const;
 
@@ -87,6 +96,7 @@ export const agentSchema: Schema = record(
     advanced_tools: strArray(),
     mcpServerIds: strArray(),
     subAgentIds: strArray(),
+    maxConcurrentExecutions: { type: ['integer', 'null'] },
     tags: strArray(),
     spaceId: { type: 'string' },
     chatId: { type: 'string' },

@@ -38,6 +38,23 @@ export const runCapProperties = {
   },
 } as const;
 
+/**
+ * A caller's concurrency key (docs/fairness.md "Concurrency keys"): executions of the organization with the same key
+ * run at most `concurrencyLimit` at once; the others wait in order, `queued`.
+ */
+export const concurrencyKeyProperties = {
+  concurrencyKey: str(200, {
+    description:
+      'Executions with this key (per organization) run at most concurrencyLimit at once; the others wait in order (status `queued`)',
+  }),
+  concurrencyLimit: {
+    type: 'integer',
+    minimum: 1,
+    maximum: 1000,
+    description: 'Running executions allowed for concurrencyKey (default 1)',
+  },
+} as const;
+
 export const executeBody = {
   type: 'object',
   additionalProperties: false,
@@ -50,6 +67,7 @@ export const executeBody = {
     stream: { type: 'boolean', default: false, description: 'Answer as text/event-stream' },
     mediaIds: mediaIdList,
     ...runCapProperties,
+    ...concurrencyKeyProperties,
   },
 } as const;
 
@@ -70,6 +88,12 @@ const mcpRef = record({ serverId: { type: 'string' }, server: { type: 'string' }
 /** The events of an execution stream (SPEC "Agent execution stream"), in order: meta, message*, result | error. */
 export const executionStreamEvents: Record<string, Schema> = {
   meta: record({ executionId: { type: 'string' }, chatId: { type: 'string' }, sessionId: { type: 'string' } }),
+  // Right after `meta`, only for an execution that waits for a concurrency key (docs/fairness.md): it runs later.
+  queued: record({
+    executionId: { type: 'string' },
+    kind: { type: 'string', enum: ['agent', 'key'], description: "`agent`: the agent's maxConcurrentExecutions" },
+    key: { type: 'string', description: 'The concurrency key, or the agent id' },
+  }),
   message: {
     oneOf: [
       record({

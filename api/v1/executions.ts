@@ -78,6 +78,8 @@ export function executionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
             mediaIds: body.mediaIds,
             maxTokens: body.maxTokens,
             maxCostUsd: body.maxCostUsd,
+            concurrencyKey: body.concurrencyKey,
+            concurrencyLimit: body.concurrencyLimit,
             source: 'v1',
           },
           { gone: clientGone(ctx) }

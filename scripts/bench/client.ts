@@ -11,6 +11,8 @@ import { createParser } from 'eventsource-parser';
 export interface JsonResponse<T> {
   status: number;
   body: T;
+  /** The response's headers (`retry-after` of a 503). */
+  headers?: http.IncomingHttpHeaders;
 }
 
 /** What a streamed execution reports, with performance.now() time stamps. */
@@ -92,7 +94,7 @@ export class ApiClient {
         res.on('end', () => {
           clearTimeout(timer);
           try {
-            resolve({ status: res.statusCode ?? 0, body: (text ? JSON.parse(text) : {}) as T });
+            resolve({ status: res.statusCode ?? 0, body: (text ? JSON.parse(text) : {}) as T, headers: res.headers });
           } catch {
             reject(
               new Error(`${method} ${path}: ${res.statusCode} with a body that is not JSON: ${text.slice(0, 200)}`)

@@ -166,11 +166,15 @@ function ensurePortFree(port: number, name: string, hint: string, host = LOOPBAC
  * - the history service hands each new workflow task to matching from its transfer queue, whose reader loads at most
  *   20 times a second by default: a task waited ~25 ms on average (up to 50) before any worker could see it, twice
  *   per execution. 100 loads a second: a JSON execution alone on the stack 151 → 90 ms p50, with the same
- *   throughput at concurrency 20 and 100 (docs/benchmarks.md "Workflow tasks held by the transfer queue").
+ *   throughput at concurrency 20 and 100 (docs/benchmarks.md "Workflow tasks held by the transfer queue");
+ * - fairness in matching (server 1.29, off by default; implies the priority matcher): a backlogged task queue hands
+ *   out tasks by priority key first, then in proportion to the weights of their fairness keys, the organization
+ *   (workflows/executionStart.ts `workPriority`; docs/fairness.md).
  */
 export const TEMPORAL_DYNAMIC_CONFIG: Readonly<Record<string, boolean | number>> = {
   'system.enableActivityEagerExecution': true,
   'history.transferProcessorMaxPollRPS': 100,
+  'matching.enableFairness': true,
 };
 /**
  * Starts the Temporal dev server: the project's (tools/temporal-dev) or a temporal CLI, which take the same command

@@ -85,6 +85,7 @@ describe('GET /api/openapi.json', () => {
     };
     expect(Object.keys(stream.content['text/event-stream']['x-events'])).toEqual([
       'meta',
+      'queued',
       'message',
       'result',
       'error',
@@ -189,7 +190,7 @@ describe('public manifests', () => {
     expect(res.body.streams).toContainEqual({
       method: 'GET',
       path: '/api/v1/executions/{id}/stream',
-      events: ['meta', 'message', 'result', 'error', 'expired'],
+      events: ['meta', 'queued', 'message', 'result', 'error', 'expired'],
     });
   });
 

@@ -1,5 +1,5 @@
 import { declaredIndexes } from '../../lib/indexes';
-import { IdentityDomain, IdentityLink, Membership } from '../../models';
+import { IdentityDomain, IdentityLink, Membership, Organization } from '../../models';
 import { SEARCH_ATTRIBUTES } from '../../workflows/searchAttributes';
 import { useTestApp } from '../helpers/app';
 import { childTestEnv } from '../helpers/env';
@@ -78,6 +78,18 @@ describe('admin CLI', () => {
     const res = await t.request.get('/api/v1/profile').set('Authorization', bearer(out.token));
     expect(res.status).toBe(401);
     expect(res.body.message).toBe('Token expired');
+  });
+
+  it('share set gives an organization its fairness weight; default clears it; a bad weight is a usage error', async () => {
+    const set = admin('share', 'set', '--org', boot.organizationId, '--weight', '2.5');
+    expect(set.status).toBe(0);
+    expect(JSON.parse(set.stdout.trim())).toEqual({ organizationId: boot.organizationId, weight: 2.5 });
+    expect((await Organization.findById(boot.organizationId).lean())?.fairnessWeight).toBe(2.5);
+    const cleared = admin('share', 'set', '--org', boot.organizationId, '--weight', 'default');
+    expect(JSON.parse(cleared.stdout.trim()).weight).toBe(1);
+    expect((await Organization.findById(boot.organizationId).lean())?.fairnessWeight).toBeUndefined();
+    expect(admin('share', 'set', '--org', boot.organizationId, '--weight', '0').status).toBe(2);
+    expect(admin('share', 'set', '--org', 'org_missing', '--weight', '3').status).toBe(1);
   });
 
   it('rate-limit set gives an identity its own limit on the current surface; default clears it', async () => {
