@@ -3,7 +3,9 @@
  * (or a window of a few milliseconds) go to the server as one `insertMany` (`ordered: false`), and each caller's
  * promise settles once that batch is acknowledged. On FerretDB one insert command is one PostgreSQL transaction (up
  * to its batch size of 100 documents), so a batch of n documents costs one commit and one WAL flush instead of n,
- * and the service process writes one command instead of n.
+ * and the service process writes one command instead of n. While a batch of a collection is in flight, the next one
+ * waits for its answer and takes everything queued meanwhile (batches grow with the load), but never longer than
+ * {@link GROUP_COMMIT_HOLD_MS}.
  *
  * Every caller learns the fate of its own document and only that: a document the server refused (a duplicate key)
  * rejects its caller with a MongoServerError of the same code and message as `insertOne` would have thrown; the
@@ -24,6 +26,12 @@ export type GroupCommitWindow = 'off' | 'tick' | number;
 /** The most documents one batch holds; a batch that reaches it is sent at once. */
 export const GROUP_COMMIT_MAX_DOCS = 500;
 
+/**
+ * While a batch of a collection is in flight, the next one waits for its answer (and takes everything queued
+ * meanwhile), but at most this long: a batch stuck on a hung server never holds later inserts back for longer.
+ */
+export const GROUP_COMMIT_HOLD_MS = 10;
+
 /** One document waiting for its batch, and its caller's promise. */
 interface Pending {
   doc: Record<string, unknown>;
@@ -37,6 +45,10 @@ type DriverCollection = mongoose.Collection;
 class InsertBatcher {
   private pending: Pending[] = [];
   private scheduled = false;
+  /** Batches sent and not answered yet. */
+  private inFlight = 0;
+  /** Set while a batch waits for the one in flight: sends it anyway after GROUP_COMMIT_HOLD_MS. */
+  private holdTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly collection: DriverCollection,
@@ -55,12 +67,26 @@ class InsertBatcher {
     });
   }
 
-  private flush(): void {
+  private flush(force = false): void {
     this.scheduled = false; // a timer still set for a batch sent full finds an empty or a younger batch: harmless
     const batch = this.pending;
     if (batch.length === 0) return;
+    if (!force && this.inFlight > 0 && batch.length < GROUP_COMMIT_MAX_DOCS) {
+      // Wait for the batch in flight (its answer sends this one), but never longer than the hold.
+      this.holdTimer ??= setTimeout(() => {
+        this.holdTimer = undefined;
+        this.flush(true);
+      }, GROUP_COMMIT_HOLD_MS);
+      return;
+    }
+    clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
     this.pending = [];
-    void sendBatch(this.collection, batch);
+    this.inFlight++;
+    void sendBatch(this.collection, batch).finally(() => {
+      this.inFlight--;
+      if (this.pending.length > 0 && !this.scheduled) this.flush();
+    });
   }
 }
 

@@ -131,6 +131,33 @@ it('off: each insert is its own command, as before', async () => {
   expect(ops).toEqual(['chat_messages.insertOne', 'chat_messages.insertOne']);
 });
 
+it('a batch waits for the one in flight, but one stuck on a hung server holds later inserts back only briefly', async () => {
+  const commands: string[] = [];
+  let onCommand = (): void => undefined;
+  mongoose.set('debug', (collection: string, method: string) => {
+    commands.push(`${collection}.${method}`);
+    onCommand();
+  });
+  const sent = (count: number): Promise<void> =>
+    new Promise((resolve) => {
+      onCommand = () => void (commands.length >= count && resolve());
+      onCommand();
+    });
+  mongo.child.kill('SIGSTOP'); // FerretDB hung, connections open
+  try {
+    const first = insertDocument(ChatMessage, message());
+    await sent(1);
+    // The next insert waits for the first's answer, which does not come: it is sent anyway (GROUP_COMMIT_HOLD_MS).
+    const second = insertDocument(ChatMessage, message());
+    await sent(2);
+    expect(commands).toEqual(['chat_messages.insertOne', 'chat_messages.insertOne']);
+    mongo.child.kill('SIGCONT');
+    await expect(Promise.all([first, second])).resolves.toHaveLength(2);
+  } finally {
+    mongo.child.kill('SIGCONT');
+  }
+});
+
 it('the server killed while a batch is on its way: every caller sees an outage error, and no document is half there', async () => {
   // Large documents, so that the batch is still being read or written when the server dies.
   const fields = Array.from({ length: 60 }, () => message(undefined, 'x'.repeat(64 * 1024)));
