@@ -83,10 +83,13 @@ class InsertBatcher {
     this.holdTimer = undefined;
     this.pending = [];
     this.inFlight++;
-    void sendBatch(this.collection, batch).finally(() => {
-      this.inFlight--;
-      if (this.pending.length > 0 && !this.scheduled) this.flush();
-    });
+    void sendBatch(this.collection, batch)
+      // Whatever went wrong in settling, no caller waits forever (settling a settled promise does nothing).
+      .catch((err: unknown) => batch.forEach((p) => p.reject(err)))
+      .finally(() => {
+        this.inFlight--;
+        if (this.pending.length > 0 && !this.scheduled) this.flush();
+      });
   }
 }
 
