@@ -58,7 +58,11 @@ export async function main(stop: StopSignals, options: ApiOptions = {}): Promise
   await setupTracing(config, 'api');
   const autoIndex = autoIndexFor(config.nodeEnv);
   try {
-    await connectMongo(config.mongodbUri, { timeoutMs: config.dependencyTimeoutMs, autoIndex });
+    await connectMongo(config.mongodbUri, {
+      timeoutMs: config.dependencyTimeoutMs,
+      autoIndex,
+      groupCommit: config.groupCommit,
+    });
   } catch (err) {
     logger.fatal({ err }, `cannot reach MongoDB: ${(err as Error).message}`);
     process.exit(1);

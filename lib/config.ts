@@ -10,6 +10,7 @@ import path from 'node:path';
 import ms from 'ms';
 import ipaddr from 'ipaddr.js';
 import { temporalTls, type TemporalTls } from './configTemporal';
+import type { GroupCommitWindow } from './groupCommit';
 import { DEFAULT_MODEL_PRICES, parseModelPrices, type PriceTable } from './prices';
 import { isLoopbackHostname } from './safeDestination';
 
@@ -176,6 +177,13 @@ export interface Config {
    * request answers 503 while a dependency is down. @default 3000
    */
   dependencyTimeoutMs: number;
+  /**
+   * Group commit of inserts (lib/groupCommit.ts; docs/decisions.md "Group commit of inserts"): the inserts into one
+   * collection of one event-loop tick (`tick`), or of a window of 1 to 10 ms after the first, go to the server as one
+   * insertMany, each caller acknowledged with its own document's outcome; 0 turns it off (GROUP_COMMIT_MS).
+   * @default tick
+   */
+  groupCommit: GroupCommitWindow;
   /**
    * i28-lists: the one deadline of a whole request (paused while it waits on work bounded otherwise: a model reply,
    * an upload's bytes, a data query); past it the request answers 503 (lib/requestDeadline.ts). @default 4000
@@ -411,6 +419,17 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     return values as number[];
   };
 
+  const groupCommitSetting = (): GroupCommitWindow => {
+    const raw = nonEmpty(env, 'GROUP_COMMIT_MS') ?? 'tick';
+    if (raw === 'tick') return 'tick';
+    const n = Number(raw);
+    if (!/^\d+$/.test(raw) || n > 10) {
+      problems.push(`GROUP_COMMIT_MS=${JSON.stringify(raw)}: must be tick, or an integer between 0 (off) and 10`);
+      return 'tick';
+    }
+    return n === 0 ? 'off' : n;
+  };
+
   const logLevelRaw = nonEmpty(env, 'LOG_LEVEL') ?? 'info';
   let logLevel: Config['logLevel'] = 'info';
   if ((LOG_LEVELS as readonly string[]).includes(logLevelRaw)) logLevel = logLevelRaw as Config['logLevel'];
@@ -510,6 +529,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       temporalUi: int('DEV_TEMPORAL_UI_PORT', 8233, 1, 65535),
     },
     dependencyTimeoutMs: int('DEPENDENCY_TIMEOUT_MS', 3000, 100, 60_000),
+    groupCommit: groupCommitSetting(),
     requestDeadlineMs: int('REQUEST_DEADLINE_MS', 4000, 100, 600_000),
     childPath: env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
     workerProcesses: int('WORKER_PROCESSES', 0, 0, 16),

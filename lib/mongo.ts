@@ -7,6 +7,7 @@ import mongoose from 'mongoose';
 import { withDeadline } from './deadline';
 import { detectExpiryIndexes, ensureExpiryIndexes } from './expiry';
 import { activeTracing, traceDatabaseCommands } from './tracing';
+import { insertGrouped, setGroupCommit, groupCommitWindow, type GroupCommitWindow } from './groupCommit';
 
 mongoose.set('sanitizeFilter', true);
 mongoose.set('strictQuery', true);
@@ -16,6 +17,8 @@ export const DEFAULT_DB_NAME = 'agent_service';
 
 /** Default of `timeoutMs` (the configuration's DEPENDENCY_TIMEOUT_MS default). */
 const DEFAULT_TIMEOUT_MS = 3000;
+/** Default of `groupCommit` (the configuration's GROUP_COMMIT_MS default). */
+export const DEFAULT_GROUP_COMMIT: GroupCommitWindow = 'tick';
 
 /**
  * Connects the shared mongoose instance and, unless told not to, builds every registered model's indexes.
@@ -30,17 +33,20 @@ const DEFAULT_TIMEOUT_MS = 3000;
  * @param options.autoIndex build the collections and indexes (with the TTL indexes) at connection, as development
  *   and tests do (the default); false in production, where `admin migrate` builds them (lib/indexes.ts) and this
  *   only finds out whether the TTL indexes are there (lib/expiry.ts detectExpiryIndexes).
- * While tracing is on (lib/tracing.ts: install it before connecting), each command is a span of the trace.
+ * @param options.groupCommit when the inserts of {@link insertDocument} are grouped (GROUP_COMMIT_MS; lib/groupCommit.ts).
+ * While tracing is on (lib/tracing.ts: install it before connecting), each command is a span of the trace (a grouped
+ *   insert's in the trace of the caller that opened its batch).
  * @returns the connection.
  */
 export async function connectMongo(
   uri: string,
-  options: { dbName?: string; timeoutMs?: number; autoIndex?: boolean } = {}
+  options: { dbName?: string; timeoutMs?: number; autoIndex?: boolean; groupCommit?: GroupCommitWindow } = {}
 ): Promise<mongoose.Connection> {
   const hasDb = /^mongodb(\+srv)?:\/\/[^/]+\/[^/?]+/.test(uri);
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const autoIndex = options.autoIndex ?? true;
   const traced = activeTracing() !== undefined;
+  setGroupCommit(options.groupCommit ?? DEFAULT_GROUP_COMMIT);
   await mongoose.connect(uri, {
     dbName: options.dbName ?? (hasDb ? undefined : DEFAULT_DB_NAME),
     bufferCommands: false,
@@ -90,7 +96,8 @@ export async function disconnectMongo(): Promise<void> {
  * Inserts one document as `Model.create` stores it (cast to the schema, defaults, timestamps, validated) through the
  * driver, without building a mongoose document: on the hot write paths, mongoose documents (change tracking, state
  * machine, a save error made per save) were most of the api's CPU (docs/benchmarks.md). For schemas without
- * middleware (none of ours has any).
+ * middleware (none of ours has any). The insert is grouped with the other inserts into the same collection of this
+ * tick (lib/groupCommit.ts): it resolves once the server acknowledged this document, and rejects with its own error.
  * @param model the model.
  * @param fields the document's fields.
  * @returns the stored document, as a plain object.
@@ -99,10 +106,8 @@ export async function insertDocument(
   model: mongoose.Model<any>, // eslint-disable-line @typescript-eslint/no-explicit-any
   fields: Record<string, unknown>
 ): Promise<Record<string, unknown>> {
-  const doc = model.applyTimestamps(model.applyDefaults(model.castObject(fields))) as Record<string, unknown>;
-  await model.validate(doc);
-  if (model.schema.get('minimize') !== false) minimize(doc);
-  await model.collection.insertOne(doc);
+  const doc = await documentFor(model, fields);
+  await insertGrouped(model.collection, doc);
   return doc;
 }
 
@@ -117,14 +122,16 @@ export async function insertDocumentsOnce(
   fieldsList: Record<string, unknown>[]
 ): Promise<void> {
   if (fieldsList.length === 0) return;
-  const docs = await Promise.all(
-    fieldsList.map(async (fields) => {
-      const doc = model.applyTimestamps(model.applyDefaults(model.castObject(fields))) as Record<string, unknown>;
-      await model.validate(doc);
-      if (model.schema.get('minimize') !== false) minimize(doc);
-      return doc;
-    })
-  );
+  const docs = await Promise.all(fieldsList.map((fields) => documentFor(model, fields)));
+  if (groupCommitWindow() !== 'off') {
+    // Into the same batch (queued in one go), each document with its own outcome.
+    const results = await Promise.allSettled(docs.map((doc) => insertGrouped(model.collection, doc)));
+    const failed = results.find(
+      (r): r is PromiseRejectedResult => r.status === 'rejected' && !isDuplicateKey(r.reason)
+    );
+    if (failed) throw failed.reason;
+    return;
+  }
   try {
     await model.collection.insertMany(docs, { ordered: false });
   } catch (err) {
@@ -132,6 +139,21 @@ export async function insertDocumentsOnce(
     const list = Array.isArray(errors) ? errors : errors ? [errors] : [];
     if (list.length === 0 || list.some((e) => e.code !== 11000)) throw err;
   }
+}
+
+/**
+ * @param model the model.
+ * @param fields a document's fields.
+ * @returns the document as `Model.create` would store it: cast, defaults, timestamps, validated, minimized.
+ */
+async function documentFor(
+  model: mongoose.Model<any>, // eslint-disable-line @typescript-eslint/no-explicit-any
+  fields: Record<string, unknown>
+): Promise<Record<string, unknown>> {
+  const doc = model.applyTimestamps(model.applyDefaults(model.castObject(fields))) as Record<string, unknown>;
+  await model.validate(doc);
+  if (model.schema.get('minimize') !== false) minimize(doc);
+  return doc;
 }
 
 /** Removes empty objects, nested ones included, as mongoose's `minimize` does when it saves a document. */

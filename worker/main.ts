@@ -69,7 +69,11 @@ export async function main(stop: StopSignals): Promise<void> {
   // built, so their commands and spans join them.
   await setupTracing(config, 'worker');
   const autoIndex = autoIndexFor(config.nodeEnv);
-  await connectMongo(config.mongodbUri, { timeoutMs: config.dependencyTimeoutMs, autoIndex });
+  await connectMongo(config.mongodbUri, {
+    timeoutMs: config.dependencyTimeoutMs,
+    autoIndex,
+    groupCommit: config.groupCommit,
+  });
   // Production builds no index at start: without its unique indexes the process refuses to start (lib/indexes.ts).
   if (!autoIndex) await refuseWithoutIndexes(logger);
   installRuntimeLogger(logger, config.observability.temporalMetricsPort);

@@ -47,13 +47,16 @@ export interface MongoStack {
  * @param server the binary from ensureMongoServer.
  * @param dataDir the data directory (`mongo/` and `postgres/` below it).
  * @param port the MongoDB port.
+ * @param host the address MongoDB listens on (default loopback).
+ * @param postgresSettings more PostgreSQL `name=value` settings (scripts/bench/groupCommit.ts).
  * @returns the running stack.
  */
 export async function startMongoStack(
   server: MongoBinary,
   dataDir: string,
   port: number,
-  host?: string
+  host?: string,
+  postgresSettings?: string[]
 ): Promise<MongoStack> {
   if (server.kind === 'mongod') {
     const mongo = await startMongo({ server, dataDir: path.join(dataDir, 'mongo'), port, host });
@@ -63,6 +66,7 @@ export async function startMongoStack(
     bins: ensurePostgres(),
     dataDir: path.join(dataDir, 'postgres'),
     port: await freePort(),
+    settings: postgresSettings,
   });
   try {
     const mongo = await startMongo({

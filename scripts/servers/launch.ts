@@ -357,13 +357,15 @@ function initPostgres(bins: PostgresBinaries, pgData: string, logFile: string, p
 /**
  * Starts the embedded PostgreSQL that FerretDB stores its data in: initialised on first use under
  * `<dataDir>/data`, bound to 127.0.0.1 only (no Unix socket).
- * @param opts binaries, data directory, port.
+ * @param opts binaries, data directory, port; `settings`: more `name=value` settings, after the usual ones
+ *   (scripts/bench/groupCommit.ts tries some).
  * @returns the running server; `address` is a postgres:// URL of its `postgres` database.
  */
 export async function startPostgres(opts: {
   bins: PostgresBinaries;
   dataDir: string;
   port: number;
+  settings?: string[];
 }): Promise<RunningServer> {
   await ensurePortFree(opts.port, 'PostgreSQL', 'stop whatever holds it or set MONGODB_URI to use another server');
   const release = lockDataDir(opts.dataDir, 'another embedded PostgreSQL');
@@ -389,6 +391,7 @@ export async function startPostgres(opts: {
         // FerretDB holds a pool per process and the index mirror one connection; tests open many databases.
         '-c',
         'max_connections=200',
+        ...(opts.settings ?? []).flatMap((setting) => ['-c', setting]),
       ]),
       logFile
     );
