@@ -12,6 +12,7 @@ import { cancelSubAgents } from '../commands/executions';
 import { finishTaskRun } from '../commands/taskRuns';
 import { appendEvents, readEvents, type LoggedEvent } from '../commands/eventLog';
 import { executionEnded } from '../lib/executionAdmission';
+import { findByIdDirect, updateOneDirect } from '../lib/driverOps';
 import type { Logger } from '../lib/logger';
 import { executionDuration, executionsFinished } from '../lib/metrics';
 import { FAILURES, type FailureCode } from '../workflows/failures';
@@ -114,14 +115,16 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     // A completed local reply of this process handed its record over (read when it claimed the execution); a
     // retried finish, or one in another process, reads it.
     const handed = handedOver.take(input.executionId);
-    const exec = handed ?? (await Execution.findById(input.executionId).lean<ExecutionDoc>());
+    const exec = handed ?? (await findByIdDirect<ExecutionDoc>(Execution, input.executionId));
     if (!exec) throw ApplicationFailure.nonRetryable(`Execution ${input.executionId} not found`, 'ExecutionMissing');
     // A completed reply says where its stream ends; only this finish writes after that (the same events at the
     // same seqs when it is retried), so the stream is not read back.
     const known = input.status === 'completed' && input.lastSeq !== undefined && input.text !== undefined;
     const events = known ? [] : await readEvents(exec._id);
     const text = input.status === 'completed' ? (input.text ?? deliveredText(events)) : deliveredText(events);
-    const { attempt: usageAttempt, ...attemptCounts } = input.attemptUsage ?? { attempt: undefined };
+    const { attempt: usageAttempt, ...attemptCounts } = input.attemptUsage ?? {
+      attempt: undefined,
+    };
     const byAttempt = {
       ...(exec.usageByAttempt as Record<string, { inputTokens?: number; outputTokens?: number }>),
       ...(usageAttempt !== undefined ? { [usageAttempt]: attemptCounts } : {}),
@@ -147,7 +150,10 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
           event: 'result',
           data: {
             sessionId: exec.sessionId,
-            usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+            usage: {
+              input_tokens: usage.inputTokens,
+              output_tokens: usage.outputTokens,
+            },
           },
         });
       }
@@ -174,7 +180,8 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     // the session, while its message is written (nothing reads the history before the session is free).
     const completed = input.status === 'completed';
     const assistantMessage = (): Promise<unknown> =>
-      ChatMessage.updateOne(
+      updateOneDirect(
+        ChatMessage,
         { _id: `${exec._id}:assistant` },
         {
           $setOnInsert: {
@@ -190,12 +197,21 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
         { upsert: true }
       );
     const chatStatus = (): Promise<unknown> =>
-      Chat.updateOne(
+      updateOneDirect(
+        Chat,
         { _id: exec.chatId },
-        { $set: { status: chatAfter.status, ...(text ? { lastMessage: text.slice(0, 500) } : {}) } }
+        {
+          $set: {
+            status: chatAfter.status,
+            ...(text ? { lastMessage: text.slice(0, 500) } : {}),
+          },
+        }
       );
     const release = {
-      $set: { activeExecutionId: null, ...(ownsChatRange ? { chatStreamSeq: chatRangeEnd(exec, seq - 1) } : {}) },
+      $set: {
+        activeExecutionId: null,
+        ...(ownsChatRange ? { chatStreamSeq: chatRangeEnd(exec, seq - 1) } : {}),
+      },
     };
     if (handed) {
       // The finish right after this process's own reply: no finish of this execution ran before it (a retried or
@@ -203,7 +219,8 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
       // execution without reading it. The chat's status goes with the message; then the reply joins the history in
       // the same write that frees the session (the message is already there when the next turn reads the history).
       await allDone([completed ? assistantMessage() : undefined, chatStatus()] as const);
-      await Session.updateOne(
+      await updateOneDirect(
+        Session,
         { _id: exec.sessionId, activeExecutionId: exec._id },
         completed ? { ...release, $addToSet: { history: exec._id } } : release
       );
@@ -216,14 +233,15 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
           : Session.findById(exec.sessionId).select({ activeExecutionId: 1 }).lean(),
       ] as const);
       if (session?.activeExecutionId === exec._id) await chatStatus();
-      await Session.updateOne({ _id: exec.sessionId, activeExecutionId: exec._id }, release);
+      await updateOneDirect(Session, { _id: exec.sessionId, activeExecutionId: exec._id }, release);
     }
 
     // A retried finish carries the same input, so rewriting the outcome is harmless; a terminal execution is
     // left as it is.
     const terminal = TERMINAL_EXECUTION_STATUSES.includes(exec.status as ExecutionStatus);
     if (!terminal)
-      await Execution.updateOne(
+      await updateOneDirect(
+        Execution,
         { _id: exec._id },
         {
           $set: {
@@ -274,7 +292,10 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
                           },
                         }
                       : {}),
-                    usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+                    usage: {
+                      input_tokens: usage.inputTokens,
+                      output_tokens: usage.outputTokens,
+                    },
                   },
                   key: `${exec._id}:finished`,
                 },

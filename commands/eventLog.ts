@@ -22,6 +22,7 @@
  * The events and heads are models (models/StreamEvent.ts, models/StreamHead.ts); the log that reads and writes them
  * is here, below api/ and activities/, which both use it (docs/decisions.md "Layout (issue 29, second part)").
  */
+import { findByIdDirect, updateOneDirect } from '../lib/driverOps';
 import { retentionExpiry } from '../lib/expiry';
 import { isDuplicateKey } from '../lib/mongo';
 import { wakeStream, WakeupReceiver, type Wakeup } from '../lib/wakeups';
@@ -57,8 +58,9 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
   const expiry = retentionExpiry('streamEventsMs', createdAt);
   let retried = false;
   try {
-    // Plain objects, written as they are (lean: no mongoose document per event); the fields are all given here.
-    await StreamEvent.insertMany(
+    // Plain objects, written as they are through the driver (no mongoose document, no Query layer); the fields are
+    // all given here, of the schema's types.
+    await StreamEvent.collection.insertMany(
       events.map((e) => ({
         _id: eventId(streamId, e.seq),
         streamId,
@@ -67,8 +69,8 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
         data: e.data,
         createdAt,
         ...expiry,
-      })),
-      { ordered: true, lean: true }
+      })) as never[],
+      { ordered: true }
     );
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
@@ -77,7 +79,15 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
     for (const e of events) {
       await StreamEvent.updateOne(
         { _id: eventId(streamId, e.seq) },
-        { $setOnInsert: { streamId, seq: e.seq, event: e.event, data: e.data, ...expiry } },
+        {
+          $setOnInsert: {
+            streamId,
+            seq: e.seq,
+            event: e.event,
+            data: e.data,
+            ...expiry,
+          },
+        },
         { upsert: true }
       );
     }
@@ -85,7 +95,7 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
   const last = events[events.length - 1].seq;
   // An append that ends at seq 1 is the stream's first event alone (an execution's `meta`, an MCP stream's first
   // message): it raises no head, since a stream without one holds its first event at most ({@link lastSeq}).
-  if (last > 1) await StreamHead.updateOne({ _id: streamId }, { $max: { lastSeq: last } }, { upsert: true });
+  if (last > 1) await updateOneDirect(StreamHead, { _id: streamId }, { $max: { lastSeq: last } }, { upsert: true });
   // Committed, events and head: this process's readers get them now, from memory (a retried append above, which
   // kept what was already stored, is not handed over: its readers read the log).
   if (!retried) for (const tailer of localTailers) tailer.deliverAppended(streamId, events);
@@ -107,14 +117,20 @@ async function fetchRange(streamId: string, from: number, to: number): Promise<L
   const out: LoggedEvent[] = [];
   for (let start = from; start <= to; start += READ_BATCH) {
     const seqs = Array.from({ length: Math.min(READ_BATCH, to - start + 1) }, (_, i) => start + i);
-    const docs = await StreamEvent.find({ $or: seqs.map((seq) => ({ _id: eventId(streamId, seq) })) }).lean<
-      StreamEventDoc[]
-    >();
+    const docs = await StreamEvent.collection
+      .find<StreamEventDoc>({
+        $or: seqs.map((seq) => ({ _id: eventId(streamId, seq) })),
+      } as never)
+      .toArray();
     const bySeq = new Map(docs.map((d) => [d.seq, d]));
     for (const seq of seqs) {
       const d = bySeq.get(seq);
       if (!d) return out; // never deliver past a missing event
-      out.push({ seq: d.seq, event: d.event, data: d.data as Record<string, unknown> });
+      out.push({
+        seq: d.seq,
+        event: d.event,
+        data: d.data as Record<string, unknown>,
+      });
     }
   }
   return out;
@@ -186,10 +202,12 @@ export async function readEvents(
  * @returns the highest seq written (0 when empty).
  */
 export async function lastSeq(streamId: string): Promise<number> {
-  const head = await StreamHead.findById(streamId).lean<{ lastSeq: number }>();
+  const head = await findByIdDirect<{ lastSeq: number }>(StreamHead, streamId, {
+    lastSeq: 1,
+  });
   if (head) return head.lastSeq;
   // No head yet: the stream is empty or holds only its first event, written without one (appendEvents).
-  return (await StreamEvent.exists({ _id: eventId(streamId, 1) })) ? 1 : 0;
+  return (await findByIdDirect(StreamEvent, eventId(streamId, 1), { _id: 1 })) ? 1 : 0;
 }
 
 /**
