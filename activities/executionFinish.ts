@@ -10,7 +10,8 @@ import { withChildUsage } from '../commands/subAgents';
 import { recordEvents, type EventDeps } from '../commands/serviceEvents';
 import { cancelSubAgents } from '../commands/executions';
 import { finishTaskRun } from '../commands/taskRuns';
-import { appendEvents, readEvents, type LoggedEvent } from '../commands/eventLog';
+import { announceAppended, insertEvents, readEvents, type LoggedEvent } from '../commands/eventLog';
+import { headRaise, isExecutionStream, raiseHead } from '../commands/streamHeads';
 import { executionEnded } from '../lib/executionAdmission';
 import { findByIdDirect, updateOneDirect } from '../lib/driverOps';
 import type { Logger } from '../lib/logger';
@@ -122,9 +123,7 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     const known = input.status === 'completed' && input.lastSeq !== undefined && input.text !== undefined;
     const events = known ? [] : await readEvents(exec._id);
     const text = input.status === 'completed' ? (input.text ?? deliveredText(events)) : deliveredText(events);
-    const { attempt: usageAttempt, ...attemptCounts } = input.attemptUsage ?? {
-      attempt: undefined,
-    };
+    const { attempt: usageAttempt, ...attemptCounts } = input.attemptUsage ?? { attempt: undefined };
     const byAttempt = {
       ...(exec.usageByAttempt as Record<string, { inputTokens?: number; outputTokens?: number }>),
       ...(usageAttempt !== undefined ? { [usageAttempt]: attemptCounts } : {}),
@@ -150,10 +149,7 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
           event: 'result',
           data: {
             sessionId: exec.sessionId,
-            usage: {
-              input_tokens: usage.inputTokens,
-              output_tokens: usage.outputTokens,
-            },
+            usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
           },
         });
       }
@@ -200,25 +196,23 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
       updateOneDirect(
         Chat,
         { _id: exec.chatId },
-        {
-          $set: {
-            status: chatAfter.status,
-            ...(text ? { lastMessage: text.slice(0, 500) } : {}),
-          },
-        }
+        { $set: { status: chatAfter.status, ...(text ? { lastMessage: text.slice(0, 500) } : {}) } }
       );
     const release = {
-      $set: {
-        activeExecutionId: null,
-        ...(ownsChatRange ? { chatStreamSeq: chatRangeEnd(exec, seq - 1) } : {}),
-      },
+      $set: { activeExecutionId: null, ...(ownsChatRange ? { chatStreamSeq: chatRangeEnd(exec, seq - 1) } : {}) },
     };
+    // The final events are written at once, beside the first writes, without raising the stream's head: no reader
+    // sees them before the write that raises it, after the terminal status (for an execution's stream, the outcome
+    // write itself: commands/streamHeads.ts). A finish retried after they were written writes the same events at the
+    // same seqs (kept as they are).
+    const finalWritten = insertEvents(exec._id, final);
+    finalWritten.catch(() => undefined); // awaited below, with the first writes
     if (handed) {
       // The finish right after this process's own reply: no finish of this execution ran before it (a retried or
       // repeated one reads the record), and only a finish frees a session, so the session is still held by this
       // execution without reading it. The chat's status goes with the message; then the reply joins the history in
       // the same write that frees the session (the message is already there when the next turn reads the history).
-      await allDone([completed ? assistantMessage() : undefined, chatStatus()] as const);
+      await allDone([completed ? assistantMessage() : undefined, chatStatus(), finalWritten] as const);
       await updateOneDirect(
         Session,
         { _id: exec.sessionId, activeExecutionId: exec._id },
@@ -231,6 +225,7 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
           ? // (no projection: the embedded database's findAndModify does not take one)
             Session.findOneAndUpdate({ _id: exec.sessionId }, { $addToSet: { history: exec._id } }).lean()
           : Session.findById(exec.sessionId).select({ activeExecutionId: 1 }).lean(),
+        finalWritten,
       ] as const);
       if (session?.activeExecutionId === exec._id) await chatStatus();
       await updateOneDirect(Session, { _id: exec.sessionId, activeExecutionId: exec._id }, release);
@@ -239,11 +234,15 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     // A retried finish carries the same input, so rewriting the outcome is harmless; a terminal execution is
     // left as it is.
     const terminal = TERMINAL_EXECUTION_STATUSES.includes(exec.status as ExecutionStatus);
+    const finalSeq = final.at(-1)?.seq ?? 0;
+    // The outcome write raises the head of the final events when the head is on the record.
+    const headWithOutcome = !terminal && finalSeq > 1 && isExecutionStream(exec._id);
     if (!terminal)
       await updateOneDirect(
         Execution,
         { _id: exec._id },
         {
+          ...(headWithOutcome ? headRaise(finalSeq) : {}),
           $set: {
             status: input.status,
             result: text,
@@ -266,8 +265,9 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     // The final stream events and the service events (webhooks, keyed so a retried finish records nothing new; a
     // cancelled execution has none) both follow the terminal status, and are written together.
     const finalStatus = terminal ? (exec.status as ExecutionStatus) : input.status;
+    if (finalSeq > 1 && !headWithOutcome) await raiseHead(exec._id, finalSeq);
+    announceAppended(exec._id, final, await finalWritten);
     const streamed = async (): Promise<void> => {
-      await appendEvents(exec._id, final);
       if (ownsChatRange) await mirrorToChat(exec, [...events, ...final], input.status, text);
     };
     await allDone([
@@ -292,10 +292,7 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
                           },
                         }
                       : {}),
-                    usage: {
-                      input_tokens: usage.inputTokens,
-                      output_tokens: usage.outputTokens,
-                    },
+                    usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
                   },
                   key: `${exec._id}:finished`,
                 },

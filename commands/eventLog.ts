@@ -3,8 +3,9 @@
  * events in MongoDB with a per-stream, gap-free `seq` starting at 1 and `_id` = `<streamId>:<seq>`, so an append
  * retried by an activity can never create a second copy. Each stream has one writer at a time.
  *
- * Every access is a point read or write by `_id`: a stream's head (`stream_heads`, `{_id: streamId, lastSeq}`)
- * says how far it goes (a stream's first event alone is written without a head: no head means at most event 1), and
+ * Every access is a point read or write by `_id`: a stream's head (`stream_heads`, `{_id: streamId, lastSeq}`; an
+ * execution's on its record: commands/streamHeads.ts) says how far it goes (a stream's first event alone is written
+ * without a head: no head means at most event 1), and
  * events are fetched by their deterministic ids, so every read touches exactly the events it returns on MongoDB and
  * on the embedded database, which pushes down only top-level equality (a `seq` range would touch the whole stream:
  * docs/query-shapes.md). Writers insert events first and raise the head after, so a reader never sees a gap.
@@ -22,11 +23,13 @@
  * The events and heads are models (models/StreamEvent.ts, models/StreamHead.ts); the log that reads and writes them
  * is here, below api/ and activities/, which both use it (docs/decisions.md "Layout (issue 29, second part)").
  */
-import { findByIdDirect, updateOneDirect } from '../lib/driverOps';
 import { retentionExpiry } from '../lib/expiry';
 import { isDuplicateKey } from '../lib/mongo';
 import { wakeStream, WakeupReceiver, type Wakeup } from '../lib/wakeups';
-import { StreamEvent, StreamHead, type StreamEventDoc } from '../models';
+import { StreamEvent, type StreamEventDoc } from '../models';
+import { lastSeq, raiseHead } from './streamHeads';
+
+export { lastSeq } from './streamHeads';
 
 /** The event a read puts in place of events that expired: `{from, to, message}`, with seq `to`. */
 export const EXPIRED_EVENT = 'expired';
@@ -54,9 +57,26 @@ export interface LoggedEvent {
  */
 export async function appendEvents(streamId: string, events: LoggedEvent[]): Promise<void> {
   if (events.length === 0) return;
+  const retried = await insertEvents(streamId, events);
+  const last = events[events.length - 1].seq;
+  // An append that ends at seq 1 is the stream's first event alone (an execution's `meta`, an MCP stream's first
+  // message): it raises no head, since a stream without one holds its first event at most ({@link lastSeq}).
+  if (last > 1) await raiseHead(streamId, last);
+  announceAppended(streamId, events, retried);
+}
+
+/**
+ * Writes events without raising the stream's head: no reader sees them until a later write raises it (an execution's
+ * finish raises it with the outcome: commands/streamHeads.ts), then {@link announceAppended}. An event whose seq
+ * already exists is kept as it is.
+ * @param streamId the stream.
+ * @param events events in seq order.
+ * @returns whether some already existed (a retried append).
+ */
+export async function insertEvents(streamId: string, events: LoggedEvent[]): Promise<boolean> {
+  if (events.length === 0) return false;
   const createdAt = new Date();
   const expiry = retentionExpiry('streamEventsMs', createdAt);
-  let retried = false;
   try {
     // Plain objects, written as they are through the driver (no mongoose document, no Query layer); the fields are
     // all given here, of the schema's types.
@@ -72,34 +92,33 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
       })) as never[],
       { ordered: true }
     );
+    return false;
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
-    retried = true;
     // Some already existed (a retried append): write the rest one by one.
     for (const e of events) {
       await StreamEvent.updateOne(
         { _id: eventId(streamId, e.seq) },
-        {
-          $setOnInsert: {
-            streamId,
-            seq: e.seq,
-            event: e.event,
-            data: e.data,
-            ...expiry,
-          },
-        },
+        { $setOnInsert: { streamId, seq: e.seq, event: e.event, data: e.data, ...expiry } },
         { upsert: true }
       );
     }
+    return true;
   }
-  const last = events[events.length - 1].seq;
-  // An append that ends at seq 1 is the stream's first event alone (an execution's `meta`, an MCP stream's first
-  // message): it raises no head, since a stream without one holds its first event at most ({@link lastSeq}).
-  if (last > 1) await updateOneDirect(StreamHead, { _id: streamId }, { $max: { lastSeq: last } }, { upsert: true });
-  // Committed, events and head: this process's readers get them now, from memory (a retried append above, which
-  // kept what was already stored, is not handed over: its readers read the log).
+}
+
+/**
+ * Events written and their head raised (committed): this process's readers get them now, from memory, and the other
+ * processes' are woken. Events of a retried append, which kept what was already stored, are not handed over: their
+ * readers read the log.
+ * @param streamId the stream.
+ * @param events the events, in seq order.
+ * @param retried whether {@link insertEvents} found some already stored.
+ */
+export function announceAppended(streamId: string, events: LoggedEvent[], retried: boolean): void {
+  if (events.length === 0) return;
   if (!retried) for (const tailer of localTailers) tailer.deliverAppended(streamId, events);
-  wakeStream(streamId, last);
+  wakeStream(streamId, events[events.length - 1].seq);
 }
 
 /**
@@ -118,19 +137,13 @@ async function fetchRange(streamId: string, from: number, to: number): Promise<L
   for (let start = from; start <= to; start += READ_BATCH) {
     const seqs = Array.from({ length: Math.min(READ_BATCH, to - start + 1) }, (_, i) => start + i);
     const docs = await StreamEvent.collection
-      .find<StreamEventDoc>({
-        $or: seqs.map((seq) => ({ _id: eventId(streamId, seq) })),
-      } as never)
+      .find<StreamEventDoc>({ $or: seqs.map((seq) => ({ _id: eventId(streamId, seq) })) } as never)
       .toArray();
     const bySeq = new Map(docs.map((d) => [d.seq, d]));
     for (const seq of seqs) {
       const d = bySeq.get(seq);
       if (!d) return out; // never deliver past a missing event
-      out.push({
-        seq: d.seq,
-        event: d.event,
-        data: d.data as Record<string, unknown>,
-      });
+      out.push({ seq: d.seq, event: d.event, data: d.data as Record<string, unknown> });
     }
   }
   return out;
@@ -195,19 +208,6 @@ export async function readEvents(
     from = next;
   }
   return out;
-}
-
-/**
- * @param streamId the stream.
- * @returns the highest seq written (0 when empty).
- */
-export async function lastSeq(streamId: string): Promise<number> {
-  const head = await findByIdDirect<{ lastSeq: number }>(StreamHead, streamId, {
-    lastSeq: 1,
-  });
-  if (head) return head.lastSeq;
-  // No head yet: the stream is empty or holds only its first event, written without one (appendEvents).
-  return (await findByIdDirect(StreamEvent, eventId(streamId, 1), { _id: 1 })) ? 1 : 0;
 }
 
 /**

@@ -134,18 +134,13 @@ export function metaEvent(exec: { _id: string; chatId: string; sessionId: string
 export async function recordPendingExecution(p: PendingExecution): Promise<ExecutionDoc> {
   const { message, mediaIds, rerun, ...rest } = p;
   const fields = { ...rest, requestId: p.requestId ?? currentRequestId() ?? null };
+  // A rerun's stream starts with more than `meta`: its head is raised on the record (commands/streamHeads.ts), which
+  // is written first then.
+  const recorded = rerun ? insertExecution() : undefined;
+  if (recorded) await recorded;
   // Three inserts by known ids, independent of each other: written together (each is idempotent).
   const [stored] = await Promise.all([
-    (
-      insertDocument(Execution, {
-        ...fields,
-        input: { message, ...(mediaIds?.length ? { mediaIds } : {}) },
-        ...(rerun ? { rerunOf: { executionId: rerun.executionId, fromStep: rerun.fromStep } } : {}),
-      }) as Promise<ExecutionDoc>
-    ).catch(async (err: unknown) => {
-      ignoreDuplicate(err);
-      return Execution.findById(p._id).lean<ExecutionDoc>();
-    }),
+    recorded ?? insertExecution(),
     insertDocument(ChatMessage, {
       _id: `${p._id}:user`,
       organizationId: p.organizationId,
@@ -164,6 +159,19 @@ export async function recordPendingExecution(p: PendingExecution): Promise<Execu
   ]);
   if (!stored) throw new NotFoundError('Execution not found');
   return stored;
+
+  function insertExecution(): Promise<ExecutionDoc | null> {
+    return (
+      insertDocument(Execution, {
+        ...fields,
+        input: { message, ...(mediaIds?.length ? { mediaIds } : {}) },
+        ...(rerun ? { rerunOf: { executionId: rerun.executionId, fromStep: rerun.fromStep } } : {}),
+      }) as Promise<ExecutionDoc>
+    ).catch(async (err: unknown) => {
+      ignoreDuplicate(err);
+      return Execution.findById(p._id).lean<ExecutionDoc>();
+    });
+  }
 }
 
 /**

@@ -90,6 +90,11 @@ const schema = new mongoose.Schema(
     chatShowsWorking: { type: Boolean },
     /** The `x-request-id` of the request that started it (a job's iteration: the job's) [docs/decisions.md "Observability: request ids"]. */
     requestId: { type: String, default: null },
+    /**
+     * The head of the execution's stream (commands/streamHeads.ts): every event up to it is written; 0 while the stream
+     * holds its `meta` event at most. Absent on executions recorded before it (their heads are in `stream_heads`).
+     */
+    streamSeq: { type: Number, default: 0 },
     startedAt: { type: Date, default: null },
     /**
      * When the cancel endpoint was called (unset before): what a process asked over the wake-up channel to abort
