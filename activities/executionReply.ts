@@ -8,6 +8,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { ToolOutcome } from '../commands/agentFileTools';
+import { userMessagesOf } from '../commands/chatMessageReads';
 import { metaEvent } from '../commands/executionStart';
 import { userTurn } from '../commands/mediaTurn';
 import { recordEvent, type EventDeps } from '../commands/serviceEvents';
@@ -105,20 +106,26 @@ const HISTORY_BATCH = 50;
 async function sessionHistory(sessionId: string, currentExecutionId: string): Promise<ModelMessage[]> {
   const session = await findByIdDirect<{ history?: string[] }>(Session, sessionId, { history: 1 });
   const ids = (session?.history ?? []).filter((id) => id !== currentExecutionId);
-  const messages = new Map<string, string>();
-  // Both messages of up to HISTORY_BATCH turns to a query, by `_id` (docs/query-shapes.md).
+  const assistants = new Map<string, string>();
+  let users = new Map<string, string>();
+  // Up to HISTORY_BATCH turns to a query each, by `_id` (docs/query-shapes.md): the replies, and the user messages
+  // from the executions' records (commands/chatMessageReads.ts), together.
   for (let i = 0; i < ids.length; i += HISTORY_BATCH) {
-    const keys = ids.slice(i, i + HISTORY_BATCH).flatMap((id) => [`${id}:user`, `${id}:assistant`]);
-    const docs = await ChatMessage.collection
-      .find<{ _id: string; content: string }>({ $or: keys.map((_id) => ({ _id })) } as never, {
-        projection: { content: 1 },
-      })
-      .toArray();
-    for (const d of docs) messages.set(d._id, d.content);
+    const batch = ids.slice(i, i + HISTORY_BATCH);
+    const [docs, batchUsers] = await Promise.all([
+      ChatMessage.collection
+        .find<{ _id: string; content: string }>({ $or: batch.map((id) => ({ _id: `${id}:assistant` })) } as never, {
+          projection: { content: 1 },
+        })
+        .toArray(),
+      userMessagesOf(batch),
+    ]);
+    for (const d of docs) assistants.set(d._id.slice(0, -':assistant'.length), d.content);
+    users = new Map([...users, ...batchUsers]);
   }
   return ids.flatMap((id) => {
-    const user = messages.get(`${id}:user`);
-    const assistant = messages.get(`${id}:assistant`);
+    const user = users.get(id);
+    const assistant = assistants.get(id);
     return user !== undefined && assistant !== undefined
       ? [
           { role: 'user' as const, content: user },

@@ -16,7 +16,6 @@ import { currentRequestId } from '../lib/requestContext';
 import { callTimeLeft } from '../lib/requestDeadline';
 import type { TemporalDeps } from '../lib/temporal';
 import {
-  ChatMessage,
   Execution,
   TERMINAL_EXECUTION_STATUSES,
   type ExecutionDoc,
@@ -126,7 +125,7 @@ export function metaEvent(exec: { _id: string; chatId: string; sessionId: string
 }
 
 /**
- * Writes a pending execution, its user message and its `meta` event (each by a deterministic id: a repeat, such as
+ * Writes a pending execution (with its user message) and its `meta` event (each by a deterministic id: a repeat, such as
  * a retried job activity, writes nothing twice). Its workflow is started by the caller.
  * @param p the execution's fields.
  * @returns the execution as stored.
@@ -138,19 +137,10 @@ export async function recordPendingExecution(p: PendingExecution): Promise<Execu
   // is written first then.
   const recorded = rerun ? insertExecution() : undefined;
   if (recorded) await recorded;
-  // Three inserts by known ids, independent of each other: written together (each is idempotent).
+  // Two inserts by known ids, independent of each other: written together (each is idempotent). The user message is
+  // the record's `input.message` (commands/chatMessageReads.ts): no `chat_messages` document of its own.
   const [stored] = await Promise.all([
     recorded ?? insertExecution(),
-    insertDocument(ChatMessage, {
-      _id: `${p._id}:user`,
-      organizationId: p.organizationId,
-      chatId: p.chatId,
-      sessionId: p.sessionId,
-      executionId: p._id,
-      role: 'user',
-      content: message,
-      position: p.turn * 2,
-    }).catch(ignoreDuplicate),
     // A rerun's copied steps follow `meta` in the same insert.
     appendEvents(p._id, [
       metaEvent({ _id: p._id, chatId: p.chatId, sessionId: p.sessionId }),

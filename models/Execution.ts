@@ -108,6 +108,8 @@ const schema = new mongoose.Schema(
 schema.index({ organizationId: 1, createdAt: -1, _id: -1 });
 schema.index({ organizationId: 1, agentId: 1, createdAt: -1, _id: -1 });
 schema.index({ rootExecutionId: 1 });
+// A chat's user messages, one page (commands/chatMessageReads.ts): its leading field bounds the read to one chat.
+schema.index({ chatId: 1, turn: 1 });
 // The runs of a task (GET /api/v1/executions?taskId=): the task bounds the query.
 schema.index({ taskId: 1, organizationId: 1, createdAt: -1, _id: -1 });
 // A parent's sub-agents (fan-out count, cancel cascade): bounded by the parent [docs/query-shapes.md].

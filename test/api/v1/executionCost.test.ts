@@ -42,20 +42,20 @@ it('a JSON execution in a new conversation: its database operations and history 
     .getHandle(executionWorkflowId(res.body.executionId))
     .fetchHistory();
   const events = (history.events ?? []).map((e) => temporal.api.enums.v1.EventType[e.eventType ?? 0]);
-  // 18 operations (docs/benchmarks.md, "Cost of one execution: 20 to 17", then "the cost ledger: 17 to 19", then
-  // "19 to N"): api 5 (chat, created showing `working`; session; the meta event, the stream's first event alone,
-  // without a head; execution; user message), reply 5 (claim, the chat's running service event, deltas + the head
-  // raised on the execution record, usage), finish 6 (no read of the execution: the reply handed it over; the history
-  // joins the session in the write that frees it; the final events written beside the first writes, their head
-  // raised by the outcome write: an execution's stream keeps its head on its record, commands/streamHeads.ts; the two
-  // service events in one insert).
+  // 17 operations (docs/benchmarks.md, "Cost of one execution: 20 to 17", then "the cost ledger: 17 to 19", then
+  // "19 to 17"): api 4 (chat, created showing `working`; session; the meta event, the stream's first event alone,
+  // without a head; execution, holding the user message: no chat message of its own, commands/chatMessageReads.ts),
+  // reply 5 (claim, the chat's running service event, deltas + the head raised on the execution record, usage),
+  // finish 6 (no read of the execution: the reply handed it over; the history joins the session in the write that
+  // frees it; the final events written beside the first writes, their head raised by the outcome write: an
+  // execution's stream keeps its head on its record, commands/streamHeads.ts; the two service events in one insert).
   expect(counted.sort()).toEqual(
     [
       'chats.insertOne',
       'sessions.insertOne',
       'stream_events.insertMany',
+      // The execution, with the user message (the api's `chat_messages.insertOne` is gone).
       'executions.insertOne',
-      'chat_messages.insertOne',
       'executions.findOneAndUpdate',
       'service_events.insertOne',
       'stream_events.insertMany',
