@@ -2,7 +2,7 @@
  * Reads of a chat's messages (issue 37 lever 3). An execution's user message is its record's `input.message`: the api
  * no longer writes it as a `chat_messages` document (one write fewer per execution). `chat_messages` keeps the
  * assistant replies, the user messages of executions recorded before, and the copies a fork makes; a read takes both
- * and, for an execution that has both (recorded before), the stored document.
+ * and, at a position that has both (an execution recorded before), the stored document.
  */
 import mongoose from 'mongoose';
 import { ChatMessage, Execution, type ChatMessageDoc, type ExecutionDoc } from '../models';
@@ -77,12 +77,13 @@ export async function messagesPage(
       .select(USER_MESSAGE_FIELDS)
       .lean<UserMessageSource[]>(),
   ]);
-  const byId = new Map(stored.map((m) => [m._id, m]));
+  // One message per position (a chat's positions are its turns': each holds one message); a stored one wins.
+  const byPosition = new Map(stored.map((m) => [m.position, m]));
   for (const e of executions) {
     const m = userMessageOf(e);
-    if (!byId.has(m._id)) byId.set(m._id, m);
+    if (!byPosition.has(m.position)) byPosition.set(m.position, m);
   }
-  return [...byId.values()].sort((a, b) => a.position - b.position).slice(0, limit);
+  return [...byPosition.values()].sort((a, b) => a.position - b.position).slice(0, limit);
 }
 
 /**
