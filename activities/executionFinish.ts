@@ -10,8 +10,10 @@ import { withChildUsage } from '../commands/subAgents';
 import { recordEvents, type EventDeps } from '../commands/serviceEvents';
 import { cancelSubAgents } from '../commands/executions';
 import { finishTaskRun } from '../commands/taskRuns';
-import { appendEvents, readEvents, type LoggedEvent } from '../commands/eventLog';
+import { announceAppended, insertEvents, readEvents, type LoggedEvent } from '../commands/eventLog';
+import { headRaise, isExecutionStream, raiseHead } from '../commands/streamHeads';
 import { executionEnded } from '../lib/executionAdmission';
+import { findByIdDirect, updateOneDirect } from '../lib/driverOps';
 import { releaseConcurrency } from './executionConcurrency';
 import type { Logger } from '../lib/logger';
 import { executionDuration, executionsFinished } from '../lib/metrics';
@@ -115,7 +117,7 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     // A completed local reply of this process handed its record over (read when it claimed the execution); a
     // retried finish, or one in another process, reads it.
     const handed = handedOver.take(input.executionId);
-    const exec = handed ?? (await Execution.findById(input.executionId).lean<ExecutionDoc>());
+    const exec = handed ?? (await findByIdDirect<ExecutionDoc>(Execution, input.executionId));
     if (!exec) throw ApplicationFailure.nonRetryable(`Execution ${input.executionId} not found`, 'ExecutionMissing');
     // A completed reply says where its stream ends; only this finish writes after that (the same events at the
     // same seqs when it is retried), so the stream is not read back.
@@ -175,7 +177,8 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     // the session, while its message is written (nothing reads the history before the session is free).
     const completed = input.status === 'completed';
     const assistantMessage = (): Promise<unknown> =>
-      ChatMessage.updateOne(
+      updateOneDirect(
+        ChatMessage,
         { _id: `${exec._id}:assistant` },
         {
           $setOnInsert: {
@@ -191,20 +194,28 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
         { upsert: true }
       );
     const chatStatus = (): Promise<unknown> =>
-      Chat.updateOne(
+      updateOneDirect(
+        Chat,
         { _id: exec.chatId },
         { $set: { status: chatAfter.status, ...(text ? { lastMessage: text.slice(0, 500) } : {}) } }
       );
     const release = {
       $set: { activeExecutionId: null, ...(ownsChatRange ? { chatStreamSeq: chatRangeEnd(exec, seq - 1) } : {}) },
     };
+    // The final events are written at once, beside the first writes, without raising the stream's head: no reader
+    // sees them before the write that raises it, after the terminal status (for an execution's stream, the outcome
+    // write itself: commands/streamHeads.ts). A finish retried after they were written writes the same events at the
+    // same seqs (kept as they are).
+    const finalWritten = insertEvents(exec._id, final);
+    finalWritten.catch(() => undefined); // awaited below, with the first writes
     if (handed) {
       // The finish right after this process's own reply: no finish of this execution ran before it (a retried or
       // repeated one reads the record), and only a finish frees a session, so the session is still held by this
       // execution without reading it. The chat's status goes with the message; then the reply joins the history in
       // the same write that frees the session (the message is already there when the next turn reads the history).
-      await allDone([completed ? assistantMessage() : undefined, chatStatus()] as const);
-      await Session.updateOne(
+      await allDone([completed ? assistantMessage() : undefined, chatStatus(), finalWritten] as const);
+      await updateOneDirect(
+        Session,
         { _id: exec.sessionId, activeExecutionId: exec._id },
         completed ? { ...release, $addToSet: { history: exec._id } } : release
       );
@@ -215,18 +226,24 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
           ? // (no projection: the embedded database's findAndModify does not take one)
             Session.findOneAndUpdate({ _id: exec.sessionId }, { $addToSet: { history: exec._id } }).lean()
           : Session.findById(exec.sessionId).select({ activeExecutionId: 1 }).lean(),
+        finalWritten,
       ] as const);
       if (session?.activeExecutionId === exec._id) await chatStatus();
-      await Session.updateOne({ _id: exec.sessionId, activeExecutionId: exec._id }, release);
+      await updateOneDirect(Session, { _id: exec.sessionId, activeExecutionId: exec._id }, release);
     }
 
     // A retried finish carries the same input, so rewriting the outcome is harmless; a terminal execution is
     // left as it is.
     const terminal = TERMINAL_EXECUTION_STATUSES.includes(exec.status as ExecutionStatus);
+    const finalSeq = final.at(-1)?.seq ?? 0;
+    // The outcome write raises the head of the final events when the head is on the record.
+    const headWithOutcome = !terminal && finalSeq > 1 && isExecutionStream(exec._id);
     if (!terminal)
-      await Execution.updateOne(
+      await updateOneDirect(
+        Execution,
         { _id: exec._id },
         {
+          ...(headWithOutcome ? headRaise(finalSeq) : {}),
           $set: {
             status: input.status,
             result: text,
@@ -249,8 +266,9 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     // The final stream events and the service events (webhooks, keyed so a retried finish records nothing new; a
     // cancelled execution has none) both follow the terminal status, and are written together.
     const finalStatus = terminal ? (exec.status as ExecutionStatus) : input.status;
+    if (finalSeq > 1 && !headWithOutcome) await raiseHead(exec._id, finalSeq);
+    announceAppended(exec._id, final, await finalWritten);
     const streamed = async (): Promise<void> => {
-      await appendEvents(exec._id, final);
       if (ownsChatRange) await mirrorToChat(exec, [...events, ...final], input.status, text);
     };
     await allDone([

@@ -8,6 +8,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { ToolOutcome } from '../commands/agentFileTools';
+import { userMessagesOf } from '../commands/chatMessageReads';
 import { metaEvent } from '../commands/executionStart';
 import { userTurn } from '../commands/mediaTurn';
 import { recordEvent, type EventDeps } from '../commands/serviceEvents';
@@ -15,6 +16,7 @@ import { agentWithSkills } from '../commands/skills';
 import { composeSystemPrompt } from '../commands/systemPrompt';
 import type { Config } from '../lib/config';
 import { CoalescingWriter, readEvents } from '../commands/eventLog';
+import { findByIdDirect, findOneAndUpdateDirect, updateOneDirect } from '../lib/driverOps';
 import type { Logger } from '../lib/logger';
 import { firstDelta, repliesAbortedDirectly } from '../lib/metrics';
 import {
@@ -102,20 +104,28 @@ const HISTORY_BATCH = 50;
  * @returns user and assistant messages in order.
  */
 async function sessionHistory(sessionId: string, currentExecutionId: string): Promise<ModelMessage[]> {
-  const session = await Session.findById(sessionId).select({ history: 1 }).lean();
+  const session = await findByIdDirect<{ history?: string[] }>(Session, sessionId, { history: 1 });
   const ids = (session?.history ?? []).filter((id) => id !== currentExecutionId);
-  const messages = new Map<string, string>();
-  // Both messages of up to HISTORY_BATCH turns to a query, by `_id` (docs/query-shapes.md).
+  const assistants = new Map<string, string>();
+  let users = new Map<string, string>();
+  // Up to HISTORY_BATCH turns to a query each, by `_id` (docs/query-shapes.md): the replies, and the user messages
+  // from the executions' records (commands/chatMessageReads.ts), together.
   for (let i = 0; i < ids.length; i += HISTORY_BATCH) {
-    const keys = ids.slice(i, i + HISTORY_BATCH).flatMap((id) => [`${id}:user`, `${id}:assistant`]);
-    const docs = await ChatMessage.find({ $or: keys.map((_id) => ({ _id })) })
-      .select({ content: 1 })
-      .lean();
-    for (const d of docs) messages.set(d._id, d.content);
+    const batch = ids.slice(i, i + HISTORY_BATCH);
+    const [docs, batchUsers] = await Promise.all([
+      ChatMessage.collection
+        .find<{ _id: string; content: string }>({ $or: batch.map((id) => ({ _id: `${id}:assistant` })) } as never, {
+          projection: { content: 1 },
+        })
+        .toArray(),
+      userMessagesOf(batch),
+    ]);
+    for (const d of docs) assistants.set(d._id.slice(0, -':assistant'.length), d.content);
+    users = new Map([...users, ...batchUsers]);
   }
   return ids.flatMap((id) => {
-    const user = messages.get(`${id}:user`);
-    const assistant = messages.get(`${id}:assistant`);
+    const user = users.get(id);
+    const assistant = assistants.get(id);
     return user !== undefined && assistant !== undefined
       ? [
           { role: 'user' as const, content: user },
@@ -131,13 +141,13 @@ async function sessionHistory(sessionId: string, currentExecutionId: string): Pr
  * @returns the execution, and whether this call moved it to running.
  */
 async function loadAndClaim(executionId: string): Promise<{ exec: ExecutionDoc | null; claimed: boolean }> {
-  const claimed = await Execution.findOneAndUpdate(
+  const claimed = await findOneAndUpdateDirect<ExecutionDoc>(
+    Execution,
     { _id: executionId, status: 'pending' },
-    { $set: { status: 'running', startedAt: new Date() } },
-    { new: true }
-  ).lean<ExecutionDoc>();
+    { $set: { status: 'running', startedAt: new Date() } }
+  );
   if (claimed) return { exec: claimed, claimed: true };
-  return { exec: await Execution.findById(executionId).lean<ExecutionDoc>(), claimed: false };
+  return { exec: await findByIdDirect<ExecutionDoc>(Execution, executionId), claimed: false };
 }
 
 /** Limits of a reply run as a local activity (shape 3, workflows/agentExecution.ts). */
@@ -154,7 +164,8 @@ export interface ReplyLimits {
  */
 async function announceRunning(exec: ExecutionDoc, deps: EventDeps): Promise<void> {
   // A chat the api created with this execution already shows `working` (commands/executionStart.ts).
-  if (!exec.chatShowsWorking) await Chat.updateOne({ _id: exec.chatId }, { $set: { status: chatStatusOf('running') } });
+  if (!exec.chatShowsWorking)
+    await updateOneDirect(Chat, { _id: exec.chatId }, { $set: { status: chatStatusOf('running') } });
   await recordEvent(
     {
       type: 'chat.status_changed',

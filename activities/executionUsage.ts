@@ -4,6 +4,7 @@
  * summed over the attempts when the execution finishes (activities/executionFinish.ts).
  */
 import { randomBytes } from 'node:crypto';
+import { updateOneDirect } from '../lib/driverOps';
 import type { Logger } from '../lib/logger';
 import { Execution } from '../models';
 
@@ -79,7 +80,9 @@ export function trackUsage(executionId: string, attempt: number | string, log: L
     dirty = false;
     const snapshot = counts();
     chain = chain
-      .then(() => Execution.updateOne({ _id: executionId }, { $set: { [`usageByAttempt.${attempt}`]: snapshot } }))
+      .then(() =>
+        updateOneDirect(Execution, { _id: executionId }, { $set: { [`usageByAttempt.${attempt}`]: snapshot } })
+      )
       .then(() => undefined)
       .catch((e: unknown) => log.warn({ err: e, executionId, attempt }, 'could not record usage'));
     return chain;

@@ -6,7 +6,6 @@
  * one (commands/executionSteps.ts): the reply replays them as it replays an earlier attempt's, so no earlier tool is
  * called again and no earlier model turn is billed again.
  */
-import mongoose from 'mongoose';
 import { ConflictError, GoneError, NotFoundError, ValidationError } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { insertDocument, insertDocumentsOnce } from '../lib/mongo';
@@ -17,10 +16,10 @@ import {
   Session,
   TERMINAL_EXECUTION_STATUSES,
   type ChatDoc,
-  type ChatMessageDoc,
   type ExecutionDoc,
   type ExecutionStatus,
 } from '../models';
+import { findChatMessage, messagesPage } from './chatMessageReads';
 import { findChat, sendChatMessage } from './chats';
 import { EXPIRED_EVENT, readEvents } from './eventLog';
 import { startExecution, type ExecutionDeps, type RerunSeed } from './executionStart';
@@ -57,14 +56,7 @@ export async function forkConversation(
   let turns = 0;
   let lastMessage: string | null = null;
   for (let after = -1; after < lastPosition;) {
-    const page = await ChatMessage.find({
-      chatId: source._id,
-      organizationId: org,
-      position: mongoose.trusted({ $gt: after, $lte: lastPosition }),
-    })
-      .sort({ position: 1 })
-      .limit(COPY_BATCH)
-      .lean<ChatMessageDoc[]>();
+    const page = await messagesPage(org, source._id, after, COPY_BATCH, lastPosition);
     if (page.length === 0) break;
     await insertDocumentsOnce(
       ChatMessage,
@@ -132,11 +124,7 @@ export async function forkChat(
 ): Promise<{ chat: ChatDoc; execution?: ExecutionDoc }> {
   const source = await findChat(auth, chatId);
   if (!source.agentId) throw new ConflictError('This chat has no agent: it cannot be forked');
-  const from = await ChatMessage.findOne({
-    _id: input.messageId,
-    chatId: source._id,
-    organizationId: auth.organizationId,
-  }).lean<ChatMessageDoc>();
+  const from = await findChatMessage(auth.organizationId, source._id, input.messageId);
   if (!from) throw new ValidationError('Invalid message_id: no such message in this chat');
   const lineage = { chatId: source._id, messageId: from._id };
   if (from.role === 'assistant') {

@@ -4,13 +4,11 @@
  * messages with the work linked to them, send a message (an execution through commands/executionStart.ts, in the
  * chat's session: one at a time), change the chat's options, and close (hide) a chat, cancelling its running work.
  */
-import mongoose from 'mongoose';
 import { ConflictError, NotFoundError, ValidationError } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { paginate } from '../lib/pagination';
 import {
   Chat,
-  ChatMessage,
   Execution,
   Session,
   TERMINAL_EXECUTION_STATUSES,
@@ -21,6 +19,7 @@ import {
 } from '../models';
 import { executionWorkflowId } from '../workflows/ids';
 import { findOrganizationAgent } from './agents';
+import { messagesPage } from './chatMessageReads';
 import { startExecution, type ExecutionDeps } from './executionStart';
 import { abortReply, cancelSubAgents } from './executions';
 import { findVisibleSpace } from './spaces';
@@ -129,14 +128,7 @@ export async function chatMessages(
   page: { limit: number; after?: number }
 ): Promise<{ chat: ChatDoc; messages: ChatMessageDoc[]; executions: ExecutionDoc[]; next: number | null }> {
   const chat = await findChat(auth, id);
-  const docs = await ChatMessage.find({
-    chatId: chat._id,
-    organizationId: auth.organizationId,
-    ...(page.after !== undefined ? { position: mongoose.trusted({ $gt: page.after }) } : {}),
-  })
-    .sort({ position: 1 })
-    .limit(page.limit + 1)
-    .lean<ChatMessageDoc[]>();
+  const docs = await messagesPage(auth.organizationId, chat._id, page.after ?? -1, page.limit + 1);
   const more = docs.length > page.limit;
   const messages = more ? docs.slice(0, page.limit) : docs;
   const executionIds = [...new Set(messages.map((m) => m.executionId))];

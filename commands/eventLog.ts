@@ -3,8 +3,9 @@
  * events in MongoDB with a per-stream, gap-free `seq` starting at 1 and `_id` = `<streamId>:<seq>`, so an append
  * retried by an activity can never create a second copy. Each stream has one writer at a time.
  *
- * Every access is a point read or write by `_id`: a stream's head (`stream_heads`, `{_id: streamId, lastSeq}`)
- * says how far it goes (a stream's first event alone is written without a head: no head means at most event 1), and
+ * Every access is a point read or write by `_id`: a stream's head (`stream_heads`, `{_id: streamId, lastSeq}`; an
+ * execution's on its record: commands/streamHeads.ts) says how far it goes (a stream's first event alone is written
+ * without a head: no head means at most event 1), and
  * events are fetched by their deterministic ids, so every read touches exactly the events it returns on MongoDB and
  * on the embedded database, which pushes down only top-level equality (a `seq` range would touch the whole stream:
  * docs/query-shapes.md). Writers insert events first and raise the head after, so a reader never sees a gap.
@@ -25,7 +26,10 @@
 import { retentionExpiry } from '../lib/expiry';
 import { isDuplicateKey } from '../lib/mongo';
 import { wakeStream, WakeupReceiver, type Wakeup } from '../lib/wakeups';
-import { StreamEvent, StreamHead, type StreamEventDoc } from '../models';
+import { StreamEvent, type StreamEventDoc } from '../models';
+import { lastSeq, raiseHead } from './streamHeads';
+
+export { lastSeq } from './streamHeads';
 
 /** The event a read puts in place of events that expired: `{from, to, message}`, with seq `to`. */
 export const EXPIRED_EVENT = 'expired';
@@ -53,12 +57,30 @@ export interface LoggedEvent {
  */
 export async function appendEvents(streamId: string, events: LoggedEvent[]): Promise<void> {
   if (events.length === 0) return;
+  const retried = await insertEvents(streamId, events);
+  const last = events[events.length - 1].seq;
+  // An append that ends at seq 1 is the stream's first event alone (an execution's `meta`, an MCP stream's first
+  // message): it raises no head, since a stream without one holds its first event at most ({@link lastSeq}).
+  if (last > 1) await raiseHead(streamId, last);
+  announceAppended(streamId, events, retried);
+}
+
+/**
+ * Writes events without raising the stream's head: no reader sees them until a later write raises it (an execution's
+ * finish raises it with the outcome: commands/streamHeads.ts), then {@link announceAppended}. An event whose seq
+ * already exists is kept as it is.
+ * @param streamId the stream.
+ * @param events events in seq order.
+ * @returns whether some already existed (a retried append).
+ */
+export async function insertEvents(streamId: string, events: LoggedEvent[]): Promise<boolean> {
+  if (events.length === 0) return false;
   const createdAt = new Date();
   const expiry = retentionExpiry('streamEventsMs', createdAt);
-  let retried = false;
   try {
-    // Plain objects, written as they are (lean: no mongoose document per event); the fields are all given here.
-    await StreamEvent.insertMany(
+    // Plain objects, written as they are through the driver (no mongoose document, no Query layer); the fields are
+    // all given here, of the schema's types.
+    await StreamEvent.collection.insertMany(
       events.map((e) => ({
         _id: eventId(streamId, e.seq),
         streamId,
@@ -67,12 +89,12 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
         data: e.data,
         createdAt,
         ...expiry,
-      })),
-      { ordered: true, lean: true }
+      })) as never[],
+      { ordered: true }
     );
+    return false;
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
-    retried = true;
     // Some already existed (a retried append): write the rest one by one.
     for (const e of events) {
       await StreamEvent.updateOne(
@@ -81,15 +103,22 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
         { upsert: true }
       );
     }
+    return true;
   }
-  const last = events[events.length - 1].seq;
-  // An append that ends at seq 1 is the stream's first event alone (an execution's `meta`, an MCP stream's first
-  // message): it raises no head, since a stream without one holds its first event at most ({@link lastSeq}).
-  if (last > 1) await StreamHead.updateOne({ _id: streamId }, { $max: { lastSeq: last } }, { upsert: true });
-  // Committed, events and head: this process's readers get them now, from memory (a retried append above, which
-  // kept what was already stored, is not handed over: its readers read the log).
+}
+
+/**
+ * Events written and their head raised (committed): this process's readers get them now, from memory, and the other
+ * processes' are woken. Events of a retried append, which kept what was already stored, are not handed over: their
+ * readers read the log.
+ * @param streamId the stream.
+ * @param events the events, in seq order.
+ * @param retried whether {@link insertEvents} found some already stored.
+ */
+export function announceAppended(streamId: string, events: LoggedEvent[], retried: boolean): void {
+  if (events.length === 0) return;
   if (!retried) for (const tailer of localTailers) tailer.deliverAppended(streamId, events);
-  wakeStream(streamId, last);
+  wakeStream(streamId, events[events.length - 1].seq);
 }
 
 /**
@@ -107,9 +136,9 @@ async function fetchRange(streamId: string, from: number, to: number): Promise<L
   const out: LoggedEvent[] = [];
   for (let start = from; start <= to; start += READ_BATCH) {
     const seqs = Array.from({ length: Math.min(READ_BATCH, to - start + 1) }, (_, i) => start + i);
-    const docs = await StreamEvent.find({ $or: seqs.map((seq) => ({ _id: eventId(streamId, seq) })) }).lean<
-      StreamEventDoc[]
-    >();
+    const docs = await StreamEvent.collection
+      .find<StreamEventDoc>({ $or: seqs.map((seq) => ({ _id: eventId(streamId, seq) })) } as never)
+      .toArray();
     const bySeq = new Map(docs.map((d) => [d.seq, d]));
     for (const seq of seqs) {
       const d = bySeq.get(seq);
@@ -179,17 +208,6 @@ export async function readEvents(
     from = next;
   }
   return out;
-}
-
-/**
- * @param streamId the stream.
- * @returns the highest seq written (0 when empty).
- */
-export async function lastSeq(streamId: string): Promise<number> {
-  const head = await StreamHead.findById(streamId).lean<{ lastSeq: number }>();
-  if (head) return head.lastSeq;
-  // No head yet: the stream is empty or holds only its first event, written without one (appendEvents).
-  return (await StreamEvent.exists({ _id: eventId(streamId, 1) })) ? 1 : 0;
 }
 
 /**

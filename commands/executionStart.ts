@@ -16,7 +16,6 @@ import { currentRequestId } from '../lib/requestContext';
 import { callTimeLeft } from '../lib/requestDeadline';
 import type { TemporalDeps } from '../lib/temporal';
 import {
-  ChatMessage,
   Execution,
   TERMINAL_EXECUTION_STATUSES,
   type ExecutionDoc,
@@ -132,7 +131,7 @@ export function metaEvent(exec: { _id: string; chatId: string; sessionId: string
 }
 
 /**
- * Writes a pending execution, its user message and its `meta` event (each by a deterministic id: a repeat, such as
+ * Writes a pending execution (with its user message) and its `meta` event (each by a deterministic id: a repeat, such as
  * a retried job activity, writes nothing twice). Its workflow is started by the caller.
  * @param p the execution's fields.
  * @returns the execution as stored.
@@ -140,28 +139,14 @@ export function metaEvent(exec: { _id: string; chatId: string; sessionId: string
 export async function recordPendingExecution(p: PendingExecution): Promise<ExecutionDoc> {
   const { message, mediaIds, rerun, ...rest } = p;
   const fields = { ...rest, requestId: p.requestId ?? currentRequestId() ?? null };
-  // Three inserts by known ids, independent of each other: written together (each is idempotent).
+  // A rerun's stream starts with more than `meta`: its head is raised on the record (commands/streamHeads.ts), which
+  // is written first then.
+  const recorded = rerun ? insertExecution() : undefined;
+  if (recorded) await recorded;
+  // Two inserts by known ids, independent of each other: written together (each is idempotent). The user message is
+  // the record's `input.message` (commands/chatMessageReads.ts): no `chat_messages` document of its own.
   const [stored] = await Promise.all([
-    (
-      insertDocument(Execution, {
-        ...fields,
-        input: { message, ...(mediaIds?.length ? { mediaIds } : {}) },
-        ...(rerun ? { rerunOf: { executionId: rerun.executionId, fromStep: rerun.fromStep } } : {}),
-      }) as Promise<ExecutionDoc>
-    ).catch(async (err: unknown) => {
-      ignoreDuplicate(err);
-      return Execution.findById(p._id).lean<ExecutionDoc>();
-    }),
-    insertDocument(ChatMessage, {
-      _id: `${p._id}:user`,
-      organizationId: p.organizationId,
-      chatId: p.chatId,
-      sessionId: p.sessionId,
-      executionId: p._id,
-      role: 'user',
-      content: message,
-      position: p.turn * 2,
-    }).catch(ignoreDuplicate),
+    recorded ?? insertExecution(),
     // A rerun's copied steps follow `meta` in the same insert.
     appendEvents(p._id, [
       metaEvent({ _id: p._id, chatId: p.chatId, sessionId: p.sessionId }),
@@ -170,6 +155,19 @@ export async function recordPendingExecution(p: PendingExecution): Promise<Execu
   ]);
   if (!stored) throw new NotFoundError('Execution not found');
   return stored;
+
+  function insertExecution(): Promise<ExecutionDoc | null> {
+    return (
+      insertDocument(Execution, {
+        ...fields,
+        input: { message, ...(mediaIds?.length ? { mediaIds } : {}) },
+        ...(rerun ? { rerunOf: { executionId: rerun.executionId, fromStep: rerun.fromStep } } : {}),
+      }) as Promise<ExecutionDoc>
+    ).catch(async (err: unknown) => {
+      ignoreDuplicate(err);
+      return Execution.findById(p._id).lean<ExecutionDoc>();
+    });
+  }
 }
 
 /**

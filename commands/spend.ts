@@ -11,6 +11,7 @@
  */
 import mongoose from 'mongoose';
 import type { Config } from '../lib/config';
+import { updateOneDirect } from '../lib/driverOps';
 import { isDuplicateKey } from '../lib/mongo';
 import { costOf, type CallTokens } from '../lib/prices';
 import { budgetThresholds, spendTokens, spendUsd } from '../lib/metrics';
@@ -131,7 +132,8 @@ export async function recordModelCall(
     return { created: false, costUsd };
   }
   const inc = rollupIncrements(exec, tokens, costUsd);
-  await SpendRollup.updateOne(
+  await updateOneDirect(
+    SpendRollup,
     { _id: `${exec.organizationId}:${day}` },
     { $inc: inc, $setOnInsert: { organizationId: exec.organizationId, day } },
     { upsert: true }

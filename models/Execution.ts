@@ -99,6 +99,11 @@ const schema = new mongoose.Schema(
     chatShowsWorking: { type: Boolean },
     /** The `x-request-id` of the request that started it (a job's iteration: the job's) [docs/decisions.md "Observability: request ids"]. */
     requestId: { type: String, default: null },
+    /**
+     * The head of the execution's stream (commands/streamHeads.ts): every event up to it is written; 0 while the stream
+     * holds its `meta` event at most. Absent on executions recorded before it (their heads are in `stream_heads`).
+     */
+    streamSeq: { type: Number, default: 0 },
     startedAt: { type: Date, default: null },
     /**
      * When the cancel endpoint was called (unset before): what a process asked over the wake-up channel to abort
@@ -112,6 +117,8 @@ const schema = new mongoose.Schema(
 schema.index({ organizationId: 1, createdAt: -1, _id: -1 });
 schema.index({ organizationId: 1, agentId: 1, createdAt: -1, _id: -1 });
 schema.index({ rootExecutionId: 1 });
+// A chat's user messages, one page (commands/chatMessageReads.ts): its leading field bounds the read to one chat.
+schema.index({ chatId: 1, turn: 1 });
 // The runs of a task (GET /api/v1/executions?taskId=): the task bounds the query.
 schema.index({ taskId: 1, organizationId: 1, createdAt: -1, _id: -1 });
 // A parent's sub-agents (fan-out count, cancel cascade): bounded by the parent [docs/query-shapes.md].

@@ -3,11 +3,13 @@ import {
   appendEvents,
   CoalescingWriter,
   EventTailer,
+  insertEvents,
   lastSeq,
   readEvents,
   type LoggedEvent,
 } from '../../commands/eventLog';
-import { StreamEvent } from '../../models';
+import { raiseHead } from '../../commands/streamHeads';
+import { Execution, StreamEvent, StreamHead } from '../../models';
 import { useTestDatabase } from '../helpers/mongo';
 
 useTestDatabase();
@@ -22,6 +24,32 @@ const until = async (cond: () => boolean, timeoutMs = 5000): Promise<void> => {
 };
 
 describe('event log', () => {
+  it("an execution's stream keeps its head on its record; one recorded before reads it from stream_heads", async () => {
+    // Recorded now: `streamSeq` 0 until an append past `meta` raises it (commands/streamHeads.ts).
+    await Execution.collection.insertOne({ _id: 'exec-new', streamSeq: 0 } as never);
+    await appendEvents('exec-new', [{ seq: 1, event: 'meta', data: {} }]);
+    expect(await lastSeq('exec-new')).toBe(1);
+    await appendEvents('exec-new', [{ seq: 2, event: 'message', data: { text: 'a' } }]);
+    expect((await Execution.collection.findOne({ _id: 'exec-new' } as never))?.streamSeq).toBe(2);
+    expect(await StreamHead.exists({ _id: 'exec-new' })).toBeNull();
+    // Events written without raising the head stay unread until a write raises it (the finish: the outcome write).
+    await insertEvents('exec-new', [{ seq: 3, event: 'result', data: {} }]);
+    expect((await readEvents('exec-new')).map((e) => e.seq)).toEqual([1, 2]);
+    await raiseHead('exec-new', 3);
+    expect((await readEvents('exec-new')).map((e) => e.seq)).toEqual([1, 2, 3]);
+
+    // Recorded by an older version: no `streamSeq`, the head in stream_heads.
+    await Execution.collection.insertOne({ _id: 'exec-old' } as never);
+    await StreamEvent.collection.insertMany(
+      [1, 2].map((seq) => ({ _id: `exec-old:${seq}`, streamId: 'exec-old', seq, event: 'e', data: {} })) as never[]
+    );
+    await StreamHead.collection.insertOne({ _id: 'exec-old', lastSeq: 2 } as never);
+    expect((await readEvents('exec-old')).map((e) => e.seq)).toEqual([1, 2]);
+    // Still running when the new version took over: its next append raises the head on the record, above the old one.
+    await appendEvents('exec-old', [{ seq: 3, event: 'e', data: {} }]);
+    expect((await readEvents('exec-old')).map((e) => e.seq)).toEqual([1, 2, 3]);
+  });
+
   it('appends idempotently: a retried append never duplicates', async () => {
     await appendEvents('s-idem', [
       { seq: 1, event: 'meta', data: { a: 1 } },

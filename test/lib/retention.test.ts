@@ -54,7 +54,8 @@ describe('retention of stream events', () => {
     const done = await as.post(`/agents/${agent.body.id}/execute`, { message: 'keep me briefly' });
     expect(done.status).toBe(200);
     const id = done.body.executionId as string;
-    const head = (await StreamHead.findById(id).lean())!.lastSeq;
+    // The head of an execution's stream is on its record (commands/streamHeads.ts).
+    const head = (await Execution.findById(id).lean())!.streamSeq!;
     expect(head).toBeGreaterThanOrEqual(3); // meta, text, result at least
 
     expect(await sweepLater()).toBeGreaterThanOrEqual(head);

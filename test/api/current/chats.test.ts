@@ -6,7 +6,7 @@
  * Last-Event-ID without gaps or duplicates, the last-N replay, heartbeats, one instance posting and another
  * streaming).
  */
-import { chatStreamId, Execution, Session } from '../../../models';
+import { ChatMessage, chatStreamId, Execution, Session } from '../../../models';
 import { appendEvents, readEvents } from '../../../commands/eventLog';
 import { CHAT_REPLAY_EVENTS } from '../../../api/current/chats.schema';
 import { useServedTestApp } from '../../helpers/app';
@@ -196,6 +196,37 @@ describe('chat lifecycle', () => {
     expect((await s.api.get(`/chats?agent_id=${s.agentId}`)).body.chats.map((c: { id: string }) => c.id)).toEqual([
       s.agentChatId,
     ]);
+  });
+
+  it('user messages are read from the executions; a chat recorded before (chat_messages documents) reads the same', async () => {
+    const s = await setup();
+    const chatId = (await s.api.post('/chats', { agent_id: s.agentId, workspace_id: s.workspaceId })).body.chat
+      .id as string;
+    const sent = await s.api.post(`/chats/${chatId}/messages`, { message: 'hello [chunks:2]' });
+    await waitForExecution(sent.body.execution.id, 'completed');
+    const execId = sent.body.execution.id as string;
+    // No document of its own: the execution record holds it (commands/chatMessageReads.ts).
+    expect(await ChatMessage.exists({ _id: `${execId}:user` })).toBeNull();
+    const read = await s.api.get(`/chats/${chatId}/messages`);
+    expect(read.body.messages.map((m: { id: string; role: string }) => [m.id, m.role])).toEqual([
+      [`${execId}:user`, 'user'],
+      [`${execId}:assistant`, 'assistant'],
+    ]);
+    // An older version wrote the user message as a document too: read once, the same.
+    const exec = (await Execution.findById(execId).lean())!;
+    await ChatMessage.collection.insertOne({
+      _id: `${execId}:user`,
+      organizationId: exec.organizationId,
+      chatId,
+      sessionId: exec.sessionId,
+      executionId: execId,
+      role: 'user',
+      content: 'hello [chunks:2]',
+      position: 2,
+      createdAt: exec.createdAt,
+      updatedAt: exec.createdAt,
+    } as never);
+    expect((await s.api.get(`/chats/${chatId}/messages`)).body).toEqual(read.body);
   });
 
   it('a second message while a reply runs is 409; deleting the chat cancels the reply', async () => {

@@ -42,29 +42,33 @@ it('a JSON execution in a new conversation: its database operations and history 
     .getHandle(executionWorkflowId(res.body.executionId))
     .fetchHistory();
   const events = (history.events ?? []).map((e) => temporal.api.enums.v1.EventType[e.eventType ?? 0]);
-  // 19 operations (docs/benchmarks.md, "Cost of one execution: 20 to 17", then "the cost ledger: 17 to 19"): api 5 (chat, created showing `working`;
-  // session; the meta event, the stream's first event alone, without a head; execution; user message), reply 5
-  // (claim, the chat's running service event, deltas + head, usage), finish 7 (no read of the execution: the reply
-  // handed it over; the history joins the session in the write that frees it; the two service events in one insert).
+  // 17 operations (docs/benchmarks.md, "Cost of one execution: 20 to 17", then "the cost ledger: 17 to 19", then
+  // "19 to 17"): api 4 (chat, created showing `working`; session; the meta event, the stream's first event alone,
+  // without a head; execution, holding the user message: no chat message of its own, commands/chatMessageReads.ts),
+  // reply 5 (claim, the chat's running service event, deltas + the head raised on the execution record, usage),
+  // finish 6 (no read of the execution: the reply handed it over; the history joins the session in the write that
+  // frees it; the final events written beside the first writes, their head raised by the outcome write: an
+  // execution's stream keeps its head on its record, commands/streamHeads.ts; the two service events in one insert).
   expect(counted.sort()).toEqual(
     [
       'chats.insertOne',
       'sessions.insertOne',
       'stream_events.insertMany',
+      // The execution, with the user message (the api's `chat_messages.insertOne` is gone).
       'executions.insertOne',
-      'chat_messages.insertOne',
       'executions.findOneAndUpdate',
       'service_events.insertOne',
       'stream_events.insertMany',
+      // The deltas' head, on the execution record (was `stream_heads.updateOne`).
       'executions.updateOne',
-      'stream_heads.updateOne',
+      'executions.updateOne',
       'chat_messages.updateOne',
       'chats.updateOne',
       'sessions.updateOne',
+      // The outcome, raising the head of the final events (the finish's `stream_heads.updateOne` is gone).
       'executions.updateOne',
       'stream_events.insertMany',
       'service_events.insertMany',
-      'stream_heads.updateOne',
       // The cost ledger (issue 39, docs/spend.md): the model call's entry (its own collection, append-only, keyed
       // by execution and call so a retry never doubles it) and the day's rollup the usage report and the budgets
       // read (an `$inc` that only a new entry makes). Budgets are checked from the process's cache: no read.
