@@ -198,12 +198,17 @@ export function createGenerateReply(
     });
   };
 
-  /** generateReply's work, once registered for a direct cancel. */
+  /**
+   * generateReply's work, once registered for a direct cancel.
+   * @param pending writes started beside the model call: generateReply waits for them however the reply ends, so
+   *   nothing of this attempt lands after the finish.
+   */
   async function reply(
     ctx: Context,
     executionId: string,
     direct: AbortSignal,
-    limits: ReplyLimits | undefined
+    limits: ReplyLimits | undefined,
+    pending: Promise<unknown>[]
   ): Promise<{ text: string; lastSeq: number; attemptUsage: AttemptUsage & { attempt: number | string } }> {
     // Only a pending execution is claimed: the api marks one whose workflow start failed (Temporal away) as
     // failed, and if that start reached the server after all, the workflow must not bring it back to life.
@@ -215,9 +220,13 @@ export function createGenerateReply(
     const deadlineFailure = (): ApplicationFailure =>
       failure(FAILURES.deadlineExceeded, false, deadlineMessage(limits!.deadlineSeconds));
     if (limits && Date.now() >= limits.deadlineAt) throw deadlineFailure();
+    // The chat's `working` status and its service event are not needed before the model call: written while it starts
+    // (time to first token), and awaited before the reply returns, so the finish's events still come after them.
+    const running = claimed ? announceRunning(exec, deps) : Promise.resolve();
+    running.catch(() => undefined); // a failure is seen where it is awaited: before the reply returns
+    pending.push(running); // and by generateReply however the reply ends
     // The reads are independent of each other: they go out together (time to first token).
-    const [, found, history, existing] = await Promise.all([
-      claimed ? announceRunning(exec, deps) : undefined,
+    const [found, history, existing] = await Promise.all([
       // The system prompt and the skills are read now, so an update applies to the next execution.
       agentWithSkills(exec.agentId),
       // The first turn of a session has no history.
@@ -360,7 +369,7 @@ export function createGenerateReply(
         if (rounds > tools.maxRounds + 1) break;
       }
       const nextSeq = await writer.flush();
-      await mirrored;
+      await Promise.all([mirrored, running]);
       if (ctx.info.isLocal) handedOver.put(exec);
       return {
         text: earlier + writer.written,
@@ -416,9 +425,11 @@ export function createGenerateReply(
     // before the execution is read: a cancel that comes earlier is seen in the record.
     const direct = new AbortController();
     const unregister = ctx.info.isLocal ? registerRunningCall(executionId, direct) : () => undefined;
+    const pending: Promise<unknown>[] = [];
     try {
-      return await reply(ctx, executionId, direct.signal, limits);
+      return await reply(ctx, executionId, direct.signal, limits, pending);
     } finally {
+      await Promise.allSettled(pending);
       unregister();
     }
   };
