@@ -13,32 +13,17 @@ import { readEvents } from '../../commands/eventLog';
 import { Execution } from '../../models';
 import { chatFinished, currentAs, startChat } from '../helpers/current';
 import { buildOrg } from '../helpers/factories';
-import { startMcpTestServer, type McpTestServer } from '../helpers/mcpServer';
+import { useStackWithMcpServer } from '../helpers/mcpServer';
 import { useTestDatabase } from '../helpers/mongo';
 import { parseSse, waitForEvent } from '../helpers/sse';
 import { until } from '../helpers/until';
 import { v1As } from '../helpers/v1';
-import { useExecutionStack, useTestWorker, useWorkerProcesses } from '../helpers/worker';
+import { useTestWorker, useWorkerProcesses } from '../helpers/worker';
 
 const db = useTestDatabase();
-let mcp: McpTestServer;
 const SECRET = 'Bearer mcp-secret-1234';
-
-beforeAll(async () => {
-  mcp = await startMcpTestServer();
-});
 // No worker in the test process at the file's level: the crash tests start worker processes on the same queue.
-const stack = useExecutionStack(
-  'mcp-tools',
-  () => ({
-    DEFAULT_MODEL: 'claude-test',
-    WEBHOOK_ALLOW_PRIVATE: 'true',
-    MCP_CA_FILE: mcp.certFile,
-    MCP_TOOL_TIMEOUT_MS: '10000',
-  }),
-  { worker: false }
-);
-afterAll(async () => mcp?.close());
+const { stack, mcp } = useStackWithMcpServer('mcp-tools');
 
 /** An organization with the test server registered as `calc` and an agent using it. */
 async function agentWithCalc(allowedTools?: string[]) {

@@ -14,6 +14,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 import { loopbackCertificate } from '../../scripts/fakes/certificate';
+import { useExecutionStack, type ExecutionStack } from './worker';
 
 export interface McpCall {
   tool: string;
@@ -95,4 +96,30 @@ export async function startMcpTestServer(): Promise<McpTestServer> {
       await new Promise((r) => server.close(r));
     },
   };
+}
+
+/**
+ * A test file's execution stack whose agents can call the file's loopback MCP server: the server starts before the
+ * stack and closes after the file's tests. No worker in the test process at the file's level (the files' crash tests
+ * start worker processes on the same queue; `useTestWorker` adds one where a test needs it).
+ * @param name the stack's name (its task queue).
+ * @returns the stack and the server, whose fields are set once the file's `beforeAll` hooks ran.
+ */
+export function useStackWithMcpServer(name: string): { stack: ExecutionStack; mcp: McpTestServer } {
+  const mcp = {} as McpTestServer;
+  beforeAll(async () => {
+    Object.assign(mcp, await startMcpTestServer());
+  });
+  const stack = useExecutionStack(
+    name,
+    () => ({
+      DEFAULT_MODEL: 'claude-test',
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      MCP_CA_FILE: mcp.certFile,
+      MCP_TOOL_TIMEOUT_MS: '10000',
+    }),
+    { worker: false }
+  );
+  afterAll(async () => mcp.close?.());
+  return { stack, mcp };
 }

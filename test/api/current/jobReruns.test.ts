@@ -13,29 +13,15 @@ import { Execution, Job, jobStreamId } from '../../../models';
 import { currentAs } from '../../helpers/current';
 import { buildOrg } from '../../helpers/factories';
 import { waitForStatus, type JobSetup } from '../../helpers/jobs';
-import { startMcpTestServer, type McpTestServer } from '../../helpers/mcpServer';
+import { useStackWithMcpServer } from '../../helpers/mcpServer';
 import { useTestDatabase } from '../../helpers/mongo';
 import { until } from '../../helpers/until';
 import { v1As } from '../../helpers/v1';
-import { useExecutionStack, useTestWorker, useWorkerProcesses } from '../../helpers/worker';
+import { useTestWorker, useWorkerProcesses } from '../../helpers/worker';
 
 const db = useTestDatabase();
-let mcp: McpTestServer;
-beforeAll(async () => {
-  mcp = await startMcpTestServer();
-});
-// No worker in the test process at the file's level: the crash test starts worker processes on the same queue.
-const stack = useExecutionStack(
-  'job-reruns',
-  () => ({
-    DEFAULT_MODEL: 'claude-test',
-    WEBHOOK_ALLOW_PRIVATE: 'true',
-    MCP_CA_FILE: mcp.certFile,
-    MCP_TOOL_TIMEOUT_MS: '10000',
-  }),
-  { worker: false }
-);
-afterAll(async () => mcp?.close());
+// No worker in the test process at the file's level: the crash tests start worker processes on the same queue.
+const { stack, mcp } = useStackWithMcpServer('job-reruns');
 
 const JOB_MS = 90_000;
 const callsOf = (a: number): number => mcp.calls.filter((c) => c.args.a === a).length;

@@ -10,29 +10,15 @@ import { randomInt } from 'node:crypto';
 import { Chat, ChatMessage, Execution } from '../../../models';
 import { currentAs } from '../../helpers/current';
 import { buildOrg } from '../../helpers/factories';
-import { startMcpTestServer, type McpTestServer } from '../../helpers/mcpServer';
+import { useStackWithMcpServer } from '../../helpers/mcpServer';
 import { useTestDatabase } from '../../helpers/mongo';
 import { until } from '../../helpers/until';
 import { v1As } from '../../helpers/v1';
-import { useExecutionStack, useTestWorker, useWorkerProcesses } from '../../helpers/worker';
+import { useTestWorker, useWorkerProcesses } from '../../helpers/worker';
 
 const db = useTestDatabase();
-let mcp: McpTestServer;
-beforeAll(async () => {
-  mcp = await startMcpTestServer();
-});
-// No worker in the test process at the file's level: the crash test starts worker processes on the same queue.
-const stack = useExecutionStack(
-  'fork-rerun',
-  () => ({
-    DEFAULT_MODEL: 'claude-test',
-    WEBHOOK_ALLOW_PRIVATE: 'true',
-    MCP_CA_FILE: mcp.certFile,
-    MCP_TOOL_TIMEOUT_MS: '10000',
-  }),
-  { worker: false }
-);
-afterAll(async () => mcp?.close());
+// No worker in the test process at the file's level: the crash tests start worker processes on the same queue.
+const { stack, mcp } = useStackWithMcpServer('fork-rerun');
 
 /** An organization with an agent that has the test MCP server (`calc`). */
 async function setUp() {
