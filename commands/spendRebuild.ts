@@ -129,8 +129,16 @@ export async function rebuildSpendRollups(
       organizationId,
       createdAt: mongoose.trusted({ $gte: new Date(t), $lt: new Date(t + DAY_MS) }),
     })
-      .select({ agentId: 1, model: 1, missionId: 1, inputTokens: 1, outputTokens: 1 })
-      .select({ cacheReadTokens: 1, cacheWriteTokens: 1, costUsd: 1 })
+      .select({
+        agentId: 1,
+        model: 1,
+        missionId: 1,
+        inputTokens: 1,
+        outputTokens: 1,
+        cacheReadTokens: 1,
+        cacheWriteTokens: 1,
+        costUsd: 1,
+      })
       .lean()
       .cursor();
     for await (const e of cursor) {

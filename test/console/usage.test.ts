@@ -6,6 +6,7 @@
  * checked through the API. On every page: no uncaught error, no dialog, no critical axe-core violation.
  */
 import type { Browser, Page } from 'playwright-core';
+import { formatUsd as usd } from '../../console/src/lib/usageSeries';
 import { expectClean, launchChromium, signedInPage } from '../helpers/browser';
 import { bearer, buildOrg } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
@@ -31,12 +32,6 @@ afterAll(async () => browser?.close());
 
 const noScrollX = async (page: Page): Promise<void> =>
   expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(360);
-
-/** The page's way of writing dollars (console/src/lib/usageSeries.ts formatUsd). */
-const usd = (n: number): string => {
-  const digits = Math.abs(n) >= 1 ? 2 : 4;
-  return `$${n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })}`;
-};
 
 /** An organization with an agent that ran once. */
 async function orgWithUsage(name: string) {
