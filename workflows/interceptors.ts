@@ -11,7 +11,7 @@
  *
  * Headers are not part of a workflow's commands: histories recorded without them replay.
  */
-import {
+import type {
   OpenTelemetryInboundInterceptor,
   OpenTelemetryInternalsInterceptor,
   OpenTelemetryOutboundInterceptor,
@@ -30,6 +30,21 @@ import {
 const HEADER = 'x-request-id';
 /** The header of Temporal's OpenTelemetry interceptors (their TRACE_HEADER). */
 const TRACE_HEADER = '_tracer-data';
+
+/**
+ * Temporal's OpenTelemetry workflow interceptors, loaded only by a workflow whose start carries a trace context. Each
+ * workflow execution evaluates the bundle's modules afresh (module state is per execution), and these pull in
+ * `@opentelemetry/api` and `sdk-trace-base` (about 350 modules): imported at the top, they were 19 % of the workflow
+ * thread's busy time with tracing off (docs/benchmarks.md "The service process's own CPU and memory").
+ * @returns the module.
+ */
+const otelInterceptors = (): {
+  OpenTelemetryInboundInterceptor: typeof OpenTelemetryInboundInterceptor;
+  OpenTelemetryOutboundInterceptor: typeof OpenTelemetryOutboundInterceptor;
+  OpenTelemetryInternalsInterceptor: typeof OpenTelemetryInternalsInterceptor;
+} =>
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- evaluated on first use only (see above)
+  require('@temporalio/interceptors-opentelemetry/lib/workflow');
 
 /** This workflow's request id (module state is per workflow execution in the sandbox). */
 let requestId: string | undefined;
@@ -67,6 +82,8 @@ const inbound: WorkflowInboundCallsInterceptor = {
     const given = input.headers[HEADER] && defaultPayloadConverter.fromPayload<unknown>(input.headers[HEADER]);
     requestId = typeof given === 'string' ? given : workflowInfo().workflowId;
     if (input.headers[TRACE_HEADER]) {
+      const { OpenTelemetryInboundInterceptor, OpenTelemetryOutboundInterceptor, OpenTelemetryInternalsInterceptor } =
+        otelInterceptors();
       traced = {
         inbound: new OpenTelemetryInboundInterceptor(),
         outbound: new OpenTelemetryOutboundInterceptor(),

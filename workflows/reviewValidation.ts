@@ -4,12 +4,25 @@
  * the same options, so a schema accepted at creation is one the workflow compiles. Deterministic (no I/O, no
  * clock); compiled validators are kept per workflow run, never shared across runs.
  */
-import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import type Ajv from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { BUILTIN_REVIEW_SCHEMAS, type BuiltinReviewAction, type ReviewSpec } from './reviews';
 
-/** A fresh ajv: strict (unknown keywords refused), all formats of JSON Schema draft 2020-12's core, no coercion. */
+/**
+ * A fresh ajv: strict (unknown keywords refused), all formats of JSON Schema draft 2020-12's core, no coercion. ajv
+ * (about 240 modules) is loaded on first use: in the workflow sandbox every workflow run evaluates the modules its
+ * code imports, and only a job that validates a payload needs it.
+ */
 function newAjv(): Ajv {
-  return new Ajv({ allErrors: false, strict: true, validateFormats: false, coerceTypes: false, useDefaults: false });
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use (see above)
+  const { default: AjvClass } = require('ajv') as { default: typeof Ajv };
+  return new AjvClass({
+    allErrors: false,
+    strict: true,
+    validateFormats: false,
+    coerceTypes: false,
+    useDefaults: false,
+  });
 }
 
 /** @returns one sentence for ajv's first error, naming the payload's field. */
