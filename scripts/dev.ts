@@ -17,6 +17,7 @@ import { projectRoot } from './servers/paths';
 import { bundleWorkflowsTo } from './lib/workflowBundle';
 import { buildConsole } from './lib/consoleBuild';
 import { transpileForDev } from './lib/devBuild';
+import { serviceNodeArgs } from './lib/serviceHeap';
 import { spawnUnit, supervise, workerNames, type Started } from './lib/supervisor';
 
 const say = (line: string): void => void process.stderr.write(`[dev] ${line}\n`);
@@ -105,7 +106,12 @@ async function main(): Promise<void> {
     say(`the console did not build (the API still starts; / says so): ${err instanceof Error ? err.message : err}`);
   }
   const service = (entry: string): (() => Promise<Started>) =>
-    spawnUnit({ command: process.execPath, args: [path.join(built.outDir, entry)], env, graceMs: 10_000 });
+    spawnUnit({
+      command: process.execPath,
+      args: [...serviceNodeArgs(env), path.join(built.outDir, entry)],
+      env,
+      graceMs: 10_000,
+    });
   const serverNames = servers.units.map((u) => u.name);
   const sup = supervise(
     [

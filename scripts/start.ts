@@ -7,6 +7,7 @@
 import path from 'node:path';
 import { childEnv, loadConfigOrExit } from '../lib/config';
 import { healthFiles } from './lib/healthFiles';
+import { serviceNodeArgs } from './lib/serviceHeap';
 import { spawnUnit, supervise } from './lib/supervisor';
 import { bundleWorkflowsTo } from './lib/workflowBundle';
 
@@ -28,7 +29,7 @@ async function main(): Promise<void> {
   const service = (entry: string, healthFile: string): ReturnType<typeof spawnUnit> =>
     spawnUnit({
       command: process.execPath,
-      args: [path.join(dist, entry)],
+      args: [...serviceNodeArgs(), path.join(dist, entry)],
       env: childEnv({
         WORKFLOW_BUNDLE: workflowBundle,
         ...(config.workerHealthFile ? { WORKER_HEALTH_FILE: healthFile } : {}),

@@ -11,6 +11,7 @@ import { parse } from 'yaml';
 import { loadConfig } from '../lib/config';
 import { activeServices, interpolate, interpolateAll, RequiredVariableError } from './helpers/compose';
 import { TEMPORAL_DYNAMIC_CONFIG } from '../scripts/servers/launch';
+import { serviceNodeArgs } from '../scripts/lib/serviceHeap';
 import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -254,8 +255,9 @@ describe('docker-compose.yml', () => {
       });
       expect(config.temporalTls).toBeUndefined();
     }
-    expect(s.api.command).toEqual(['node', 'dist/worker/service.js']);
-    expect(s.worker.command).toEqual(['node', 'dist/worker/index.js']);
+    // The heap limit `npm start` gives its service processes (scripts/lib/serviceHeap.ts).
+    expect(s.api.command).toEqual(['node', ...serviceNodeArgs({}), 'dist/worker/service.js']);
+    expect(s.worker.command).toEqual(['node', ...serviceNodeArgs({}), 'dist/worker/index.js']);
   });
 
   it('api and worker share one workspace volume and one media volume, created from directories the image gives its user', () => {
@@ -281,7 +283,7 @@ describe('docker-compose.yml', () => {
     expect(s.worker.healthcheck?.test).toEqual(['CMD', 'node', 'dist/scripts/healthcheck.js', 'worker']);
     expect(s.worker.environment?.WORKER_HEALTH_FILE).toBeTruthy();
     // The api service runs the service process (HTTP and a worker): both parts are checked.
-    expect(s.api.command).toEqual(['node', 'dist/worker/service.js']);
+    expect(s.api.command).toEqual(['node', ...serviceNodeArgs({}), 'dist/worker/service.js']);
     expect(s.api.healthcheck?.test).toEqual(['CMD', 'node', 'dist/scripts/healthcheck.js', 'api', 'worker']);
     expect(s.api.environment?.WORKER_HEALTH_FILE).toBeTruthy();
     expect(existsSync(path.join(ROOT, 'scripts/healthcheck.ts'))).toBe(true);

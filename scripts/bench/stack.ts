@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { childEnv, loadToolConfig } from '../../lib/config';
 import { bundleWorkflowsTo } from '../lib/workflowBundle';
+import { serviceNodeArgs } from '../lib/serviceHeap';
 import { transpileForDev } from '../lib/devBuild';
 import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic';
 import { freePort, provisionServers, type Provisioned } from '../servers';
@@ -86,6 +87,7 @@ function serviceUnit(
     // The sources transpiled into dist/ as `npm run dev` runs them (scripts/lib/devBuild.ts); BENCH_TSX=1: through
     // tsx instead (what `npm run dev` ran before).
     args: [
+      ...serviceNodeArgs(env),
       ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
       ...(process.env.BENCH_TSX === '1'
         ? ['--import', 'tsx', path.join(projectRoot(), script)]

@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startFakeAnthropic, type FakeAnthropic } from '../../scripts/fakes/anthropic';
+import { serviceNodeArgs } from '../../scripts/lib/serviceHeap';
 import { freePort } from '../../scripts/servers/launch';
 import { childTestEnv } from '../helpers/env';
 import { findProcess, killHard, PARTS, runScript, spawnScript, type Spawned } from '../helpers/processes';
@@ -246,6 +247,13 @@ it('service process killed mid-stream (it ran the reply): the reply goes on else
   await rest.ended;
   expect(Number(rest.events[0].id)).toBe(Number(lastId) + 1);
   expectWholeStream([...first.events, ...rest.events], 60);
+  // Started and restarted with the service process's heap limit (scripts/lib/serviceHeap.ts).
+  const heapLimit = serviceNodeArgs({})[0];
+  expect(service.cmd.split(' ')).toContain(heapLimit);
+  const restarted = await findProcess(dev.child.pid!, PARTS.service);
+  expect(restarted.pid).not.toBe(service.pid);
+  expect(restarted.cmd.split(' ')).toContain(heapLimit);
+  expect((await findProcess(dev.child.pid!, PARTS.worker)).cmd.split(' ')).toContain(heapLimit);
 });
 
 it('Temporal killed: execute, cancel and readyz answer 503 in seconds; then the running execution finishes', async () => {
