@@ -9,9 +9,17 @@
  * `pg_indexes_size`. Sizes are read after `VACUUM FULL` (BYTES_VACUUM=plain: after plain `VACUUM`, which keeps
  * the pages that updates and dead tuples took), before the run (after a warm-up) and after it, so what the run added
  * is what counts. With a mongod: `collStats`' storageSize and totalIndexSize after `compact`.
+ *
+ * Then the engine's share (issue 37 lever 5): the Temporal history of BYTES_HISTORIES (20) of the run's executions,
+ * each event's encoded size by type, and the payloads in them by role (the workflow's input, the local activities'
+ * results in their markers, the memo, search attributes, the workflow's result).
  */
 import pg from 'pg';
 import mongoose from 'mongoose';
+import { Client, Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { Execution } from '../../models';
+import { executionWorkflowId } from '../../workflows/ids';
 import { bootstrapOrganization } from '../../commands/bootstrap';
 import { connectMongo, disconnectMongo } from '../../lib/mongo';
 import { ApiClient } from './client';
@@ -37,6 +45,23 @@ export interface CollectionSize {
 }
 
 /**
+ * @param name a PostgreSQL index's name.
+ * @param def its definition.
+ * @returns a short label: its kind (FerretDB's btree, the embedded layer's GIN, ordered or array mirror) and fields.
+ */
+function indexLabel(name: string, def: string): string {
+  const fields = [...new Set([...def.matchAll(/_jsonb -> '([^']+)'/g)].map((m) => m[1]))];
+  const kind = name.endsWith('_aasgin')
+    ? 'gin'
+    : name.endsWith('_aasord')
+      ? 'ordered'
+      : name.endsWith('_aasarr')
+        ? 'arrays'
+        : 'btree';
+  return `${kind}(${fields.join(',') || name})`;
+}
+
+/**
  * @param client a PostgreSQL connection to FerretDB's database.
  * @param schema the MongoDB database's name (FerretDB's schema).
  * @param full `VACUUM FULL` (compact) rather than plain `VACUUM`.
@@ -59,19 +84,91 @@ export async function postgresSizes(
               (SELECT count(*) FROM ${name}) AS count`,
       [name]
     );
-    const { rows: each } = await client.query<{ name: string; bytes: string }>(
-      `SELECT c.relname AS name, pg_relation_size(c.oid) AS bytes FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-        WHERE i.indrelid = $1::regclass`,
+    const { rows: each } = await client.query<{ name: string; def: string; bytes: string }>(
+      `SELECT c.relname AS name, pg_get_indexdef(c.oid) AS def, pg_relation_size(c.oid) AS bytes
+         FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = $1::regclass`,
       [name]
     );
     out[collection] = {
       table: Number(sized[0].table),
       indexes: Number(sized[0].indexes),
       count: Number(sized[0].count),
-      byIndex: Object.fromEntries(each.map((r) => [r.name, Number(r.bytes)])),
+      byIndex: Object.fromEntries(
+        each.map((r, i, all) => {
+          const label = indexLabel(r.name, r.def);
+          const twin = all.slice(0, i).filter((o) => indexLabel(o.name, o.def) === label).length;
+          return [twin ? `${label}#${twin + 1}` : label, Number(r.bytes)];
+        })
+      ),
     };
   }
   return out;
+}
+
+const HISTORIES = Number(process.env.BYTES_HISTORIES ?? 20);
+
+/**
+ * @param stack the running system.
+ * @param n how many executions' histories to read.
+ * @returns lines: bytes per execution of each event type and of each kind of payload.
+ */
+async function historySizes(stack: Stack, n: number): Promise<string[]> {
+  const connection = await Connection.connect({ address: stack.temporalAddress });
+  try {
+    const client = new Client({ connection, namespace: 'default' });
+    const ids = (await Execution.find({}).sort({ createdAt: -1 }).limit(n).select({ _id: 1 }).lean()).map((e) => e._id);
+    const byEvent: Record<string, number> = {};
+    const byPayload: Record<string, number> = {};
+    const add = (m: Record<string, number>, k: string, v: number): void => void (m[k] = (m[k] ?? 0) + v);
+    const sizeOf = (p: { metadata?: Record<string, Uint8Array> | null; data?: Uint8Array | null }): number =>
+      temporal.api.common.v1.Payload.encode(p).finish().length;
+    const payloads = (ps?: { payloads?: Array<Parameters<typeof sizeOf>[0]> | null } | null): number =>
+      (ps?.payloads ?? []).reduce((sum, p) => sum + sizeOf(p), 0);
+    for (const id of ids) {
+      const history = await client.workflow.getHandle(executionWorkflowId(id)).fetchHistory();
+      for (const e of history.events ?? []) {
+        const type = temporal.api.enums.v1.EventType[e.eventType ?? 0].replace('EVENT_TYPE_', '');
+        add(byEvent, type, temporal.api.history.v1.HistoryEvent.encode(e).finish().length);
+        const started = e.workflowExecutionStartedEventAttributes;
+        if (started) {
+          add(byPayload, 'input', payloads(started.input));
+          const memo = Object.values(started.memo?.fields ?? {}).reduce((s, p) => s + sizeOf(p), 0);
+          add(byPayload, 'memo', memo);
+          const sa = Object.values(started.searchAttributes?.indexedFields ?? {}).reduce((s, p) => s + sizeOf(p), 0);
+          add(byPayload, 'search attributes', sa);
+          add(
+            byPayload,
+            'header',
+            Object.values(started.header?.fields ?? {}).reduce((s, p) => s + sizeOf(p), 0)
+          );
+        }
+        const marker = e.markerRecordedEventAttributes;
+        if (marker)
+          for (const [name, ps] of Object.entries(marker.details ?? {})) add(byPayload, `marker ${name}`, payloads(ps));
+        const upsert = e.upsertWorkflowSearchAttributesEventAttributes;
+        if (upsert)
+          add(
+            byPayload,
+            'search attribute upserts',
+            Object.values(upsert.searchAttributes?.indexedFields ?? {}).reduce((s, p) => s + sizeOf(p), 0)
+          );
+        const done = e.workflowExecutionCompletedEventAttributes;
+        if (done) add(byPayload, 'result', payloads(done.result));
+      }
+    }
+    const per = (m: Record<string, number>): string =>
+      Object.entries(m)
+        .sort((a, b) => b[1] - a[1])
+        .map(([k, v]) => `${k} ${(v / ids.length).toFixed(0)}`)
+        .join(', ');
+    const total = Object.values(byEvent).reduce((s, v) => s + v, 0) / ids.length;
+    return [
+      `history of ${ids.length} executions, bytes per execution: ${total.toFixed(0)} in events (${per(byEvent)})`,
+      `  of which payloads: ${per(byPayload)}`,
+    ];
+  } finally {
+    await connection.close();
+  }
 }
 
 /** @returns per collection, a mongod's storage and index sizes (after `compact`). */
@@ -168,6 +265,7 @@ async function main(): Promise<void> {
     );
     for (const line of lines) say(`  ${line}`);
     say(`total ${(total / 1024).toFixed(1)} KB per execution`);
+    if (HISTORIES > 0) for (const line of await historySizes(stack, HISTORIES)) say(line);
     await disconnectMongo();
   } finally {
     await client?.end().catch(() => undefined);
