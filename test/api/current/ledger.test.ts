@@ -170,7 +170,15 @@ describe('a worker killed between a model call and its ledger write', () => {
     const last = stack.fake.usage.at(-1)!;
     expect(entries[0]).toMatchObject({ inputTokens: last.inputTokens, outputTokens: last.outputTokens });
     const day = new Date().toISOString().slice(0, 10);
-    const rollup = await SpendRollup.findById(`${org.organizationId}:${day}`).lean();
+    // The rollup is folded from the entry off the execution's path (commands/spendFold.ts), by the worker.
+    const [rollup] = await until(
+      () =>
+        Promise.all([
+          SpendRollup.findById(`${org.organizationId}:${day}`).lean(),
+          LedgerEntry.exists({ executionId: exec!._id, pending: true }),
+        ]),
+      ([r, pending]) => r !== null && pending === null
+    );
     expect(rollup).toMatchObject({
       calls: 1,
       inputTokens: entries[0].inputTokens,
