@@ -41,7 +41,6 @@ export type LedgerExecution = Pick<
   | 'rootExecutionId'
   | 'parentExecutionId'
   | 'source'
-  | 'chatId'
   | 'jobId'
   | 'provider'
   | 'model'
@@ -67,25 +66,29 @@ export function ledgerEntryOf(
   costUsd: number | null,
   now: Date
 ): Record<string, unknown> {
+  // Fields without a value are left out, not written as null (every reader, presenters/budget.ts among them, reads a
+  // missing one as null): a FerretDB row stores each field's name twice, so a null costs about 40 bytes.
+  const optional = {
+    // The delegating execution of a sub-agent only (a job's iterations also name the one before as parent).
+    parentExecutionId: exec.source === 'subagent' ? exec.parentExecutionId : null,
+    jobId: exec.jobId,
+    missionId: exec.missionId,
+    cacheReadTokens: tokens.cacheReadTokens,
+    cacheWriteTokens: tokens.cacheWriteTokens,
+    costUsd,
+  };
   return {
     _id: `${exec._id}:${turn}`,
     organizationId: exec.organizationId,
     agentId: exec.agentId,
     executionId: exec._id,
     rootExecutionId: exec.rootExecutionId ?? exec._id,
-    // The delegating execution of a sub-agent only (a job's iterations also name the one before as parent).
-    parentExecutionId: exec.source === 'subagent' ? (exec.parentExecutionId ?? null) : null,
     turn,
-    chatId: exec.chatId ?? null,
-    jobId: exec.jobId ?? null,
-    missionId: exec.missionId ?? null,
     provider: exec.provider,
     model: exec.model,
     inputTokens: tokens.inputTokens,
     outputTokens: tokens.outputTokens,
-    cacheReadTokens: tokens.cacheReadTokens ?? null,
-    cacheWriteTokens: tokens.cacheWriteTokens ?? null,
-    costUsd,
+    ...Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== null && v !== undefined)),
     day: dayOf(now),
     createdAt: now,
     pending: true,

@@ -18,8 +18,9 @@ const schema = new mongoose.Schema(
     rootExecutionId: { type: String, required: true },
     /** The execution that delegated to this one (a sub-agent's entries only). */
     parentExecutionId: { type: String, default: null },
+    // (chatId: written until issue 37, read by nothing; the execution record holds it.) Fields without a value are
+    // not written: a missing one reads as its default, null.
     turn: { type: Number, required: true },
-    chatId: { type: String, default: null },
     jobId: { type: String, default: null },
     missionId: { type: String, default: null },
     provider: { type: String, required: true },

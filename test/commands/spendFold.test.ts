@@ -29,7 +29,6 @@ async function write(organizationId: string, day: Date, count: number): Promise<
       agentId: n % 2 ? 'agt_a' : 'agt_b',
       rootExecutionId: `exe_fold_${n}`,
       source: 'v1',
-      chatId: 'cht_fold',
       jobId: null,
       provider: 'anthropic',
       model: 'claude-test',

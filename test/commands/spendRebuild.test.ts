@@ -25,7 +25,6 @@ const exec = (n: number, over: Partial<LedgerExecution> & { missionId?: string }
   agentId: 'agt_a',
   rootExecutionId: `exe_rebuild_${n}`,
   source: 'v1',
-  chatId: 'cht_rebuild',
   jobId: null,
   provider: 'anthropic',
   model: 'claude-sonnet-4-20250514',
