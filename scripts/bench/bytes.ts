@@ -72,11 +72,13 @@ export async function postgresSizes(
   schema: string,
   full: boolean
 ): Promise<Record<string, CollectionSize>> {
-  const { rows } = await client.query<{ collection: string; table: string }>(
-    `SELECT _jsonb->>'_id' AS collection, _jsonb->>'table' AS table FROM ${pg.escapeIdentifier(schema)}._ferretdb_database_metadata`
+  const { rows } = await client.query<{ collection: string; table: string; listed: string[] | null }>(
+    `SELECT _jsonb->>'_id' AS collection, _jsonb->>'table' AS table,
+            ARRAY(SELECT i->>'pgindex' FROM jsonb_array_elements(_jsonb->'indexes') i) AS listed
+       FROM ${pg.escapeIdentifier(schema)}._ferretdb_database_metadata`
   );
   const out: Record<string, CollectionSize> = {};
-  for (const { collection, table } of rows) {
+  for (const { collection, table, listed } of rows) {
     const name = `${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(table)}`;
     await client.query(`VACUUM ${full ? 'FULL ' : ''}ANALYZE ${name}`);
     const { rows: sized } = await client.query<{ table: string; indexes: string; count: string }>(
@@ -95,7 +97,9 @@ export async function postgresSizes(
       count: Number(sized[0].count),
       byIndex: Object.fromEntries(
         each.map((r, i, all) => {
-          const label = indexLabel(r.name, r.def);
+          // A btree FerretDB's metadata does not list: made twice by processes creating the same index at once.
+          const unlisted = !/_aas(gin|ord|arr)$/.test(r.name) && listed !== null && !listed.includes(r.name);
+          const label = `${unlisted ? 'unlisted ' : ''}${indexLabel(r.name, r.def)}`;
           const twin = all.slice(0, i).filter((o) => indexLabel(o.name, o.def) === label).length;
           return [twin ? `${label}#${twin + 1}` : label, Number(r.bytes)];
         })
