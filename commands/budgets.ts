@@ -21,6 +21,7 @@ import { jobWorkflowId } from '../workflows/ids';
 import { findVisibleAgent } from './agents';
 import { findMission } from './missions';
 import { budgetReached, budgetStates, BUDGETS_CACHE, forgetSpend, type BudgetState } from './spend';
+import { foldSpend } from './spendFold';
 import type { AuthContext } from './tokens';
 
 /** Budgets one organization may hold. */
@@ -107,6 +108,7 @@ export async function budgetSpend(
   const out = new Map<string, BudgetState>();
   if (docs.length === 0) return out;
   const organizationId = docs[0].organizationId;
+  await foldSpend({ organizationId }); // other processes' entries not folded yet count too
   forgetSpend(organizationId);
   for (const doc of docs) {
     const subject = {
@@ -187,6 +189,7 @@ export async function resumePausedJobs(
     .limit(MAX_RESUMED)
     .select({ agentId: 1, missionId: 1 })
     .lean<Pick<JobDoc, '_id' | 'agentId' | 'missionId'>[]>();
+  await foldSpend({ organizationId });
   forgetSpend(organizationId);
   const resumed: string[] = [];
   for (const job of paused) {

@@ -2,22 +2,22 @@
  * Spend (docs/spend.md): the cost ledger and the budgets' view of it.
  *
  * Every model call of an execution appends one ledger entry (`<executionId>:<turn>`, a duplicate key when a retried
- * attempt writes it again) and, when the entry is new, raises the organization's rollup of the day (models/SpendRollup.ts)
- * by the same counts: two writes per model call, no read. The usage report and the budgets read the rollups, never the
- * entries.
+ * attempt writes it again), marked `pending`: one write per model call, no read. The organization's rollup of the day
+ * (models/SpendRollup.ts) is raised by the same counts off the execution's path, by a fold of the pending entries
+ * (commands/spendFold.ts). The usage report and the budgets read the rollups, never the entries.
  *
  * What budgets see of it (the cached budgets and month of rollups, the checks) is commands/spendTotals.ts, re-exported
  * here; a new entry also records the 80 % `budget.threshold` event of each budget it took past that share.
  */
 import mongoose from 'mongoose';
 import type { Config } from '../lib/config';
-import { updateOneDirect } from '../lib/driverOps';
 import { isDuplicateKey } from '../lib/mongo';
 import { costOf, type CallTokens } from '../lib/prices';
 import { budgetThresholds, spendTokens, spendUsd } from '../lib/metrics';
-import { Budget, LedgerEntry, SpendRollup, type ExecutionDoc } from '../models';
+import { Budget, LedgerEntry, type ExecutionDoc } from '../models';
 import { recordEvent, type EventDeps } from './serviceEvents';
-import { addLocally, budgetStates, dayOf, modelKey, periodKey, THRESHOLD, type Spent } from './spendTotals';
+import { scheduleSpendFold } from './spendFold';
+import { budgetStates, countOwnEntry, dayOf, periodKey, rollupIncrements, THRESHOLD, type Spent } from './spendTotals';
 
 export {
   budgetReached,
@@ -27,6 +27,7 @@ export {
   forgetSpend,
   modelOfKey,
   refuseWhenSpent,
+  rollupIncrements,
   type BudgetState,
   type Spent,
 } from './spendTotals';
@@ -40,7 +41,6 @@ export type LedgerExecution = Pick<
   | 'rootExecutionId'
   | 'parentExecutionId'
   | 'source'
-  | 'chatId'
   | 'jobId'
   | 'provider'
   | 'model'
@@ -49,44 +49,56 @@ export type LedgerExecution = Pick<
 // ---------------------------------------------------------------------------------------------------------------
 // The ledger.
 
-/** A ledger entry's counts under one prefix of the rollup (the totals, an agent, a model, a mission). */
-function increments(prefix: string, tokens: CallTokens, costUsd: number | null): Record<string, number> {
-  return {
-    [`${prefix}calls`]: 1,
-    [`${prefix}inputTokens`]: tokens.inputTokens,
-    [`${prefix}outputTokens`]: tokens.outputTokens,
-    [`${prefix}cacheReadTokens`]: tokens.cacheReadTokens ?? 0,
-    [`${prefix}cacheWriteTokens`]: tokens.cacheWriteTokens ?? 0,
-    [`${prefix}costUsd`]: costUsd ?? 0,
-  };
-}
-
 /**
- * What one ledger entry adds to its day's rollup (models/SpendRollup.ts), as dotted `$inc` fields: the totals, its
- * agent's, its model's and its mission's counts, and an unpriced call. The one definition of the rollup's sums: the
- * ledger's writes and the rebuild from the ledger (commands/spendRebuild.ts) both use it.
- * @param entry the entry's agent, model and mission.
+ * The ledger entry of one model call, as written (models/LedgerEntry.ts): `pending` until a fold has counted it in
+ * its day's rollup (commands/spendFold.ts).
+ * @param exec the execution.
+ * @param turn the call's number in the execution.
  * @param tokens its counts.
- * @param costUsd its cost (null: the model has no price).
- * @returns the increments.
+ * @param costUsd its cost (null: no price).
+ * @param now when it was recorded.
+ * @returns the document.
  */
-export function rollupIncrements(
-  entry: { agentId: string; model: string; missionId?: string | null },
+export function ledgerEntryOf(
+  exec: LedgerExecution,
+  turn: number,
   tokens: CallTokens,
-  costUsd: number | null
-): Record<string, number> {
+  costUsd: number | null,
+  now: Date
+): Record<string, unknown> {
+  // Fields without a value are left out, not written as null (every reader, presenters/budget.ts among them, reads a
+  // missing one as null): a FerretDB row stores each field's name twice, so a null costs about 40 bytes.
+  const optional = {
+    // The delegating execution of a sub-agent only (a job's iterations also name the one before as parent).
+    parentExecutionId: exec.source === 'subagent' ? exec.parentExecutionId : null,
+    jobId: exec.jobId,
+    missionId: exec.missionId,
+    cacheReadTokens: tokens.cacheReadTokens,
+    cacheWriteTokens: tokens.cacheWriteTokens,
+    costUsd,
+  };
   return {
-    ...increments('', tokens, costUsd),
-    ...increments(`agents.${entry.agentId}.`, tokens, costUsd),
-    ...increments(`models.${modelKey(entry.model)}.`, tokens, costUsd),
-    ...(entry.missionId ? increments(`missions.${entry.missionId}.`, tokens, costUsd) : {}),
-    ...(costUsd === null ? { unpricedCalls: 1 } : {}),
+    _id: `${exec._id}:${turn}`,
+    organizationId: exec.organizationId,
+    agentId: exec.agentId,
+    executionId: exec._id,
+    rootExecutionId: exec.rootExecutionId ?? exec._id,
+    turn,
+    provider: exec.provider,
+    model: exec.model,
+    inputTokens: tokens.inputTokens,
+    outputTokens: tokens.outputTokens,
+    ...Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== null && v !== undefined)),
+    day: dayOf(now),
+    createdAt: now,
+    pending: true,
   };
 }
 
 /**
- * Appends the ledger entry of one model call and raises the day's rollup (once: a repeated entry is a duplicate key
- * and raises nothing), then records the 80 % `budget.threshold` event of each budget this call took past it.
+ * Appends the ledger entry of one model call (once: a repeated entry is a duplicate key), counts it at once in this
+ * process's view of the rollups and asks for a fold (commands/spendFold.ts: the day's rollup is raised off the
+ * execution's path), then records the 80 % `budget.threshold` event of each budget this call took past it.
  * @param deps prices, BUDGET_CACHE_MS and the event dispatcher.
  * @param exec the execution.
  * @param turn the call's number in the execution (the same in every attempt).
@@ -102,43 +114,16 @@ export async function recordModelCall(
   runSpent: Spent
 ): Promise<{ created: boolean; costUsd: number | null }> {
   const now = new Date();
-  const day = dayOf(now);
   const costUsd = costOf(deps.config.modelPrices, exec.model, tokens);
+  const entry = ledgerEntryOf(exec, turn, tokens, costUsd, now);
   try {
-    await LedgerEntry.collection.insertOne({
-      _id: `${exec._id}:${turn}` as never,
-      organizationId: exec.organizationId,
-      agentId: exec.agentId,
-      executionId: exec._id,
-      rootExecutionId: exec.rootExecutionId ?? exec._id,
-      // The delegating execution of a sub-agent only (a job's iterations also name the one before as parent).
-      parentExecutionId: exec.source === 'subagent' ? (exec.parentExecutionId ?? null) : null,
-      turn,
-      chatId: exec.chatId ?? null,
-      jobId: exec.jobId ?? null,
-      missionId: exec.missionId ?? null,
-      provider: exec.provider,
-      model: exec.model,
-      inputTokens: tokens.inputTokens,
-      outputTokens: tokens.outputTokens,
-      cacheReadTokens: tokens.cacheReadTokens ?? null,
-      cacheWriteTokens: tokens.cacheWriteTokens ?? null,
-      costUsd,
-      day,
-      createdAt: now,
-    });
+    await LedgerEntry.collection.insertOne(entry as never);
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
     return { created: false, costUsd };
   }
-  const inc = rollupIncrements(exec, tokens, costUsd);
-  await updateOneDirect(
-    SpendRollup,
-    { _id: `${exec.organizationId}:${day}` },
-    { $inc: inc, $setOnInsert: { organizationId: exec.organizationId, day } },
-    { upsert: true }
-  );
-  addLocally(exec.organizationId, day, inc);
+  countOwnEntry(exec.organizationId, entry._id as string, dayOf(now), rollupIncrements(exec, tokens, costUsd));
+  scheduleSpendFold();
   // By provider: metric labels carry no ids (per organization: the usage report).
   const provider = ['anthropic', 'openai', 'builtin'].includes(exec.provider) ? exec.provider : 'other';
   spendTokens.inc(

@@ -1,18 +1,18 @@
 /**
  * Rebuilds an organization's daily spend rollups from its cost ledger (`admin spend rebuild`, docs/spend.md).
  *
- * A ledger entry and its rollup's `$inc` are two writes (commands/spend.ts recordModelCall): a process that dies
- * between them leaves the entry (the ledger is the record) and a rollup short by that call, and the retried call finds
- * its entry written and raises nothing, so nothing is ever counted twice, but the usage report and the budgets can
- * miss the call. The ledger being exact, each day's rollup is recomputed from its entries (read by the ledger's
- * `organizationId, createdAt` index, one day at a time) with the same sums the writes use (`rollupIncrements`), and
- * replaces the stored one. Only closed days: today's rollup is still being raised by running calls, and a rebuild
+ * Rollups are folded from the ledger's entries exactly once (commands/spendFold.ts), so a rollup differs from its
+ * entries only where something outside the service changed either (a restore, a hand edit, rollups written before
+ * the fold by a process that died between the entry and its rollup's `$inc`). The ledger being exact, the
+ * organization's pending entries are folded first, then each day's rollup is recomputed from its entries (read by the
+ * ledger's `organizationId, createdAt` index, one day at a time) with the same sums the fold uses (`sumsOf`), and
+ * replaces the stored one (keeping its `lastFold`). Only closed days: today's rollup is still being raised by running calls, and a rebuild
  * racing them could lose one; it is rebuilt from the next day on.
  */
 import mongoose from 'mongoose';
 import { ValidationError } from '../lib/errors';
 import { LedgerEntry, SpendRollup, type SpendRollupDoc } from '../models';
-import { rollupIncrements } from './spend';
+import { EMPTY_ROLLUP as EMPTY, foldSpend, nested, sumsOf } from './spendFold';
 import { dayOf } from './spendTotals';
 
 const DAY_MS = 86_400_000;
@@ -37,36 +37,6 @@ export interface RebuiltDay {
   /** Whether the stored rollup differed from the ledger's sums (and, unless a dry run, was replaced). */
   changed: boolean;
 }
-
-/**
- * Turns dotted `$inc` fields into the document they raise from nothing.
- * @param flat e.g. `{"agents.agt_1.calls": 2}`.
- * @returns e.g. `{agents: {agt_1: {calls: 2}}}`.
- */
-function nested(flat: Record<string, number>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(flat)) {
-    const parts = key.split('.');
-    let at = out;
-    for (const p of parts.slice(0, -1)) at = (at[p] ??= {}) as Record<string, unknown>;
-    at[parts.at(-1)!] = value;
-  }
-  return out;
-}
-
-/** A rollup with nothing counted (the fields models/SpendRollup.ts defaults). */
-const EMPTY = {
-  calls: 0,
-  inputTokens: 0,
-  outputTokens: 0,
-  cacheReadTokens: 0,
-  cacheWriteTokens: 0,
-  costUsd: 0,
-  unpricedCalls: 0,
-  agents: {},
-  models: {},
-  missions: {},
-};
 
 const totalsOf = (r: Partial<SpendRollupDoc> | Record<string, unknown>): DayTotals => {
   const n = (v: unknown): number => (typeof v === 'number' ? v : 0);
@@ -119,17 +89,21 @@ export async function rebuildSpendRollups(
   if (problem) throw new ValidationError(problem);
   const start = Date.parse(`${range.from}T00:00:00.000Z`);
   const end = Date.parse(`${range.to}T00:00:00.000Z`);
+  // Entries not folded yet are counted first, so that no fold raises a rebuilt rollup by them again.
+  await foldSpend({ organizationId });
 
   const days: RebuiltDay[] = [];
   for (let t = start; t <= end; t += DAY_MS) {
     const day = dayOf(new Date(t));
-    const sums: Record<string, number> = {};
     let entries = 0;
+    const sums: Record<string, number> = {};
     const cursor = LedgerEntry.find({
       organizationId,
       createdAt: mongoose.trusted({ $gte: new Date(t), $lt: new Date(t + DAY_MS) }),
     })
       .select({
+        organizationId: 1,
+        day: 1,
         agentId: 1,
         model: 1,
         missionId: 1,
@@ -143,26 +117,20 @@ export async function rebuildSpendRollups(
       .cursor();
     for await (const e of cursor) {
       entries++;
-      const inc = rollupIncrements(
-        { agentId: e.agentId, model: e.model, missionId: e.missionId ?? null },
-        {
-          inputTokens: e.inputTokens ?? 0,
-          outputTokens: e.outputTokens ?? 0,
-          cacheReadTokens: e.cacheReadTokens ?? undefined,
-          cacheWriteTokens: e.cacheWriteTokens ?? undefined,
-        },
-        e.costUsd ?? null
-      );
-      for (const [k, v] of Object.entries(inc)) sums[k] = (sums[k] ?? 0) + v;
+      for (const [k, v] of Object.entries(sumsOf([e as unknown as Parameters<typeof sumsOf>[0][number]])))
+        sums[k] = (sums[k] ?? 0) + v;
     }
     const _id = `${organizationId}:${day}`;
     const stored = await SpendRollup.findById(_id).lean<SpendRollupDoc>();
     if (entries === 0 && !stored) continue;
     const rebuilt = { ...EMPTY, organizationId, day, ...nested(sums) };
-    const { _id: _ignored, ...storedFields } = stored ?? { _id };
+    // The last fold's record stays: it is what the next fold's conditional write names.
+    const { _id: _ignored, lastFold, ...storedFields } = stored ?? { _id };
     const changed = !stored || !sameNumbers({ ...EMPTY, ...storedFields }, rebuilt);
     if (changed && !options.dryRun)
-      await SpendRollup.collection.replaceOne({ _id: _id as never }, rebuilt, { upsert: true });
+      await SpendRollup.collection.replaceOne({ _id: _id as never }, lastFold ? { ...rebuilt, lastFold } : rebuilt, {
+        upsert: true,
+      });
     days.push({ day, entries, before: stored ? totalsOf(stored) : null, after: totalsOf(rebuilt), changed });
   }
   return { organizationId, dryRun: options.dryRun === true, days };

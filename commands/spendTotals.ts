@@ -1,14 +1,17 @@
 /**
  * What the budgets see of spend (docs/spend.md), per process: an organization's budgets (a shared cache, cleared
  * everywhere on every change) and, for an organization that has budgets, its rollups of the current month, read again
- * after BUDGET_CACHE_MS and raised at once by every ledger entry this process writes (commands/spend.ts). A check may
- * therefore miss what other processes spent in the last BUDGET_CACHE_MS: a run overshoots a cap by at most the model
- * call under way when it was reached, plus that window's spend elsewhere.
+ * after BUDGET_CACHE_MS and raised at once by every ledger entry this process writes (commands/spend.ts). The rollups
+ * are folded from the entries off the execution's path (commands/spendFold.ts): the entries this process wrote and has
+ * not yet seen folded are added to every fresh read, so its own spend never drops out. A check may therefore miss
+ * what other processes spent in the last BUDGET_CACHE_MS plus the time until their fold (FOLD_DELAY_MS): a run
+ * overshoots a cap by at most the model call under way when it was reached, plus that window's spend elsewhere.
  */
 import mongoose from 'mongoose';
 import type { Config } from '../lib/config';
 import { BudgetExceededError } from '../lib/errors';
 import { budgetRefusals } from '../lib/metrics';
+import type { CallTokens } from '../lib/prices';
 import { SharedCache } from '../lib/sharedCache';
 import { Budget, SpendRollup, type BudgetDoc, type SpendRollupDoc } from '../models';
 
@@ -33,6 +36,42 @@ export const modelKey = (model: string): string =>
   model.replace(/%/g, '%25').replace(/\./g, '%2E').replace(/\$/g, '%24');
 /** @returns the model's name of a rollup key. */
 export const modelOfKey = (key: string): string => key.replace(/%2E/g, '.').replace(/%24/g, '$').replace(/%25/g, '%');
+
+/** A ledger entry's counts under one prefix of the rollup (the totals, an agent, a model, a mission). */
+function increments(prefix: string, tokens: CallTokens, costUsd: number | null): Record<string, number> {
+  return {
+    [`${prefix}calls`]: 1,
+    [`${prefix}inputTokens`]: tokens.inputTokens,
+    [`${prefix}outputTokens`]: tokens.outputTokens,
+    [`${prefix}cacheReadTokens`]: tokens.cacheReadTokens ?? 0,
+    [`${prefix}cacheWriteTokens`]: tokens.cacheWriteTokens ?? 0,
+    [`${prefix}costUsd`]: costUsd ?? 0,
+  };
+}
+
+/**
+ * What one ledger entry adds to its day's rollup (models/SpendRollup.ts), as dotted `$inc` fields: the totals, its
+ * agent's, its model's and its mission's counts, and an unpriced call. The one definition of the rollup's sums: the
+ * fold (commands/spendFold.ts), the process's own view (countOwnEntry) and the rebuild from the ledger
+ * (commands/spendRebuild.ts) all use it.
+ * @param entry the entry's agent, model and mission.
+ * @param tokens its counts.
+ * @param costUsd its cost (null: the model has no price).
+ * @returns the increments.
+ */
+export function rollupIncrements(
+  entry: { agentId: string; model: string; missionId?: string | null },
+  tokens: CallTokens,
+  costUsd: number | null
+): Record<string, number> {
+  return {
+    ...increments('', tokens, costUsd),
+    ...increments(`agents.${entry.agentId}.`, tokens, costUsd),
+    ...increments(`models.${modelKey(entry.model)}.`, tokens, costUsd),
+    ...(entry.missionId ? increments(`missions.${entry.missionId}.`, tokens, costUsd) : {}),
+    ...(costUsd === null ? { unpricedCalls: 1 } : {}),
+  };
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // The organization's budgets and month of rollups, per process.
@@ -86,6 +125,9 @@ async function monthOf(organizationId: string, maxAgeMs: number): Promise<MonthT
   monthTotals.delete(organizationId);
   if (monthTotals.size >= MAX_ORGANIZATIONS) monthTotals.delete(monthTotals.keys().next().value!);
   monthTotals.set(organizationId, fresh);
+  // What this process wrote and no fold has counted yet (written during the read included).
+  for (const own of ownPending.values())
+    if (own.organizationId === organizationId) addLocally(organizationId, own.day, own.inc);
   return fresh;
 }
 
@@ -225,6 +267,52 @@ function spentMessage(b: BudgetDoc): string {
   const what = b.scope === 'organization' ? 'the organization' : `${b.scope} ${b.targetId}`;
   const per = b.period === 'day' ? 'today' : 'this month';
   return `The ${b.unit === 'usd' ? `USD ${b.limit}` : `${b.limit}-token`} budget of ${what} is spent for ${per} (budget ${b._id}); raise or remove it, or wait for the next period`;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Ledger entries this process wrote that it has not yet seen folded into their rollup (commands/spendFold.ts).
+
+interface OwnEntry {
+  organizationId: string;
+  day: string;
+  inc: Record<string, number>;
+  /** Order of the write's acknowledgement in this process ({@link ownSeq}). */
+  seq: number;
+}
+const ownPending = new Map<string, OwnEntry>();
+let ownWrites = 0;
+/** Own entries kept at most (the oldest go first: they are in the ledger, and the fold counts them anyway). */
+const MAX_OWN = 100_000;
+
+/**
+ * Counts a ledger entry this process has just written: at once in its kept rollup, and in every fresh read of the
+ * rollups until a fold has counted it.
+ * @param id the entry's id.
+ * @param organizationId its organization.
+ * @param day its UTC day.
+ * @param inc what it adds to its rollup (commands/spend.ts rollupIncrements).
+ */
+export function countOwnEntry(organizationId: string, id: string, day: string, inc: Record<string, number>): void {
+  if (ownPending.size >= MAX_OWN) ownPending.delete(ownPending.keys().next().value!);
+  ownPending.set(id, { organizationId, day, inc, seq: ++ownWrites });
+  addLocally(organizationId, day, inc);
+}
+
+/** @returns the number of the last own write acknowledged: a read issued after it sees every earlier one. */
+export const ownSeq = (): number => ownWrites;
+
+/** @returns how many own entries have not been seen folded. */
+export const ownUnfolded = (): number => ownPending.size;
+
+/**
+ * Forgets own entries a fold has counted: those written before a complete scan of the pending entries (the scan saw
+ * them pending and the fold counted them, or they were no longer pending: another process's fold had).
+ * @param seq {@link ownSeq} when the scan was issued.
+ * @param organizationId only this organization's (a fold of one organization).
+ */
+export function forgetOwnFolded(seq: number, organizationId?: string): void {
+  for (const [id, own] of ownPending)
+    if (own.seq <= seq && (!organizationId || own.organizationId === organizationId)) ownPending.delete(id);
 }
 
 /** Adds what `inc` raises to a kept rollup (this process's own spend counts at once). */

@@ -5,6 +5,7 @@
  */
 import mongoose from 'mongoose';
 import { NotFoundError, ValidationError } from '../lib/errors';
+import { foldSpend } from './spendFold';
 import { Execution, LedgerEntry, SpendRollup, type LedgerEntryDoc, type SpendRollupDoc } from '../models';
 import { modelOfKey } from './spend';
 import { withChildUsage } from './subAgents';
@@ -126,7 +127,9 @@ export async function organizationUsage(
     add(pa, e.status, input, output);
     perAgent.set(e.agentId, pa);
   }
-  // Calls and cost from the ledger's daily rollups: at most one document per day of the range, whatever the calls.
+  // Calls and cost from the ledger's daily rollups: at most one document per day of the range, whatever the calls,
+  // once the organization's entries not folded yet are (commands/spendFold.ts).
+  await foldSpend({ organizationId: auth.organizationId });
   const perModel = new Map<string, ModelCounter>();
   const rollups = await SpendRollup.find({
     organizationId: auth.organizationId,

@@ -2,7 +2,8 @@
  * The cost ledger (docs/spend.md): one entry per model call, append-only. `_id` = `<executionId>:<turn>` (the model
  * call's number in its execution, the same in every attempt), so a call recorded twice (an activity retried after
  * its worker died between the write and the end of the attempt) is one entry: the second insert is a duplicate key.
- * Aggregates are read from {@link SpendRollup}, never by scanning entries; entries are read per execution tree
+ * Aggregates are read from {@link SpendRollup}, which a fold raises from the entries still `pending`, never by scanning
+ * entries; entries are read per execution tree
  * (`rootExecutionId`) and per organization in time order.
  */
 import mongoose, { type InferSchemaType } from 'mongoose';
@@ -17,8 +18,9 @@ const schema = new mongoose.Schema(
     rootExecutionId: { type: String, required: true },
     /** The execution that delegated to this one (a sub-agent's entries only). */
     parentExecutionId: { type: String, default: null },
+    // (chatId: written until issue 37, read by nothing; the execution record holds it.) Fields without a value are
+    // not written: a missing one reads as its default, null.
     turn: { type: Number, required: true },
-    chatId: { type: String, default: null },
     jobId: { type: String, default: null },
     missionId: { type: String, default: null },
     provider: { type: String, required: true },
@@ -32,11 +34,18 @@ const schema = new mongoose.Schema(
     /** UTC day `YYYY-MM-DD` of the call (its rollup). */
     day: { type: String, required: true },
     createdAt: { type: Date, required: true },
+    /**
+     * Set when written, removed once a fold has counted the entry in its day's rollup (commands/spendFold.ts): the
+     * only change an entry ever sees.
+     */
+    pending: { type: Boolean },
   },
   { versionKey: false }
 );
 schema.index({ rootExecutionId: 1 });
 schema.index({ organizationId: 1, createdAt: -1, _id: -1 });
+/** The fold's scan: the entries not yet counted in their rollup (a few seconds' worth). */
+schema.index({ pending: 1 });
 
 export type LedgerEntryDoc = InferSchemaType<typeof schema> & { _id: string };
 export const LedgerEntry = mongoose.model('LedgerEntry', schema, 'ledger_entries');

@@ -1,6 +1,6 @@
 /**
- * An organization's spend of one UTC day (`_id` = `<organizationId>:<YYYY-MM-DD>`), raised with every ledger entry
- * (commands/ledger.ts): totals, and the same per agent, per model and per mission (maps keyed by id or by the model's
+ * An organization's spend of one UTC day (`_id` = `<organizationId>:<YYYY-MM-DD>`), raised by the folds of the ledger's
+ * entries (commands/spendFold.ts): totals, and the same per agent, per model and per mission (maps keyed by id or by the model's
  * name with `.` and `$` escaped). Its size is bounded by the organization's agents, models and missions, not by its
  * calls: the usage report and the budgets read at most one document per day (docs/query-shapes.md).
  */
@@ -22,6 +22,11 @@ const schema = new mongoose.Schema(
     agents: { type: mongoose.Schema.Types.Mixed, default: {} },
     models: { type: mongoose.Schema.Types.Mixed, default: {} },
     missions: { type: mongoose.Schema.Types.Mixed, default: {} },
+    /**
+     * The last fold that raised it (commands/spendFold.ts): its id, which the next fold's conditional write names,
+     * and the ids of the entries it counted, which no later fold counts again.
+     */
+    lastFold: { type: mongoose.Schema.Types.Mixed },
   },
   { versionKey: false, minimize: false }
 );

@@ -1,9 +1,10 @@
 /**
  * The worker part of a service process (worker/service.ts): the same worker as the worker-only process (createWorker),
  * on a NativeConnection of its own with a client for eager starts, plus the worker-only process's background duties
- * that a deployment without worker-only processes still needs (the webhook outbox sweep, the health file).
+ * that a deployment without worker-only processes still needs (the webhook outbox sweep, the spend fold's sweep, the health file).
  */
 import { reconcileMissionSchedules } from '../commands/missionSkips';
+import { startSpendFold } from '../commands/spendFold';
 import { startWebhookOutboxSweep } from '../commands/webhooks';
 import type { Config } from '../lib/config';
 import type { Logger } from '../lib/logger';
@@ -29,6 +30,7 @@ export async function startServiceWorker(deps: { config: Config; logger: Logger 
   const inProcess = await runInProcessWorker({ config, logger });
   const temporal = createTemporal(config);
   const stopSweep = startWebhookOutboxSweep(temporal, logger);
+  const stopFold = startSpendFold(logger); // commands/spendFold.ts
   void reconcileMissionSchedules(temporal, logger); // commands/missionSkips.ts
   const stopHealth = config.workerHealthFile
     ? startHealthFile(inProcess.worker, config.workerHealthFile, config.temporalTaskQueue, (err) =>
@@ -42,6 +44,7 @@ export async function startServiceWorker(deps: { config: Config; logger: Logger 
       stopSweep();
       stopHealth();
       await inProcess.stop();
+      await stopFold();
       await temporal.connection.close();
     },
   };

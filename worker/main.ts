@@ -5,6 +5,7 @@
 import type { Worker } from '@temporalio/worker';
 import { DefaultLogger, NativeConnection, Runtime, type LogLevel, type LogMetadata } from '@temporalio/worker';
 import { reconcileMissionSchedules } from '../commands/missionSkips';
+import { startSpendFold } from '../commands/spendFold';
 import { startWebhookOutboxSweep } from '../commands/webhooks';
 import { createTemporal, temporalConnectFailure, temporalConnectionOptions } from '../lib/temporal';
 import { createWorker } from './create';
@@ -104,6 +105,8 @@ export async function main(stop: StopSignals): Promise<void> {
   // Events recorded by activities start their webhook deliveries; the sweep starts whatever an outage left behind.
   const temporal = createTemporal(config);
   const stopSweep = startWebhookOutboxSweep(temporal, logger);
+  // The ledger's entries that processes which died left out of their rollups (commands/spendFold.ts).
+  const stopFold = startSpendFold(logger);
   // Skipped runs no run has recorded yet, and Schedules made before missions had policies (commands/missionSkips.ts).
   void reconcileMissionSchedules(temporal, logger);
   if (!stop.requested) {
@@ -122,6 +125,7 @@ export async function main(stop: StopSignals): Promise<void> {
     await running.finally(stopHealth);
   }
   stopSweep();
+  await stopFold();
   await invalidations.stop();
   await temporal.connection.close();
   await connection.close();

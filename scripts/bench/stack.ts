@@ -43,6 +43,8 @@ export interface Stack {
   mongoUri: string;
   /** Which MongoDB server runs: `ferretdb` or `mongod`. */
   mongoKind: string;
+  /** The embedded PostgreSQL under FerretDB (`postgres://…`); absent with a mongod. */
+  postgresUrl?: string;
   /** Temporal frontend `host:port` and the task queue of the run. */
   temporalAddress: string;
   taskQueue: string;
@@ -239,6 +241,7 @@ export async function startStack(say: (line: string) => void, extraEnv: Record<s
       apiUrl,
       mongoUri,
       mongoKind: servers.mongo!.name,
+      postgresUrl: servers.postgres?.address,
       temporalAddress: servers.temporal!.address,
       taskQueue: 'bench',
       fake,

@@ -1,11 +1,13 @@
 /**
  * Rebuilding spend rollups from the cost ledger (commands/spendRebuild.ts, `admin spend rebuild`; docs/spend.md),
- * on the real database: calls recorded by the ledger's own writes (recordModelCall), a rollup then left short of one
- * call as a process dying between the entry and its `$inc` leaves it; the dry run reports the day and changes
+ * on the real database: calls recorded by the ledger's own writes (recordModelCall) and folded into their rollup
+ * (commands/spendFold.ts), the rollup then left short of one call (as a process dying between the entry and its
+ * `$inc` left it before the fold, or a restore); the dry run reports the day and changes
  * nothing, the rebuild makes the rollup equal to the one the writes had made, and a second rebuild finds nothing to
  * change. The range is checked before the database is touched, and today is refused.
  */
 import { recordModelCall, type LedgerExecution } from '../../commands/spend';
+import { foldSpend } from '../../commands/spendFold';
 import { rebuildRangeProblem, rebuildSpendRollups } from '../../commands/spendRebuild';
 import { dayOf } from '../../commands/spendTotals';
 import { DEFAULT_MODEL_PRICES } from '../../lib/prices';
@@ -23,7 +25,6 @@ const exec = (n: number, over: Partial<LedgerExecution> & { missionId?: string }
   agentId: 'agt_a',
   rootExecutionId: `exe_rebuild_${n}`,
   source: 'v1',
-  chatId: 'cht_rebuild',
   jobId: null,
   provider: 'anthropic',
   model: 'claude-sonnet-4-20250514',
@@ -45,6 +46,7 @@ it('recomputes a day short of a call from the ledger, as the writes had made it;
     none
   );
   await recordModelCall(deps, exec(3, { model: 'model-without-price' }), 1, tokens(11, 5), none);
+  await foldSpend();
   const id = `org_rebuild:${today}`;
   const made = await SpendRollup.findById(id).lean();
   expect(made).toMatchObject({ calls: 4, unpricedCalls: 1 });

@@ -36,12 +36,14 @@ import type { AuthContext } from '../../commands/tokens';
 import { appendEvents, lastSeq, readEvents } from '../../commands/eventLog';
 import { EXPIRY_BUCKET_MS, expiryFields } from '../../lib/expiry';
 import { sweepExpired } from '../../commands/expirySweeps';
+import { foldSpend } from '../../commands/spendFold';
 import {
   Agent,
   Chat,
   ChatMessage,
   Execution,
   IdempotencyRecord,
+  LedgerEntry,
   McpServer,
   Media,
   OAuthClient,
@@ -101,6 +103,9 @@ const OAUTH_CLIENTS = 10_000;
 const OAUTH_GRANTS = 10_000;
 /** Workspace size reservations over 100 workspaces, one in ten left open by a process that died. */
 const RESERVATIONS = 10_000;
+/** Cost ledger entries over ORGS organizations, one in LEDGER_PENDING (one per organization) not yet folded. */
+const LEDGER = 20_000;
+const LEDGER_PENDING = 200;
 
 const auth = (org: number): AuthContext => ({
   organizationId: `org_${org}`,
@@ -510,6 +515,30 @@ beforeAll(async () => {
       ...expiryFields(new Date(Date.now() + day)),
     })) as never[]
   );
+  await LedgerEntry.init();
+  for (let k = 0; k < LEDGER; k += batch) {
+    await LedgerEntry.collection.insertMany(
+      Array.from({ length: batch }, (_, i) => {
+        const n = k + i;
+        return {
+          _id: `exec-l${n}:1`,
+          organizationId: `org_${n % ORGS}`,
+          agentId: `agt_${n % ORGS}`,
+          executionId: `exec-l${n}`,
+          rootExecutionId: `exec-l${n}`,
+          turn: 1,
+          provider: 'anthropic',
+          model: 'claude-test',
+          inputTokens: 10,
+          outputTokens: 5,
+          costUsd: null,
+          day: new Date().toISOString().slice(0, 10),
+          createdAt: new Date(Date.now() - (LEDGER - n) * 1000),
+          ...(Math.floor(n / ORGS) % LEDGER_PENDING === 3 ? { pending: true } : {}),
+        };
+      }) as never[]
+    );
+  }
   await control.createIndex({ k: 1 });
   for (let c = 0; c < CONTROL; c += batch) {
     await control.insertMany(
@@ -537,8 +566,8 @@ beforeAll(async () => {
       // media _id, organizationId; mcp_servers _id, organizationId; oauth_clients _id, expiryBucket, tokenId,
       // organizationId; oauth_grants _id, expiryBucket, tokenId, familyId, organizationId; workspace_reservations
       // _id, spaceId, expiryBucket; executions _id, organizationId,
-      // rootExecutionId, parentExecutionId.
-      if (Number(rows[0].n) >= 50 || Date.now() > deadline) break;
+      // rootExecutionId, parentExecutionId; ledger_entries _id, rootExecutionId, organizationId, pending.
+      if (Number(rows[0].n) >= 54 || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 200));
     }
     await client.query(`ANALYZE`); // as autovacuum would after a bulk load; plans then reflect the data
@@ -771,6 +800,15 @@ const shapes: Array<[string, string, () => Promise<unknown>]> = [
       });
     },
   ],
+  [
+    'spend fold: the pending ledger entries of one organization, then all; by id among the pending (commands/spendFold.ts)',
+    'ledger_entries',
+    async () => {
+      expect(await foldSpend({ organizationId: 'org_7' })).toBe(LEDGER / LEDGER_PENDING / ORGS);
+      expect(await foldSpend()).toBe(LEDGER / LEDGER_PENDING - LEDGER / LEDGER_PENDING / ORGS);
+      expect(await LedgerEntry.countDocuments({ pending: true })).toBe(0);
+    },
+  ],
 ];
 
 if (postgresUrl) {
@@ -795,6 +833,7 @@ if (postgresUrl) {
         'oauth_grants',
         'workspace_reservations',
         'executions',
+        'ledger_entries',
         'control',
       ];
       const before = await settledStats(collections);
@@ -825,6 +864,7 @@ if (postgresUrl) {
         skill_versions: { seqScans: 0, indexScans: expect.any(Number) },
         service_events: { seqScans: 0, indexScans: expect.any(Number) },
         executions: { seqScans: 0, indexScans: expect.any(Number) },
+        ledger_entries: { seqScans: 0, indexScans: expect.any(Number) },
         media: { seqScans: 0, indexScans: expect.any(Number) },
         mcp_servers: { seqScans: 0, indexScans: expect.any(Number) },
         oauth_clients: { seqScans: 0, indexScans: expect.any(Number) },
@@ -852,6 +892,7 @@ if (postgresUrl) {
         'oauth_grants',
         'workspace_reservations',
         'executions',
+        'ledger_entries',
       ] as const;
       for (const c of indexed) {
         const uses = shapes.filter(([, coll]) => coll === c).length;
@@ -904,6 +945,8 @@ if (postgresUrl) {
         OAuthClient.find({ expiryBucket: 1 }).explain('queryPlanner'),
         WorkspaceReservation.find({ spaceId: 'spc_r7' }).sort({ seq: -1 }).limit(1).explain('queryPlanner'),
         WorkspaceReservation.find({ spaceId: 'spc_r7', open: true }).sort({ seq: 1 }).explain('queryPlanner'),
+        LedgerEntry.find({ pending: true, organizationId: 'org_7' }).explain('queryPlanner'),
+        LedgerEntry.find({ pending: true, _id: { $in: ['exec-l7:1'] } }).explain('queryPlanner'),
       ]);
       expect(JSON.stringify(plans)).not.toContain('COLLSCAN');
     });

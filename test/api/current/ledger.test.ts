@@ -85,6 +85,17 @@ describe('a streamed run with a tool call and a sub-agent', () => {
     const parentEntries = entries.filter((e) => e.executionId === parentExec!._id);
     expect(ofChild.entries).toHaveLength(1);
     expect(ofChild.entries[0]).toMatchObject({ parent_execution_id: parentExec!._id, turn: 1 });
+    // Fields without a value are not stored (issue 37: bytes), and read as null.
+    const stored = await LedgerEntry.collection.findOne({ _id: `${parentExec!._id}:1` as never });
+    for (const field of ['chatId', 'parentExecutionId', 'jobId', 'missionId', 'cacheReadTokens', 'cacheWriteTokens'])
+      expect(stored).not.toHaveProperty(field);
+    expect(ofParent.entries[0]).toMatchObject({
+      parent_execution_id: null,
+      job_id: null,
+      mission_id: null,
+      cache_read_tokens: null,
+      cache_write_tokens: null,
+    });
     expect(ofChild.own).toEqual(ofChild.total);
     expect(ofParent.entries.map((e: { turn: number }) => e.turn)).toEqual([1, 2]);
     expect(ofParent.own).toMatchObject({
@@ -170,7 +181,15 @@ describe('a worker killed between a model call and its ledger write', () => {
     const last = stack.fake.usage.at(-1)!;
     expect(entries[0]).toMatchObject({ inputTokens: last.inputTokens, outputTokens: last.outputTokens });
     const day = new Date().toISOString().slice(0, 10);
-    const rollup = await SpendRollup.findById(`${org.organizationId}:${day}`).lean();
+    // The rollup is folded from the entry off the execution's path (commands/spendFold.ts), by the worker.
+    const [rollup] = await until(
+      () =>
+        Promise.all([
+          SpendRollup.findById(`${org.organizationId}:${day}`).lean(),
+          LedgerEntry.exists({ executionId: exec!._id, pending: true }),
+        ]),
+      ([r, pending]) => r !== null && pending === null
+    );
     expect(rollup).toMatchObject({
       calls: 1,
       inputTokens: entries[0].inputTokens,
