@@ -30,6 +30,7 @@ import { OverloadedError, RequestAbortedError, ServiceUnavailableError } from '.
 import { FairLine } from './fairLine';
 import {
   admissionLargestLine,
+  admissionReleases,
   admissionOrganizationsWaiting,
   executionAdmissionWait,
   executionsAdmitted,
@@ -61,9 +62,19 @@ export type EndedCheck = (executionIds: string[]) => Promise<string[]>;
 export interface AdmissionSlot {
   /** Names the execution: from now on its end releases the slot ({@link executionEnded}). */
   bind(executionId: string): void;
-  /** Gives the slot back (idempotent). */
-  release(): void;
+  /**
+   * Gives the slot back (idempotent).
+   * @param by what gave it back (aas_admission_releases_total's label); the caller's own release by default.
+   */
+  release(by?: ReleasePath): void;
 }
+
+/**
+ * What gave a slot back: the execution's finish in this process, the request that started it seeing its end, the
+ * sweep's read of its status, its hold time running out, the caller (a failed start, a refused delegation), or the
+ * process closing.
+ */
+export type ReleasePath = 'finish' | 'reply' | 'sweep' | 'hold' | 'caller';
 
 /** First status read of a slot whose execution does not run here, after its admission. */
 const FIRST_CHECK_MS = 5000;
@@ -93,9 +104,10 @@ class Slot implements AdmissionSlot {
     this.owner.named(this);
   }
 
-  release(): void {
+  release(by: ReleasePath = 'caller'): void {
     if (this.released) return;
     this.released = true;
+    admissionReleases.inc({ by });
     this.owner.freed(this);
   }
 }
@@ -133,7 +145,7 @@ function publish(): void {
  * @param executionId the execution.
  */
 export function executionEnded(executionId: string): void {
-  for (const a of live) a.releaseExecution(executionId);
+  for (const a of live) a.releaseExecution(executionId, 'finish');
 }
 
 /**
@@ -303,9 +315,10 @@ export class ExecutionAdmission {
   /**
    * Frees the slot of an execution admitted here, if it holds one.
    * @param executionId the execution.
+   * @param by what saw it end (the request that started it, by default).
    */
-  releaseExecution(executionId: string): void {
-    this.byExecution.get(executionId)?.release();
+  releaseExecution(executionId: string, by: ReleasePath = 'reply'): void {
+    this.byExecution.get(executionId)?.release(by);
   }
 
   /** Stops (process shutdown): the requests in line get 503, the sweep ends. */
@@ -372,7 +385,7 @@ export class ExecutionAdmission {
       const now = Date.now();
       const ask: Slot[] = [];
       for (const slot of [...this.slots]) {
-        if (now - slot.since > this.limits.holdMs) slot.release();
+        if (now - slot.since > this.limits.holdMs) slot.release('hold');
         else if (slot.executionId !== undefined && now >= slot.checkAt && !runsHere(slot.executionId)) {
           slot.checkEveryMs = Math.min(MAX_CHECK_INTERVAL_MS, slot.checkEveryMs * 2);
           slot.checkAt = now + slot.checkEveryMs;
@@ -381,7 +394,7 @@ export class ExecutionAdmission {
       }
       if (ask.length > 0) {
         const ended = new Set(await this.ended(ask.map((s) => s.executionId!)));
-        for (const slot of ask) if (ended.has(slot.executionId!)) slot.release();
+        for (const slot of ask) if (ended.has(slot.executionId!)) slot.release('sweep');
       }
     } catch (err) {
       this.onError(err);
