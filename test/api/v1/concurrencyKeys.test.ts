@@ -138,6 +138,30 @@ describe('with a worker in the test process', () => {
     await b.live.ended;
     expect((await record(b.id)).status).toBe('completed');
   });
+
+  it('maxConcurrentExecutions set when the agent is created (current surface) queues from the first execution on', async () => {
+    const org = await buildOrg();
+    const made = await stack.t.request
+      .post('/api/agents')
+      .set('Authorization', bearer(org.serviceToken))
+      .send({ name: 'Limited', system_prompt: 'p', max_concurrent_executions: 1 });
+    expect(made.status).toBe(201);
+    expect(made.body.agent.max_concurrent_executions).toBe(1);
+    const agentId = made.body.agent.id as string;
+    const bad = await stack.t.request
+      .post('/api/agents')
+      .set('Authorization', bearer(org.serviceToken))
+      .send({ name: 'Bad', system_prompt: 'p', max_concurrent_executions: 0 });
+    expect(bad.status).toBe(400);
+    const a = await start(org.apiToken, agentId, { message: '[hang]' });
+    await statusIs(a.id, 'running');
+    const b = await start(org.apiToken, agentId, { message: '[chunks:1] b' });
+    await b.live.waitFor(2);
+    expect(JSON.parse(b.live.events[1].data)).toEqual({ executionId: b.id, kind: 'agent', key: agentId });
+    expect((await v1As(stack.t, org.apiToken).post(`/executions/${a.id}/cancel`)).status).toBe(200);
+    await b.live.ended;
+    expect((await record(b.id)).status).toBe('completed');
+  });
 });
 
 describe('a worker killed while an execution holds the key', () => {
