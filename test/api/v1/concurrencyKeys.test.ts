@@ -5,8 +5,9 @@
  * twice, and the next one still runs; the agent's maxConcurrentExecutions is the same mechanism. No time is measured:
  * order is read from the records. A `[hang]` reply holds its key until it is cancelled.
  */
-import { ConcurrencySlot, Execution, type ExecutionDoc } from '../../../models';
-import { buildOrg, bearer } from '../../helpers/factories';
+import { ConcurrencySlot, Execution, Job, type ExecutionDoc } from '../../../models';
+import { currentAs } from '../../helpers/current';
+import { buildAgent, buildOrg, buildWorkspace, bearer } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
 import { openSse, type LiveStream } from '../../helpers/sse';
 import { until } from '../../helpers/until';
@@ -42,10 +43,11 @@ async function start(
 }
 
 const record = (id: string): Promise<ExecutionDoc> => Execution.findById(id).lean<ExecutionDoc>().orFail();
+/** Waits for an execution's status (its record may not be written yet: a job's iteration is prepared after it is named). */
 const statusIs = (id: string, status: string): Promise<unknown> =>
   until(
-    () => record(id),
-    (e) => e.status === status,
+    () => Execution.findById(id).lean<ExecutionDoc>(),
+    (e) => e?.status === status,
     30_000,
     50
   );
@@ -162,6 +164,52 @@ describe('with a worker in the test process', () => {
     await b.live.ended;
     expect((await record(b.id)).status).toBe('completed');
   });
+
+  it("start-work's concurrency_key: the job's iteration waits for the key like an execution, then runs", async () => {
+    const org = await buildOrg();
+    const api = currentAs(stack.t, org.serviceToken);
+    const agentId = await buildAgent(stack.t, org, { name: 'Worker', system_prompt: 'p' });
+    const { id: workspaceId } = await buildWorkspace(stack.t, { org, name: 'Keys' });
+    const mission = (await api.post('/missions', { title: 'M', goal: 'Ship it', agentType: agentId, workspaceId })).body
+      .mission;
+    const task = (await api.post(`/missions/${mission.id}/tasks`, { title: 'Write docs' })).body.task;
+    const path = `/missions/${mission.id}/tasks/${task.id}/start-work`;
+    for (const bad of [{ concurrency_limit: 0, concurrency_key: 'k' }, { concurrency_key: 5 }, { key: 'k' }]) {
+      const res = await api.post(path, bad);
+      expect(res.status).toBe(400);
+      expect(res.body.error.message).toEqual(expect.any(String));
+    }
+    expect(await Job.countDocuments({ organizationId: org.organizationId })).toBe(0);
+
+    // An execution holds the key; the job's first iteration then waits for it.
+    const holder = await start(org.apiToken, agentId, { message: '[hang]', concurrencyKey: 'customer-9' });
+    await statusIs(holder.id, 'running');
+    const work = await api.post(path, { concurrency_key: 'customer-9' });
+    expect(work.status).toBe(201);
+    const jobId = work.body.jobId as string;
+    const iteration = (await until(
+      () => Job.findById(jobId).lean(),
+      (j) => (j?.iterations.length ?? 0) > 0,
+      30_000,
+      50
+    ))!.iterations[0].executionId;
+    await statusIs(iteration, 'queued');
+    const id = `${org.organizationId}:key:customer-9`;
+    expect(await ConcurrencySlot.findById(id).lean()).toMatchObject({ holders: [holder.id], waiting: [iteration] });
+
+    expect((await v1As(stack.t, org.apiToken).post(`/executions/${holder.id}/cancel`)).status).toBe(200);
+    await statusIs(iteration, 'completed');
+    const [rh, ri] = [await record(holder.id), await record(iteration)];
+    expect([rh.status, ri.source, ri.jobId]).toEqual(['cancelled', 'job', jobId]);
+    expect(ri.startedAt!.getTime()).toBeGreaterThanOrEqual(rh.completedAt!.getTime());
+    await until(
+      () => Job.findById(jobId).lean(),
+      (j) => j?.status === 'completed',
+      30_000,
+      50
+    );
+    await keyIsFree(id);
+  }, 120_000);
 });
 
 describe('a worker killed while an execution holds the key', () => {
