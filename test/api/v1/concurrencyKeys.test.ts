@@ -5,6 +5,7 @@
  * twice, and the next one still runs; the agent's maxConcurrentExecutions is the same mechanism. No time is measured:
  * order is read from the records. A `[hang]` reply holds its key until it is cancelled.
  */
+import { executionsAdmitted } from '../../../lib/metrics';
 import { ConcurrencySlot, Execution, Job, type ExecutionDoc } from '../../../models';
 import { currentAs } from '../../helpers/current';
 import { buildAgent, buildOrg, buildWorkspace, bearer } from '../../helpers/factories';
@@ -51,6 +52,9 @@ const statusIs = (id: string, status: string): Promise<unknown> =>
     30_000,
     50
   );
+
+/** The admission slots the api (this process) holds. */
+const admitted = async (): Promise<number> => (await executionsAdmitted.get()).values[0]?.value ?? 0;
 
 /** Waits until nothing holds or waits for a key. */
 const keyIsFree = (id: string): Promise<unknown> =>
@@ -235,5 +239,41 @@ describe('a worker killed while an execution holds the key', () => {
     expect([ra.status, rb.status, rb.result]).toEqual(['completed', 'completed', 'tok1 ']);
     expect(rb.startedAt!.getTime()).toBeGreaterThanOrEqual(ra.completedAt!.getTime());
     await keyIsFree(`${org.organizationId}:key:${key.concurrencyKey}`);
+  }, 240_000);
+
+  it('a worker killed while executions wait for the key: none lost, none run twice; the api held no slot for them meanwhile', async () => {
+    const first = await startWorker();
+    const { org, agentId } = await setup();
+    const key = { concurrencyKey: `k-${Date.now()}` };
+    const a = await start(org.apiToken, agentId, { message: '[chunks:40][slow:100] a', ...key });
+    await statusIs(a.id, 'running');
+    const nonce = Date.now().toString(36);
+    const waiting = [];
+    for (const n of [1, 2, 3]) {
+      const w = await start(org.apiToken, agentId, { message: `[chunks:1] w${n}-${nonce}`, ...key });
+      await statusIs(w.id, 'queued');
+      waiting.push(w);
+    }
+    // Their claims ran in the worker; the api saw their `queued` events and gave their slots back: only a holds one.
+    await until(admitted, (n) => n === 1, 30_000, 20);
+
+    await a.live.waitFor(6);
+    first.crash();
+    await first.exited();
+    await startWorker();
+    await a.live.ended;
+    for (const w of waiting) await w.live.ended;
+    const records = [await record(a.id), ...(await Promise.all(waiting.map((w) => record(w.id))))];
+    expect(records.map((r) => r.status)).toEqual(['completed', 'completed', 'completed', 'completed']);
+    for (let i = 1; i < records.length; i++)
+      expect(records[i].startedAt!.getTime()).toBeGreaterThanOrEqual(records[i - 1].completedAt!.getTime());
+    // Each waiting one ran once: one model call, one result in its stream.
+    for (const [i, w] of waiting.entries()) {
+      const calls = stack.fake.requests.filter((r) => JSON.stringify(r.messages).includes(`w${i + 1}-${nonce}`));
+      expect(calls).toHaveLength(1);
+      expect(w.live.events.filter((e) => e.event === 'result')).toHaveLength(1);
+    }
+    await keyIsFree(`${org.organizationId}:key:${key.concurrencyKey}`);
+    await until(admitted, (n) => n === 0, 30_000, 20);
   }, 240_000);
 });
