@@ -168,6 +168,8 @@ export function missionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       scope: 'missions:write',
       params: missionTaskParams,
       body: startWorkBody,
+      // Optional: start-work took no body before its concurrency key.
+      bodyOptional: true,
       responses: { 201: startWorkResponse },
       handler: async (ctx, { params, body }) => {
         const { id, taskId } = params;
