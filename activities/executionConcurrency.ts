@@ -13,12 +13,17 @@
  * - A holder whose execution ended without releasing (its workflow terminated by an operator) is pruned by the next
  *   claim that finds the key full: one read by id per holder.
  *
+ * - **admission**: while it waits, a queued execution gives back the admission slot its api process took to start it
+ *   (lib/executionAdmission.ts `executionQueued`), and takes one again through the same fair line once it holds its
+ *   keys (`readmitQueued`, in the process that runs its workflow; a worker-only process admits nothing).
+ *
  * Everything is in MongoDB and Temporal, nothing in a process's memory: any number of service hosts share a limit,
  * and a worker that dies loses nothing (its execution's workflow resumes elsewhere and still releases).
  */
 import { Context } from '@temporalio/activity';
 import mongoose from 'mongoose';
 import { appendEvents, lastSeq, readEvents } from '../commands/eventLog';
+import { executionQueued, readmitQueued } from '../lib/executionAdmission';
 import { executionsQueuedForKey } from '../lib/metrics';
 import { isDuplicateKey } from '../lib/mongo';
 import type { Logger } from '../lib/logger';
@@ -135,8 +140,12 @@ export function createConcurrencyActivities(log: Logger) {
         // A holder may have left between the claim and joining the line: claim once more now that it waits.
         if (await tryClaim(id, executionId, limit)) continue;
         await showQueued(exec, key);
+        // While it waits it holds no admission slot of this process (lib/executionAdmission.ts).
+        executionQueued(executionId);
         return false;
       }
+      // It waited: it takes an admission slot again, in turn with the requests in line, before it runs.
+      if (exec.status === 'queued') await readmitQueued(executionId, exec.organizationId);
       await Execution.updateOne({ _id: executionId, status: 'queued' }, { $set: { status: 'pending' } });
       return true;
     },

@@ -171,6 +171,10 @@ export function createJobActivities(deps: JobActivityDeps) {
       ...(job.missionId ? { missionId: job.missionId } : {}),
       chatSeqBase: session.chatStreamSeq ?? 0,
       ...(rerun ? { rerun } : {}),
+      // The job's concurrency key (start-work `concurrency_key`): the iteration waits for it like any execution.
+      ...(job.concurrency?.length
+        ? { concurrency: job.concurrency.map((c) => ({ key: c.key!, limit: c.limit ?? 1 })) }
+        : {}),
     });
     executionsStarted.inc({ source: 'job' });
   }

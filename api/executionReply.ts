@@ -53,6 +53,8 @@ export async function replyToExecution(
       tailer: deps.events,
       shutdown: deps.shutdown,
       isTerminal: (event) => {
+        // Queued for a concurrency key: its slot comes back while it waits (when its claim ran in another process).
+        if (event.event === 'queued') deps.admission?.releaseQueued(exec._id);
         const terminal = isExecutionTerminal(event);
         if (terminal) ended();
         return terminal;

@@ -257,7 +257,10 @@ function operation(group: RouteGroup, route: RouteSpec): Record<string, unknown>
   };
   if (route.scope) op['x-required-scope'] = route.scope;
   if (route.body) {
-    op.requestBody = { required: true, content: { 'application/json': { schema: clean(route.body) } } };
+    op.requestBody = {
+      required: !route.bodyOptional,
+      content: { 'application/json': { schema: clean(route.body) } },
+    };
   }
   if (route.rawBody) {
     op.requestBody = {

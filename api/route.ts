@@ -36,6 +36,8 @@ export interface RouteSpec {
    */
   scope?: Scope;
   body?: Schema;
+  /** The body may be left out (a bodyless request reads as `{}`): the document says it is not required. */
+  bodyOptional?: boolean;
   /**
    * The route reads its request body itself, as bytes (uploads): `{ contentType, description }` for the document,
    * and `schema` when the body is a form (multipart/form-data: its parts).

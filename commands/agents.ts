@@ -204,6 +204,7 @@ export async function createAgent(
       mcpServerIds: input.mcpServerIds ?? [],
       subAgentIds: input.subAgentIds ?? [],
       tags: input.tags ?? [],
+      maxConcurrentExecutions: input.maxConcurrentExecutions ?? null,
       spaceId,
       chatId,
       ...(library ? { libraryId: library.libraryId, installState: 'installed' } : {}),

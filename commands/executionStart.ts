@@ -236,10 +236,11 @@ export async function startExecution(
 }
 
 /**
- * Reads which executions ended (the admission's sweep, for executions that ran in another process): one read by id
- * each (docs/query-shapes.md: no `$in`).
+ * Reads which executions no longer need their admission slot (the admission's sweep, for executions that ran in
+ * another process): one read by id each (docs/query-shapes.md: no `$in`).
  * @param ids execution ids.
- * @returns those with a terminal status, or with no record.
+ * @returns those with a terminal status, with no record, or queued for a concurrency key (they take a slot again
+ *   when they hold it: lib/executionAdmission.ts `readmitQueued`).
  */
 export async function endedExecutions(ids: string[]): Promise<string[]> {
   const found = await Promise.all(
@@ -247,7 +248,7 @@ export async function endedExecutions(ids: string[]): Promise<string[]> {
   );
   return ids.filter((_, i) => {
     const exec = found[i];
-    return !exec || TERMINAL_EXECUTION_STATUSES.includes(exec.status as ExecutionStatus);
+    return !exec || exec.status === 'queued' || TERMINAL_EXECUTION_STATUSES.includes(exec.status as ExecutionStatus);
   });
 }
 

@@ -44,6 +44,9 @@ export interface JobCreateInput {
   metadata?: Record<string, unknown>;
   /** What its reviews wait for, and their deadline (commands/jobReviews.ts `reviewSpecOf`). */
   review?: ReviewSpec;
+  /** A caller's concurrency key each iteration holds before it runs, and its limit (default 1). */
+  concurrencyKey?: string;
+  concurrencyLimit?: number;
 }
 
 /**
@@ -76,6 +79,9 @@ export async function createJobRecord(auth: AuthContext, input: JobCreateInput, 
     taskId: input.taskId ?? null,
     metadata: input.metadata ?? {},
     reviewSpec: input.review ? JSON.stringify(input.review) : null,
+    ...(input.concurrencyKey
+      ? { concurrency: [{ key: `key:${input.concurrencyKey}`, limit: input.concurrencyLimit ?? 1 }] }
+      : {}),
   }).catch(async (err: unknown) => {
     if (!isDuplicateKey(err)) throw err;
     return Job.findById(jobId); // created by a concurrent attempt
@@ -102,6 +108,7 @@ export function jobWorkflowStart(job: JobDoc, deadlineSeconds: number, rerun?: J
       deadlineSeconds,
       ...(job.reviewSpec ? { review: JSON.parse(job.reviewSpec) as ReviewSpec } : {}),
       ...(rerun ? { rerun } : {}),
+      ...(job.concurrency?.length ? { concurrency: true } : {}),
     },
   ];
   return {

@@ -272,7 +272,8 @@ export async function startTaskWork(
   deps: ExecutionDeps,
   auth: AuthContext,
   missionId: string,
-  taskId: string
+  taskId: string,
+  options: { concurrencyKey?: string; concurrencyLimit?: number } = {}
 ): Promise<JobDoc> {
   const { mission, task } = await findMissionTask(auth, missionId, taskId);
   const job = await createJob(deps, auth, {
@@ -282,6 +283,8 @@ export async function startTaskWork(
     goal: taskGoal(mission, task),
     missionId: mission._id,
     taskId: task._id,
+    concurrencyKey: options.concurrencyKey,
+    concurrencyLimit: options.concurrencyLimit,
   });
   if ((task.status as TaskStatus) === 'pending') await updateTask(deps, auth, task._id, { status: 'in_progress' });
   return job;

@@ -23,6 +23,12 @@
  *
  * A process that crashes loses its slots with it; a client that goes away while waiting leaves the line.
  *
+ * An execution that waits for a concurrency key (docs/fairness.md "Concurrency keys") gives its slot back while it
+ * waits, and takes one again through the same fair line once it holds its keys ({@link executionQueued},
+ * {@link readmitQueued}, called by its claim: activities/executionConcurrency.ts). The request that started it sees
+ * its `queued` event and gives the slot back too when the claim ran in another process (api/executionReply.ts), and
+ * the sweep reads `queued` as no longer needing one.
+ *
  * A sub-agent's child execution takes a slot of its own too ({@link admitChild}; issue 38), started by the worker
  * part of the process, and never waits for one: no free slot refuses the delegation (an error result for the model).
  */
@@ -30,6 +36,7 @@ import { OverloadedError, RequestAbortedError, ServiceUnavailableError } from '.
 import { FairLine } from './fairLine';
 import {
   admissionLargestLine,
+  admissionReleases,
   admissionOrganizationsWaiting,
   executionAdmissionWait,
   executionsAdmitted,
@@ -61,9 +68,25 @@ export type EndedCheck = (executionIds: string[]) => Promise<string[]>;
 export interface AdmissionSlot {
   /** Names the execution: from now on its end releases the slot ({@link executionEnded}). */
   bind(executionId: string): void;
-  /** Gives the slot back (idempotent). */
-  release(): void;
+  /**
+   * Gives the slot back (idempotent).
+   * @param by what gave it back (aas_admission_releases_total's label); the caller's own release by default.
+   */
+  release(by?: ReleasePath): void;
 }
+
+/**
+ * What gave a slot back: the execution's finish in this process, the request that started it seeing its end, the
+ * sweep's read of its status, its hold time running out, the caller (a failed start, a refused delegation), or the
+ * process closing.
+ */
+export type ReleasePath = 'finish' | 'reply' | 'sweep' | 'hold' | 'caller' | 'queued';
+
+/** Longest wait of a queued execution's re-admission in line; past it, it takes a slot over the bound (below the
+ * claim's 30 s start-to-close timeout, so that the claim ends). */
+const READMIT_WAIT_MS = 20_000;
+/** Pause before a re-admission refused by a full line joins it again. */
+const READMIT_RETRY_MS = 250;
 
 /** First status read of a slot whose execution does not run here, after its admission. */
 const FIRST_CHECK_MS = 5000;
@@ -78,6 +101,8 @@ const RETRY_AFTER_MAX_S = 60;
 class Slot implements AdmissionSlot {
   executionId: string | undefined;
   released = false;
+  /** Taken again by a queued execution that now holds its keys: a late `queued` event does not give it back. */
+  readmitted = false;
   readonly since = Date.now();
   checkAt = this.since + FIRST_CHECK_MS;
   checkEveryMs = FIRST_CHECK_MS;
@@ -93,9 +118,10 @@ class Slot implements AdmissionSlot {
     this.owner.named(this);
   }
 
-  release(): void {
+  release(by: ReleasePath = 'caller'): void {
     if (this.released) return;
     this.released = true;
+    admissionReleases.inc({ by });
     this.owner.freed(this);
   }
 }
@@ -133,7 +159,42 @@ function publish(): void {
  * @param executionId the execution.
  */
 export function executionEnded(executionId: string): void {
-  for (const a of live) a.releaseExecution(executionId);
+  for (const a of live) a.releaseExecution(executionId, 'finish');
+}
+
+/**
+ * Tells this process's admissions that an execution waits for a concurrency key: the slot it took to start, if this
+ * process holds it, is given back while it waits ({@link readmitQueued} takes one again). A slot it took again
+ * after waiting is kept (a late `queued` event read by its stream).
+ * @param executionId the execution.
+ */
+export function executionQueued(executionId: string): void {
+  for (const a of live) a.releaseQueued(executionId);
+}
+
+/** Re-admissions waiting in this process, by execution: a retried claim keeps the first one's place in line. */
+const readmissions = new Map<string, Promise<void>>();
+
+/**
+ * Takes a slot again for a queued execution that now holds its keys, through the same fair line as new requests
+ * (its organization's line and share), in the process that runs its workflow. It is not refused: a full line or a
+ * wait past READMIT_WAIT_MS ends with a slot taken over the bound (the execution is accepted and holds its keys).
+ * @param executionId the execution.
+ * @param organizationId its organization.
+ * @param boundMs the longest wait in line.
+ * @returns resolves once it holds a slot here; at once in a process that admits nothing (a worker-only process), or
+ *   when this process already holds one for it (a retried claim).
+ */
+export function readmitQueued(executionId: string, organizationId: string, boundMs = READMIT_WAIT_MS): Promise<void> {
+  const [admission] = live;
+  if (!admission) return Promise.resolve();
+  for (const a of live) if (a.holds(executionId)) return Promise.resolve();
+  let pending = readmissions.get(executionId);
+  if (!pending) {
+    pending = admission.readmit(executionId, organizationId, boundMs).finally(() => readmissions.delete(executionId));
+    readmissions.set(executionId, pending);
+  }
+  return pending;
 }
 
 /**
@@ -301,11 +362,57 @@ export class ExecutionAdmission {
   }
 
   /**
-   * Frees the slot of an execution admitted here, if it holds one.
+   * @param executionId an execution.
+   * @returns whether it holds a slot here.
+   */
+  holds(executionId: string): boolean {
+    return this.byExecution.has(executionId);
+  }
+
+  /**
+   * Gives back the slot an execution took to start, now that it waits for a concurrency key (not one it took again
+   * after waiting).
    * @param executionId the execution.
    */
-  releaseExecution(executionId: string): void {
-    this.byExecution.get(executionId)?.release();
+  releaseQueued(executionId: string): void {
+    const slot = this.byExecution.get(executionId);
+    if (slot && !slot.readmitted) slot.release('queued');
+  }
+
+  /**
+   * {@link readmitQueued}'s wait: in line as a request of its organization, again after a full line refused it, and
+   * past `boundMs` a slot over the bound.
+   * @param executionId the execution.
+   * @param organizationId its organization.
+   * @param boundMs the longest wait.
+   */
+  async readmit(executionId: string, organizationId: string, boundMs: number): Promise<void> {
+    const until = Date.now() + boundMs;
+    for (let left = boundMs; left > 0 && !this.closed; left = until - Date.now()) {
+      try {
+        const slot = (await this.acquire(AbortSignal.timeout(left), organizationId)) as Slot;
+        slot.readmitted = true;
+        slot.bind(executionId);
+        return;
+      } catch (err) {
+        if (err instanceof RequestAbortedError || err instanceof ServiceUnavailableError) break;
+        if (!(err instanceof OverloadedError)) throw err;
+        await new Promise((r) => setTimeout(r, Math.min(READMIT_RETRY_MS, Math.max(0, until - Date.now()))));
+      }
+    }
+    if (this.closed) return;
+    const slot = this.take(organizationId);
+    slot.readmitted = true;
+    slot.bind(executionId);
+  }
+
+  /**
+   * Frees the slot of an execution admitted here, if it holds one.
+   * @param executionId the execution.
+   * @param by what saw it end (the request that started it, by default).
+   */
+  releaseExecution(executionId: string, by: ReleasePath = 'reply'): void {
+    this.byExecution.get(executionId)?.release(by);
   }
 
   /** Stops (process shutdown): the requests in line get 503, the sweep ends. */
@@ -372,7 +479,7 @@ export class ExecutionAdmission {
       const now = Date.now();
       const ask: Slot[] = [];
       for (const slot of [...this.slots]) {
-        if (now - slot.since > this.limits.holdMs) slot.release();
+        if (now - slot.since > this.limits.holdMs) slot.release('hold');
         else if (slot.executionId !== undefined && now >= slot.checkAt && !runsHere(slot.executionId)) {
           slot.checkEveryMs = Math.min(MAX_CHECK_INTERVAL_MS, slot.checkEveryMs * 2);
           slot.checkAt = now + slot.checkEveryMs;
@@ -381,7 +488,7 @@ export class ExecutionAdmission {
       }
       if (ask.length > 0) {
         const ended = new Set(await this.ended(ask.map((s) => s.executionId!)));
-        for (const slot of ask) if (ended.has(slot.executionId!)) slot.release();
+        for (const slot of ask) if (ended.has(slot.executionId!)) slot.release('sweep');
       }
     } catch (err) {
       this.onError(err);

@@ -120,6 +120,14 @@ export const executionsWaiting = new client.Gauge({
   help: 'Execution requests waiting in line for an admission slot (EXECUTION_QUEUE bounds it)',
   registers: [registry],
 });
+/** Admission slots given back, by what gave them back (lib/executionAdmission.ts ReleasePath). */
+export const admissionReleases = new client.Counter({
+  name: 'aas_admission_releases_total',
+  help: "Admission slots given back: finish (the execution's finish ran in this process), reply (the request that started it saw it end), sweep (a read of its status, for one that ran elsewhere), hold (held past the execution deadline), caller (a failed start, a refused delegation), queued (it waits for a concurrency key; it takes one again when it holds the key)",
+  labelNames: ['by'] as const,
+  registers: [registry],
+});
+for (const by of ['finish', 'reply', 'sweep', 'hold', 'caller', 'queued']) admissionReleases.inc({ by }, 0);
 /** Execution requests refused by admission, by reason. */
 export const executionsRefused = new client.Counter({
   name: 'aas_executions_refused_total',

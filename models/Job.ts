@@ -106,6 +106,14 @@ const schema = new mongoose.Schema(
     taskId: { type: String, default: null },
     parentJobId: { type: String, default: null },
     /**
+     * The caller's concurrency key its iterations hold before each runs (POST /api/missions/{id}/tasks/{taskId}/
+     * start-work `concurrency_key`; docs/fairness.md "Concurrency keys"), as an execution's `concurrency`. Absent: none.
+     */
+    concurrency: {
+      type: [new mongoose.Schema({ key: String, limit: Number }, { _id: false })],
+      default: undefined,
+    },
+    /**
      * A rerun's origin (POST /api/jobs/{id}/rerun, commands/jobReruns.ts): the job rerun, the iteration and the step
      * of its execution it was rerun from, and that execution. Null otherwise [docs/decisions.md "Job reruns"].
      */

@@ -62,6 +62,11 @@ export interface JobInput {
    * execution the iteration's preparation seeds with the original's steps before the chosen one.
    */
   rerun?: { iteration: number; reason: NextIteration['reason']; input: string };
+  /**
+   * Its iterations hold the job's concurrency key before each runs (Job.concurrency; docs/fairness.md "Concurrency
+   * keys"): each iteration's execution is started with AgentExecutionInput `concurrency`. Absent: none.
+   */
+  concurrency?: boolean;
 }
 
 const { mirrorJobTransition, mirrorReviewOverdue, prepareIteration } = proxyActivities<JobActivities>({
@@ -356,6 +361,7 @@ export async function job(input: JobInput): Promise<JobView> {
             agentId: input.agentId,
             deadlineSeconds: input.deadlineSeconds,
             memo: { jobId },
+            ...(input.concurrency ? { concurrency: true } : {}),
           }),
           parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
         })

@@ -29,6 +29,7 @@ export const currentAgentCreateBody = {
     advanced_tools: ADVANCED_TOOLS,
     mcp_server_ids: mcpServerIdList,
     sub_agent_ids: subAgentIdList,
+    max_concurrent_executions: MAX_CONCURRENT_EXECUTIONS,
   },
 } as const;
 

@@ -71,6 +71,7 @@ export function currentAgentRoutes(): RouteSpec[] {
           advanced_tools: body.advanced_tools,
           mcpServerIds: body.mcp_server_ids,
           subAgentIds: body.sub_agent_ids,
+          maxConcurrentExecutions: body.max_concurrent_executions,
           visibility: 'private',
         });
         ctx.status = 201;

@@ -10,6 +10,7 @@ import {
   pathParams,
   record,
   requiredStr,
+  str,
 } from '../schemas';
 import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
 import { taskCreateBody, taskSchema, taskUpdateBody } from '../v1/tasks.schema';
@@ -172,6 +173,24 @@ const { spaceId: _spaceId, ...missionTaskFields } = taskCreateBody.properties;
 export const missionTaskCreateBody = { ...taskCreateBody, properties: missionTaskFields } as const;
 export const missionTaskUpdateBody = taskUpdateBody;
 export const missionTaskResponse: Schema = record({ task: taskSchema });
+/** Start-work's optional body: a concurrency key its job's iterations hold (docs/fairness.md "Concurrency keys"). */
+export const startWorkBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    concurrency_key: str(200, {
+      description:
+        'Each iteration of the job holds this key (per organization) before it runs, counted with the executions carrying it: at most concurrency_limit at once, the others wait in order (status `queued`)',
+    }),
+    concurrency_limit: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 1000,
+      description: 'Running executions allowed for concurrency_key (default 1)',
+    },
+  },
+} as const;
+
 export const startWorkResponse: Schema = record({ jobId: { type: 'string' }, job: jobSchema });
 
 /** `{id, taskId}` path parameters. */

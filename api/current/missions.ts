@@ -31,6 +31,7 @@ import {
   missionTaskResponse,
   missionTaskUpdateBody,
   missionUpdateBody,
+  startWorkBody,
   startWorkResponse,
 } from './missions.schema';
 
@@ -166,10 +167,16 @@ export function missionRoutes(deps: ExecutionRouteDeps): RouteSpec[] {
       auth: 'service',
       scope: 'missions:write',
       params: missionTaskParams,
+      body: startWorkBody,
+      // Optional: start-work took no body before its concurrency key.
+      bodyOptional: true,
       responses: { 201: startWorkResponse },
-      handler: async (ctx, { params }) => {
+      handler: async (ctx, { params, body }) => {
         const { id, taskId } = params;
-        const job = await startTaskWork(deps, ctx.state.auth, id, taskId);
+        const job = await startTaskWork(deps, ctx.state.auth, id, taskId, {
+          concurrencyKey: body.concurrency_key,
+          concurrencyLimit: body.concurrency_limit,
+        });
         ctx.status = 201;
         ctx.body = { jobId: job._id, job: presentJob(job) };
       },

@@ -58,6 +58,7 @@ export const agentCreateBody = {
     mcpServerIds: mcpServerIdList,
     subAgentIds: subAgentIdList,
     tags: strArray(),
+    maxConcurrentExecutions: MAX_CONCURRENT_EXECUTIONS,
   },
 } as const;
 

@@ -11,6 +11,7 @@
  * them, and the figure would measure the machine, not the sharing of the line; B's pace then needs about 5 slots).
  * Each execution is a new conversation (no session lock serialises them).
  */
+import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { bootstrapOrganization } from '../../commands/bootstrap';
@@ -28,6 +29,37 @@ const MESSAGE = process.env.FAIR_MESSAGE ?? '[chunks:10][slow:100] hi';
 const A_MAX_TRIES = 50;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** The api's `GET /metrics` token (read between the phases: where the admission slots went). */
+const METRICS_TOKEN = randomBytes(16).toString('hex');
+
+/**
+ * @param apiUrl the api.
+ * @returns the api's admission counters: slots given back per path, and the admission wait histogram's buckets.
+ */
+async function admissionCounters(apiUrl: string): Promise<Map<string, number>> {
+  const res = await fetch(`${apiUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+  const out = new Map<string, number>();
+  for (const line of (await res.text()).split('\n')) {
+    const m = /^(aas_admission_releases_total|aas_execution_admission_wait_seconds_bucket)\{([^}]*)\} (\S+)$/.exec(
+      line
+    );
+    if (m) out.set(`${m[1]}{${m[2]}}`, Number(m[3]));
+  }
+  return out;
+}
+
+/** What changed between two reads of {@link admissionCounters}, in one line. */
+function counterDelta(before: Map<string, number>, after: Map<string, number>): string {
+  const releases: string[] = [];
+  const waits: string[] = [];
+  for (const [name, value] of after) {
+    const d = value - (before.get(name) ?? 0);
+    const label = /"([^"]+)"/.exec(name)?.[1] ?? name;
+    if (name.startsWith('aas_admission_releases_total')) releases.push(`${label} ${d}`);
+    else if (['0.001', '0.05', '0.1', '0.25', '0.5', '1', '+Inf'].includes(label)) waits.push(`≤${label} s: ${d}`);
+  }
+  return `slots given back by ${releases.join(', ')}; admission waits ${waits.join(', ')}`;
+}
 
 interface Tenant {
   client: ApiClient;
@@ -94,7 +126,7 @@ const summary = (latencies: number[]): string =>
   `p50 ${fmtMs(percentile(latencies, 50))}, p90 ${fmtMs(percentile(latencies, 90))}, max ${fmtMs(percentile(latencies, 100))}`;
 
 async function main(): Promise<void> {
-  const stack = await startStack(say);
+  const stack = await startStack(say, { METRICS_TOKEN });
   for (const signal of ['SIGINT', 'SIGTERM'] as const)
     process.once(signal, () => void stack.stop().finally(() => process.exit(130)));
   try {
@@ -105,7 +137,10 @@ async function main(): Promise<void> {
     // Streams: the first one's set-up is not in the figures.
     await b.client.streamExecution(b.agentId, 'warm-up').ended;
     say(`B alone: ${B_COUNT} executions, one every ${B_EVERY_MS} ms`);
+    const before = await admissionCounters(stack.apiUrl);
     const idle = await paced(b);
+    const between = await admissionCounters(stack.apiUrl);
+    say(`  idle: ${counterDelta(before, between)}`);
     say(
       `B idle: ${summary(idle.latencies)}; to meta (admitted) ${summary(idle.admitted)}; ${idle.failures.length} failed`
     );
@@ -134,6 +169,7 @@ async function main(): Promise<void> {
       `B flooded: ${summary(flooded.latencies)}; to meta (admitted) ${summary(flooded.admitted)}; ${flooded.failures.length} failed`
     );
     for (const f of new Set(flooded.failures)) say(`  B failure: ${f}`);
+    say(`  flooded: ${counterDelta(between, await admissionCounters(stack.apiUrl))}`);
     const ratio = percentile(flooded.latencies, 50) / percentile(idle.latencies, 50);
     say(`B p50 flooded / idle: ${ratio.toFixed(2)} (bar: ≤ 1.5)`);
     say(

@@ -4,7 +4,13 @@
  * ended elsewhere, the hold cap), and shutdown. The HTTP behaviour is test/api/v1/executionAdmission.test.ts.
  */
 import { AppError, OverloadedError, ServiceUnavailableError } from '../../lib/errors';
-import { ExecutionAdmission, executionEnded, type AdmissionLimits } from '../../lib/executionAdmission';
+import {
+  ExecutionAdmission,
+  executionEnded,
+  executionQueued,
+  readmitQueued,
+  type AdmissionLimits,
+} from '../../lib/executionAdmission';
 import { registerRunningCall } from '../../lib/runningCalls';
 import { until } from '../helpers/until';
 
@@ -121,6 +127,43 @@ it('an execution that ended in another process is found by the sweep; one whose 
     unregister();
   }
 }, 30_000);
+
+it('a queued execution gives its slot back while it waits, and takes one again in line, once (a retried claim joins it)', async () => {
+  const a = admission({ concurrency: 2 });
+  const queued = await a.acquire(undefined, 'A');
+  queued.bind('exec_queued');
+  const holder = await a.acquire(undefined, 'B');
+  holder.bind('exec_holder');
+  // It waits for its key: its slot is free for another request.
+  executionQueued('exec_queued');
+  expect(a.admitted).toBe(1);
+  const other = await a.acquire(undefined, 'C');
+  // Its key frees: it takes a slot again behind nobody's turn but its own; a retried claim waits for the same one.
+  const first = readmitQueued('exec_queued', 'A');
+  const retried = readmitQueued('exec_queued', 'A');
+  expect([await settled(first), a.waiting]).toEqual(['pending', 1]);
+  other.release();
+  await Promise.all([first, retried]);
+  expect([a.admitted, a.waiting, a.runningOf('A')]).toEqual([2, 0, 1]);
+  // Once it holds one, another claim takes none; a late `queued` event gives the one it took again not back.
+  await readmitQueued('exec_queued', 'A');
+  executionQueued('exec_queued');
+  expect(a.admitted).toBe(2);
+  // Its end gives it back.
+  executionEnded('exec_queued');
+  expect([a.admitted, a.runningOf('A')]).toEqual([1, 0]);
+  holder.release();
+});
+
+it('a re-admission is never refused: past its bound it takes a slot over the limit', async () => {
+  const a = admission({ concurrency: 1, queue: 0 });
+  const s = await a.acquire();
+  await readmitQueued('exec_waited', 'A', 50);
+  expect(a.admitted).toBe(2);
+  executionEnded('exec_waited');
+  expect(a.admitted).toBe(1);
+  s.release();
+});
 
 it('a slot is given back at the latest after holdMs, whatever became of its execution', async () => {
   const a = admission({ holdMs: 10 });

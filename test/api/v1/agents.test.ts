@@ -98,6 +98,25 @@ describe('POST /api/v1/agents', () => {
     });
   });
 
+  it('takes maxConcurrentExecutions on create (1 to 1000, or null); 400 outside it, nothing stored', async () => {
+    const org = await buildOrg();
+    const limited = await createAgent(org.apiToken, { maxConcurrentExecutions: 3 });
+    expect((await as(org.apiToken).get(`/agents/${limited}`)).body.agent.maxConcurrentExecutions).toBe(3);
+    const unlimited = await createAgent(org.apiToken, { maxConcurrentExecutions: null });
+    expect((await as(org.apiToken).get(`/agents/${unlimited}`)).body.agent.maxConcurrentExecutions).toBeNull();
+    const before = await Agent.countDocuments({ organizationId: org.organizationId });
+    for (const bad of [0, 1001, 1.5, '2']) {
+      const res = await as(org.apiToken).post('/agents', {
+        name: 'A',
+        systemPrompt: 'x',
+        maxConcurrentExecutions: bad,
+      });
+      expect(res.status).toBe(400);
+      expect(res.body.message).toMatch(/maxConcurrentExecutions/);
+    }
+    expect(await Agent.countDocuments({ organizationId: org.organizationId })).toBe(before);
+  });
+
   it('400 Missing required field for name, then systemPrompt (also when empty)', async () => {
     const org = await buildOrg();
     expect((await as(org.apiToken).post('/agents', {})).body).toEqual(

@@ -181,6 +181,57 @@ it('a failed execution, a chat message and a client that left the line give thei
   await gaugesAre(0, 0);
 }, 120_000);
 
+/** Starts a streamed execution with a concurrency key; resolves with its id once its `meta` event arrived. */
+async function keyed(token: string, agentId: string, message: string, key: string) {
+  const live = await openSse(`${stack.base}/api/v1/agents/${agentId}/execute`, {
+    method: 'POST',
+    headers: { authorization: bearer(token) },
+    body: { message, stream: true, concurrencyKey: key },
+  });
+  expect(live.status).toBe(200);
+  await live.waitFor(1);
+  return { id: JSON.parse(live.events[0].data).executionId as string, live };
+}
+
+it('executions queued for a concurrency key hold no slot while they wait, and take one again in turn', async () => {
+  const { token, agentId, as } = await setup();
+  const key = `k-${randomBytes(4).toString('hex')}`;
+  const holder = await keyed(token, agentId, '[hang]', key);
+  await until(
+    () => Execution.findById(holder.id).lean<ExecutionDoc>(),
+    (e) => e?.status === 'running',
+    30_000,
+    20
+  );
+  // Three more on the key, at a bound of two slots: each is admitted, queues, and gives its slot back.
+  const queued = [];
+  for (const n of [1, 2, 3]) {
+    const q = await keyed(token, agentId, `[chunks:1] q${n}`, key);
+    await q.live.waitFor(2);
+    expect(q.live.events[1].event).toBe('queued');
+    queued.push(q);
+  }
+  await gaugesAre(1, 0);
+  // Others are admitted meanwhile: the second slot is free.
+  const other = await hold(stack.base, token, agentId);
+  await gaugesAre(2, 0);
+
+  // The holder ends: the queued ones run one after the other, each taking a slot again (never more than two).
+  await cancel(as, holder);
+  for (const q of queued) await q.live.ended;
+  const records = await Promise.all(queued.map((q) => Execution.findById(q.id).lean<ExecutionDoc>().orFail()));
+  expect(records.map((r) => [r.status, r.result])).toEqual([
+    ['completed', 'tok1 '],
+    ['completed', 'tok1 '],
+    ['completed', 'tok1 '],
+  ]);
+  for (let i = 1; i < records.length; i++)
+    expect(records[i].startedAt!.getTime()).toBeGreaterThanOrEqual(records[i - 1].completedAt!.getTime());
+  await gaugesAre(1, 0);
+  await cancel(as, other);
+  await gaugesAre(0, 0);
+}, 120_000);
+
 it('past EXECUTION_QUEUE_WAIT_MS a waiting request is answered 503 with Retry-After', async () => {
   // A second api on the same task queue, with one slot and a short wait; its executions run on this file's worker.
   const app = createTestApp({
