@@ -10,7 +10,8 @@ import { withChildUsage } from '../commands/subAgents';
 import { recordEvents, type EventDeps } from '../commands/serviceEvents';
 import { cancelSubAgents } from '../commands/executions';
 import { finishTaskRun } from '../commands/taskRuns';
-import { announceAppended, insertEvents, readEvents, type LoggedEvent } from '../commands/eventLog';
+import { announceAppended, insertEvents, readWritten, type LoggedEvent } from '../commands/eventLog';
+import { wakeStream } from '../lib/wakeups';
 import { headRaise, isExecutionStream, raiseHead } from '../commands/streamHeads';
 import { executionEnded } from '../lib/executionAdmission';
 import { findByIdDirect, updateOneDirect } from '../lib/driverOps';
@@ -120,9 +121,11 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     const exec = handed ?? (await findByIdDirect<ExecutionDoc>(Execution, input.executionId));
     if (!exec) throw ApplicationFailure.nonRetryable(`Execution ${input.executionId} not found`, 'ExecutionMissing');
     // A completed reply says where its stream ends; only this finish writes after that (the same events at the
-    // same seqs when it is retried), so the stream is not read back.
+    // same seqs when it is retried), so the stream is not read back. Otherwise it is read past its head: a reply
+    // that failed (or a finish that died) between an insert and its head raise left events there, which this finish
+    // keeps and follows, and then raises the head over (commands/eventLog.ts readWritten).
     const known = input.status === 'completed' && input.lastSeq !== undefined && input.text !== undefined;
-    const events = known ? [] : await readEvents(exec._id);
+    const events = known ? [] : await readWritten(exec._id);
     const text = input.status === 'completed' ? (input.text ?? deliveredText(events)) : deliveredText(events);
     const { attempt: usageAttempt, ...attemptCounts } = input.attemptUsage ?? { attempt: undefined };
     const byAttempt = {
@@ -235,7 +238,9 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     // A retried finish carries the same input, so rewriting the outcome is harmless; a terminal execution is
     // left as it is.
     const terminal = TERMINAL_EXECUTION_STATUSES.includes(exec.status as ExecutionStatus);
-    const finalSeq = final.at(-1)?.seq ?? 0;
+    // The stream's last event: this finish's last, else the last one found written (a retried finish whose final
+    // events were all written before).
+    const finalSeq = final.at(-1)?.seq ?? events.at(-1)?.seq ?? 0;
     // The outcome write raises the head of the final events when the head is on the record.
     const headWithOutcome = !terminal && finalSeq > 1 && isExecutionStream(exec._id);
     if (!terminal)
@@ -268,6 +273,7 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     const finalStatus = terminal ? (exec.status as ExecutionStatus) : input.status;
     if (finalSeq > 1 && !headWithOutcome) await raiseHead(exec._id, finalSeq);
     announceAppended(exec._id, final, await finalWritten);
+    if (final.length === 0 && finalSeq > 1) wakeStream(exec._id, finalSeq);
     const streamed = async (): Promise<void> => {
       if (ownsChatRange) await mirrorToChat(exec, [...events, ...final], input.status, text);
     };

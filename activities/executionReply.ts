@@ -15,7 +15,7 @@ import { recordEvent, type EventDeps } from '../commands/serviceEvents';
 import { agentWithSkills } from '../commands/skills';
 import { composeSystemPrompt } from '../commands/systemPrompt';
 import type { Config } from '../lib/config';
-import { CoalescingWriter, readEvents } from '../commands/eventLog';
+import { CoalescingWriter, readWritten } from '../commands/eventLog';
 import { findByIdDirect, findOneAndUpdateDirect, updateOneDirect } from '../lib/driverOps';
 import type { Logger } from '../lib/logger';
 import { firstDelta, repliesAbortedDirectly } from '../lib/metrics';
@@ -41,6 +41,7 @@ import { JOB_PROTOCOL_PROMPT } from '../workflows/jobStates';
 import { mirrorEvent, mirrorsToChat, mirrorToChat, toolEventKind } from './chatStream';
 import {
   deliveredText,
+  isFinishEvent,
   replayToolRounds,
   textDeltaEvent,
   toolTurns,
@@ -233,9 +234,30 @@ export function createGenerateReply(
       exec.turn > 1 ? sessionHistory(exec.sessionId, exec._id) : [],
       // The execution this call claimed has nothing in its stream yet but the api's `meta` event, and a rerun's the
       // steps it reuses after it (commands/chatForks.ts).
-      // An execution that was queued for a concurrency key has its `queued` event too.
-      claimed && !exec.rerunOf && !exec.concurrency?.length ? [metaEvent(exec)] : readEvents(executionId),
+      // An execution that was queued for a concurrency key has its `queued` event too. An attempt that follows
+      // another reads past the stream's head: what a dead attempt inserted before raising the head is kept and
+      // continued, never written again with other text (commands/eventLog.ts readWritten).
+      claimed && !exec.rerunOf && !exec.concurrency?.length ? [metaEvent(exec)] : readWritten(executionId),
     ]);
+    // A finish of this execution already wrote its final events past what the reply writes (its workflow task died
+    // after them, and runs the reply again): the reply is what the stream holds, and nothing more is streamed after
+    // the terminal event. The finish reads the record and the stream itself (no hand-over: the session may be free).
+    const finishedAt = existing.findIndex(isFinishEvent);
+    if (finishedAt >= 0) {
+      const stored = existing.slice(0, finishedAt);
+      const terminal = existing.find((e) => e.event === 'error');
+      if (terminal)
+        throw ApplicationFailure.create({
+          type: FAILURES.internal.code,
+          message: String((terminal.data as { message?: string }).message ?? FAILURES.internal.message),
+          nonRetryable: true,
+        });
+      return {
+        text: deliveredText(stored),
+        lastSeq: existing[finishedAt].seq - 1,
+        attemptUsage: { attempt: attemptKey(ctx.info), inputTokens: 0, outputTokens: 0, final: true },
+      };
+    }
     if (!found) throw failure(FAILURES.agentNotFound, false);
     const { agent, skills } = found;
     // The agent's prompt, then its skills' (commands/systemPrompt.ts).

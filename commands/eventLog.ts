@@ -23,11 +23,12 @@
  * The events and heads are models (models/StreamEvent.ts, models/StreamHead.ts); the log that reads and writes them
  * is here, below api/ and activities/, which both use it (docs/decisions.md "Layout (issue 29, second part)").
  */
+import { crashPoint, crashPointsArmed } from '../lib/crashPoints';
 import { retentionExpiry } from '../lib/expiry';
 import { isDuplicateKey } from '../lib/mongo';
 import { wakeStream, WakeupReceiver, type Wakeup } from '../lib/wakeups';
 import { StreamEvent, type StreamEventDoc } from '../models';
-import { lastSeq, raiseHead } from './streamHeads';
+import { isExecutionStream, lastSeq, raiseHead } from './streamHeads';
 
 export { lastSeq } from './streamHeads';
 
@@ -59,6 +60,8 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
   if (events.length === 0) return;
   const retried = await insertEvents(streamId, events);
   const last = events[events.length - 1].seq;
+  // The fault tests kill a worker here: events written, head not raised (lib/crashPoints.ts; off in production).
+  if (crashPointsArmed && isExecutionStream(streamId)) crashPoint(`stream-head:exec:${last}`);
   // An append that ends at seq 1 is the stream's first event alone (an execution's `meta`, an MCP stream's first
   // message): it raises no head, since a stream without one holds its first event at most ({@link lastSeq}).
   if (last > 1) await raiseHead(streamId, last);
@@ -208,6 +211,24 @@ export async function readEvents(
     from = next;
   }
   return out;
+}
+
+/**
+ * Reads everything written to a stream, for its writer (a retried reply, a finish): the events up to the head as
+ * {@link readEvents} does, then those written past it, up to the first seq missing. A writer that died after an
+ * insert and before its head raise left events past the head; the next writer carries on after them (it never writes
+ * their seqs again with other contents, and a reader that already got them, from memory, loses nothing).
+ * @param streamId the stream.
+ * @returns events in seq order.
+ */
+export async function readWritten(streamId: string): Promise<LoggedEvent[]> {
+  const head = await lastSeq(streamId);
+  const out = await readEvents(streamId, 0, Number.MAX_SAFE_INTEGER, head);
+  for (let from = head + 1; ; from += READ_BATCH) {
+    const past = await fetchRange(streamId, from, from + READ_BATCH - 1);
+    out.push(...past);
+    if (past.length < READ_BATCH) return out;
+  }
 }
 
 /**

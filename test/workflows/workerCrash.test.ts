@@ -4,7 +4,8 @@
  * client connected to the api sees every character exactly once: on the execution's own stream (v1 execute) and
  * on a durable chat's event stream (/api/chats), which the execution's activities mirror.
  */
-import { Execution } from '../../models';
+import { lastSeq, readEvents } from '../../commands/eventLog';
+import { Execution, StreamEvent } from '../../models';
 import { childTestEnv } from '../helpers/env';
 import { bearer, buildAgent, buildOrg, buildWorkspace } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
@@ -22,9 +23,12 @@ closeAfterAll(() => workers.forEach((w) => w.crash()));
 
 const chunks = (n: number): string => Array.from({ length: n }, (_, i) => `tok${i + 1} `).join('');
 
-/** @returns a new worker process on the test's task queue, once it polls. */
-async function startWorker(): Promise<Spawned> {
-  const w = spawnScript('worker/index.ts', childTestEnv({ ...stack.env, MONGODB_URI: db.uri }));
+/**
+ * @param env more of the worker's environment (a crash point: lib/crashPoints.ts).
+ * @returns a new worker process on the test's task queue, once it polls.
+ */
+async function startWorker(env: Record<string, string> = {}): Promise<Spawned> {
+  const w = spawnScript('worker/index.ts', childTestEnv({ ...stack.env, MONGODB_URI: db.uri, ...env }));
   workers.push(w);
   await w.waitFor(/worker started/, 90_000);
   return w;
@@ -121,4 +125,55 @@ it('a worker killed mid-reply in a chat: the chat stream carries every character
     ['user', '[chunks:40][slow:100]'],
     ['assistant', chunks(40)],
   ]);
+}, 120_000);
+
+it("a worker killed between a delta's insert and its head raise: the retry continues after the stored delta, no seam", async () => {
+  // The earlier tests' workers are gone: the execution runs on the one with the crash point.
+  workers.forEach((w) => w.crash());
+  await Promise.all(workers.map((w) => w.exited()));
+  // The first worker kills itself once the reply's third event (the second delta, several chunks coalesced) is
+  // inserted and before the stream's head is raised over it (lib/crashPoints.ts).
+  const first = await startWorker({ AAS_TEST_CRASH_POINT: 'stream-head:exec:3' });
+  const org = await buildOrg();
+  const agent = await stack.t.request
+    .post('/api/v1/agents')
+    .set('Authorization', bearer(org.apiToken))
+    .send({ name: 'A', systemPrompt: 'p' });
+  const stream = await openSse(`${stack.base}/api/v1/agents/${agent.body.id}/execute`, {
+    method: 'POST',
+    headers: { authorization: bearer(org.apiToken) },
+    body: { message: '[chunks:40][slow:10]', stream: true },
+  });
+  expect(await first.exited()).toMatchObject({ signal: 'SIGKILL' });
+  expect(first.output()).toMatch(/crash point stream-head:exec:3 reached/);
+  await stream.waitFor(1);
+  const { executionId } = JSON.parse(stream.events[0].data);
+  // What the dead attempt left: event 3 written, the head below it.
+  const left = await StreamEvent.findById(`${executionId}:3`).lean();
+  expect(left).not.toBeNull();
+  expect(await lastSeq(executionId)).toBe(2);
+  const storedThird = (left!.data as { delta: { text: string } }).delta.text;
+  expect(storedThird.split(' ').filter(Boolean).length).toBeGreaterThan(1);
+  await startWorker();
+  await stream.ended;
+
+  const expected = chunks(40);
+  const events = stream.events;
+  expect(events.map((e) => Number(e.id))).toEqual(events.map((_, i) => i + 1));
+  const deltas = (list: typeof events): string[] =>
+    list
+      .filter((e) => e.event === 'message')
+      .map((e) => JSON.parse(e.data))
+      .filter((d) => d.messageType === 'stream_event')
+      .map((d) => d.delta.text);
+  // The client got the dead attempt's third event as stored, then the rest once, in order.
+  expect(deltas(events)[1]).toBe(storedThird);
+  expect(deltas(events).join('')).toBe(expected);
+  // The stored stream is what the client read, event for event, and the record's reply is its text.
+  const stored = await readEvents(executionId);
+  expect(stored.map((e) => ({ id: String(e.seq), event: e.event, data: e.data }))).toEqual(
+    events.map((e) => ({ id: e.id, event: e.event, data: JSON.parse(e.data) }))
+  );
+  expect(await Execution.findById(executionId).lean()).toMatchObject({ status: 'completed', result: expected });
+  expect(events.at(-1)!.event).toBe('result');
 }, 120_000);
