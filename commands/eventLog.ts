@@ -8,7 +8,10 @@
  * without a head: no head means at most event 1), and
  * events are fetched by their deterministic ids, so every read touches exactly the events it returns on MongoDB and
  * on the embedded database, which pushes down only top-level equality (a `seq` range would touch the whole stream:
- * docs/query-shapes.md). Writers insert events first and raise the head after, so a reader never sees a gap.
+ * docs/query-shapes.md). Writers insert events first and raise the head after, so a reader never sees a gap. The
+ * writer's own process hands its events to its readers as soon as the insert is acknowledged, before the head raise
+ * (issue 37 lever 1); a writer that dies in between leaves them past the head, and the stream's next writer reads past
+ * the head and carries on after them ({@link readWritten}).
  *
  * Events expire STREAM_EVENT_RETENTION after they were written (lib/expiry.ts; docs/decisions.md "Retention"),
  * oldest first; heads stay. A read that meets a missing event below the head (it expired) says so with one
@@ -60,12 +63,17 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
   if (events.length === 0) return;
   const retried = await insertEvents(streamId, events);
   const last = events[events.length - 1].seq;
+  // Committed (the insert is acknowledged): this process's readers get them now, before the head raise (issue 37
+  // lever 1). A writer that dies before raising the head leaves them past it; the next writer of the stream reads
+  // past the head ({@link readWritten}) and carries on after them, so a reader that had them loses nothing and
+  // never gets another event at their seqs; a reader that resumes from one of them reads on once the head passes it.
+  if (!retried) handToLocalReaders(streamId, events);
   // The fault tests kill a worker here: events written, head not raised (lib/crashPoints.ts; off in production).
-  if (crashPointsArmed && isExecutionStream(streamId)) crashPoint(`stream-head:exec:${last}`);
+  if (crashPointsArmed && isExecutionStream(streamId)) await crashPoint(`stream-head:exec:${last}`);
   // An append that ends at seq 1 is the stream's first event alone (an execution's `meta`, an MCP stream's first
   // message): it raises no head, since a stream without one holds its first event at most ({@link lastSeq}).
   if (last > 1) await raiseHead(streamId, last);
-  announceAppended(streamId, events, retried);
+  wakeStream(streamId, last);
 }
 
 /**
@@ -120,8 +128,17 @@ export async function insertEvents(streamId: string, events: LoggedEvent[]): Pro
  */
 export function announceAppended(streamId: string, events: LoggedEvent[], retried: boolean): void {
   if (events.length === 0) return;
-  if (!retried) for (const tailer of localTailers) tailer.deliverAppended(streamId, events);
+  if (!retried) handToLocalReaders(streamId, events);
   wakeStream(streamId, events[events.length - 1].seq);
+}
+
+/**
+ * Hands committed events to this process's tailers, from memory.
+ * @param streamId the stream.
+ * @param events the events, in seq order.
+ */
+function handToLocalReaders(streamId: string, events: LoggedEvent[]): void {
+  for (const tailer of localTailers) tailer.deliverAppended(streamId, events);
 }
 
 /**
@@ -451,8 +468,9 @@ export class EventTailer {
   }
 
   /**
-   * Events this process appended, committed (events and head): delivered from memory when they continue what the
-   * stream's listeners have; after a gap (an append of another process not read yet), the log is read instead.
+   * Events this process appended, committed (their insert acknowledged; the head may not be raised over them yet):
+   * delivered from memory when they continue what the stream's listeners have; after a gap (an append of another
+   * process not read yet), the log is read instead, by id up to their seq (not bounded by the head).
    * @param streamId the stream.
    * @param events the events as appended, in seq order.
    */

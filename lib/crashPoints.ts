@@ -12,13 +12,19 @@ const armed = process.env.NODE_ENV === 'test' ? process.env.AAS_TEST_CRASH_POINT
 /** Whether a crash point is armed in this process (callers skip building a point's name when none is). */
 export const crashPointsArmed = armed !== undefined;
 
+/** How long a process that reached its point goes on before it dies: what it already sent reaches its sockets. */
+const GRACE_MS = 300;
+
 /**
- * Kills this process (SIGKILL, as a crash would) when the test armed this point.
+ * Kills this process (SIGKILL, as a crash would) when the test armed this point, after {@link GRACE_MS} (the caller
+ * waits meanwhile: it never gets past the point).
  * @param name the point, e.g. `stream-head:exec:3` (an execution stream's events up to seq 3 inserted, head not
  *   raised).
  */
-export function crashPoint(name: string): void {
+export async function crashPoint(name: string): Promise<void> {
   if (armed !== name) return;
   process.stderr.write(`crash point ${name} reached: killing process ${process.pid}\n`);
+  await new Promise((r) => setTimeout(r, GRACE_MS));
   process.kill(process.pid, 'SIGKILL');
+  await new Promise(() => undefined);
 }

@@ -6,6 +6,7 @@
  */
 import { lastSeq, readEvents } from '../../commands/eventLog';
 import { Execution, StreamEvent } from '../../models';
+import { freePort } from '../../scripts/servers/launch';
 import { childTestEnv } from '../helpers/env';
 import { bearer, buildAgent, buildOrg, buildWorkspace } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
@@ -177,3 +178,65 @@ it("a worker killed between a delta's insert and its head raise: the retry conti
   expect(await Execution.findById(executionId).lean()).toMatchObject({ status: 'completed', result: expected });
   expect(events.at(-1)!.event).toBe('result');
 }, 120_000);
+
+it('a service process killed after its own client got a delta, before the head was raised: the client resumes elsewhere with no gap or repeat', async () => {
+  workers.forEach((w) => w.crash());
+  await Promise.all(workers.map((w) => w.exited()));
+  // A service process (HTTP and worker in one, executions started eagerly in it): its client reads the stream from
+  // the process's memory. It dies once event 3 is inserted, before raising the head over it (lib/crashPoints.ts).
+  const port = await freePort();
+  const service = spawnScript(
+    'worker/service.ts',
+    childTestEnv({
+      ...stack.env,
+      MONGODB_URI: db.uri,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      WAKEUP_HOST: '127.0.0.1',
+      WORKFLOW_BUNDLE: process.env.AAS_WORKFLOW_BUNDLE ?? '',
+      AAS_TEST_CRASH_POINT: 'stream-head:exec:3',
+    })
+  );
+  workers.push(service);
+  await service.waitFor(/worker started/, 90_000);
+  await service.waitFor(/api listening/, 90_000);
+  const org = await buildOrg();
+  const agent = await stack.t.request
+    .post('/api/v1/agents')
+    .set('Authorization', bearer(org.apiToken))
+    .send({ name: 'A', systemPrompt: 'p' });
+  const first = await openSse(`http://127.0.0.1:${port}/api/v1/agents/${agent.body.id}/execute`, {
+    method: 'POST',
+    headers: { authorization: bearer(org.apiToken) },
+    body: { message: '[chunks:40][slow:10]', stream: true },
+  });
+  expect(await service.exited()).toMatchObject({ signal: 'SIGKILL' });
+  await first.ended;
+  const received = first.events.filter((e) => e.id);
+  const { executionId } = JSON.parse(received[0].data);
+  // The client had event 3, from memory, though no head was ever raised over it.
+  expect(received.map((e) => e.id)).toEqual(['1', '2', '3']);
+  expect(await lastSeq(executionId)).toBe(2);
+
+  await startWorker();
+  const resumed = await openSse(`${stack.base}/api/v1/executions/${executionId}/stream`, {
+    headers: { authorization: bearer(org.apiToken), 'last-event-id': '3' },
+  });
+  expect(resumed.status).toBe(200);
+  await resumed.ended;
+  const all = [...received, ...resumed.events.filter((e) => e.id)];
+  expect(all.map((e) => Number(e.id))).toEqual(all.map((_, i) => i + 1));
+  const text = all
+    .filter((e) => e.event === 'message')
+    .map((e) => JSON.parse(e.data))
+    .filter((d) => d.messageType === 'stream_event')
+    .map((d) => d.delta.text)
+    .join('');
+  expect(text).toBe(chunks(40));
+  expect(all.at(-1)!.event).toBe('result');
+  // What the client read, before and after the crash, is the stored stream.
+  const stored = await readEvents(executionId);
+  expect(stored.map((e) => ({ id: String(e.seq), event: e.event, data: e.data }))).toEqual(
+    all.map((e) => ({ id: e.id, event: e.event, data: JSON.parse(e.data) }))
+  );
+}, 150_000);
