@@ -13,6 +13,7 @@ import { finishTaskRun } from '../commands/taskRuns';
 import { announceAppended, insertEvents, readWritten, type LoggedEvent } from '../commands/eventLog';
 import { wakeStream } from '../lib/wakeups';
 import { headRaise, isExecutionStream, raiseHead } from '../commands/streamHeads';
+import { crashPoint, crashPointsArmed } from '../lib/crashPoints';
 import { executionEnded } from '../lib/executionAdmission';
 import { findByIdDirect, updateOneDirect } from '../lib/driverOps';
 import { releaseConcurrency } from './executionConcurrency';
@@ -20,7 +21,7 @@ import type { Logger } from '../lib/logger';
 import { executionDuration, executionsFinished } from '../lib/metrics';
 import { FAILURES, type FailureCode } from '../workflows/failures';
 import { chatRangeEnd, chatStatusAfter, mirrorsToChat, mirrorToChat } from './chatStream';
-import { deliveredText } from './executionEvents';
+import { deliveredText, textDeltaEvent } from './executionEvents';
 import { totalUsage, type AttemptUsage } from './executionUsage';
 import {
   Chat,
@@ -43,6 +44,11 @@ export interface FinishInput {
    * reading it, since nothing but this finish writes after the reply; absent, the stream is read.
    */
   lastSeq?: number;
+  /**
+   * The end of the reply that generateReply held back unwritten (completed): written here as one text delta at
+   * `lastSeq + 1`, with the final events.
+   */
+  held?: string;
   /** The completing attempt's token counts (from generateReply), written with the outcome. */
   attemptUsage?: AttemptUsage & { attempt: number | string };
   /** Failure message (failed), in the service's words (workflows/failures.ts). */
@@ -140,6 +146,7 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     const has = (pred: (e: LoggedEvent) => boolean): boolean => events.some(pred);
     const final: LoggedEvent[] = [];
     if (input.status === 'completed') {
+      if (known && input.held) final.push({ seq: seq++, ...textDeltaEvent(input.held) });
       if (!has((e) => e.event === 'message' && (e.data as { messageType?: string }).messageType === 'assistant')) {
         final.push({
           seq: seq++,
@@ -217,6 +224,8 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
       // execution without reading it. The chat's status goes with the message; then the reply joins the history in
       // the same write that frees the session (the message is already there when the next turn reads the history).
       await allDone([completed ? assistantMessage() : undefined, chatStatus(), finalWritten] as const);
+      // The fault tests kill a worker here: final events written, no head over them, the session held.
+      if (crashPointsArmed) await crashPoint('finish:final-events');
       await updateOneDirect(
         Session,
         { _id: exec.sessionId, activeExecutionId: exec._id },

@@ -159,6 +159,21 @@ export interface ReplyLimits {
   deadlineSeconds: number;
 }
 
+/** What a completed reply hands the workflow, for its finish (activities/executionFinish.ts). */
+export interface ReplyOutcome {
+  /** The whole reply. */
+  text: string;
+  /** Seq of the last event the reply wrote. */
+  lastSeq: number;
+  /**
+   * The end of the reply, not written: the text still buffered when the model's last stream ended, which the finish
+   * writes as one delta with its final events (absent: none).
+   */
+  held?: string;
+  /** The completing attempt's token counts. */
+  attemptUsage: AttemptUsage & { attempt: number | string };
+}
+
 /**
  * The chat shows that an execution just moved to running is working. Activities address records by the ids
  * stored on their execution, which the api wrote for one organization.
@@ -210,7 +225,7 @@ export function createGenerateReply(
     direct: AbortSignal,
     limits: ReplyLimits | undefined,
     pending: Promise<unknown>[]
-  ): Promise<{ text: string; lastSeq: number; attemptUsage: AttemptUsage & { attempt: number | string } }> {
+  ): Promise<ReplyOutcome> {
     // Only a pending execution is claimed: the api marks one whose workflow start failed (Temporal away) as
     // failed, and if that start reached the server after all, the workflow must not bring it back to life.
     const { exec, claimed } = await loadAndClaim(executionId);
@@ -320,6 +335,7 @@ export function createGenerateReply(
     // Budgets and the ledger (activities/executionSpend.ts).
     const spend = replySpend(deps, exec, log);
 
+    let held = '';
     try {
       const conversation: ModelMessage[] = [...messages, ...replay.turns];
       let rounds = replay.rounds;
@@ -373,7 +389,10 @@ export function createGenerateReply(
             }
           }
         });
-        await writer.flush();
+        // The last model call's buffered text is held back for the finish, which writes it with its final events
+        // (an insert and a head raise fewer); a round that called tools writes it before the calls.
+        if (calls.length === 0) held = await writer.hold();
+        else await writer.flush();
         // The call's counts as the usage tracker holds them (the provider's output count, else its deltas).
         const call = usage.call();
         usage.nextCall();
@@ -394,11 +413,19 @@ export function createGenerateReply(
       await Promise.all([mirrored, running]);
       if (ctx.info.isLocal) handedOver.put(exec);
       return {
-        text: earlier + writer.written,
+        text: earlier + writer.written + held,
         lastSeq: nextSeq - 1,
+        ...(held ? { held } : {}),
         attemptUsage: { attempt, ...(await usage.handOver()) },
       };
     } catch (err) {
+      // Text held back for a finish that will not get it is written now, as it would have been.
+      if (held)
+        try {
+          writer.text(held);
+        } catch {
+          // the writer already failed: nothing more of this attempt is written
+        }
       await writer.flush().catch(() => undefined);
       if (err instanceof ApplicationFailure && err.type === FAILURES.budgetReached.code) throw err;
       const delivered = earlier + writer.written !== '' || toolEvents;
@@ -438,10 +465,7 @@ export function createGenerateReply(
    * Streams the model reply into the event log. After a worker died mid-stream, the retry continues the reply
    * after the text already delivered (prefill), so clients never see text twice.
    */
-  return async function generateReply(
-    executionId: string,
-    limits?: ReplyLimits
-  ): Promise<{ text: string; lastSeq: number; attemptUsage: AttemptUsage & { attempt: number | string } }> {
+  return async function generateReply(executionId: string, limits?: ReplyLimits): Promise<ReplyOutcome> {
     const ctx = Context.current();
     // A local activity (shape 3) is aborted directly by the cancel endpoint (lib/runningCalls.ts), registered
     // before the execution is read: a cancel that comes earlier is seen in the record.

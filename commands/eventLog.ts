@@ -343,6 +343,22 @@ export class CoalescingWriter {
   }
 
   /**
+   * Takes the buffered text back unwritten, once no more text will come (the model's stream ended): the caller
+   * writes it with its next events (an execution's finish, with its final events: one insert and one head raise
+   * fewer). Waits for the writes in flight.
+   * @returns the text held back ('' when none was buffered).
+   */
+  async hold(): Promise<string> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.chain;
+    if (this.failure) throw this.failure;
+    const held = this.buffer;
+    this.buffer = '';
+    return held;
+  }
+
+  /**
    * Writes whatever is buffered and waits for every write.
    * @returns the seq the next event should use.
    */

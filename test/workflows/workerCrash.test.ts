@@ -4,7 +4,7 @@
  * client connected to the api sees every character exactly once: on the execution's own stream (v1 execute) and
  * on a durable chat's event stream (/api/chats), which the execution's activities mirror.
  */
-import { lastSeq, readEvents } from '../../commands/eventLog';
+import { lastSeq, readEvents, readWritten } from '../../commands/eventLog';
 import { Execution, StreamEvent } from '../../models';
 import { freePort } from '../../scripts/servers/launch';
 import { childTestEnv } from '../helpers/env';
@@ -240,3 +240,47 @@ it('a service process killed after its own client got a delta, before the head w
     all.map((e) => ({ id: e.id, event: e.event, data: JSON.parse(e.data) }))
   );
 }, 150_000);
+
+it('a worker killed in the finish, after the held end of the reply and the final events were written: nothing lost or repeated', async () => {
+  workers.forEach((w) => w.crash());
+  await Promise.all(workers.map((w) => w.exited()));
+  // The reply (no pauses: it arrives whole) is held back and written by the finish with its final events; the worker
+  // dies once they are written, before the session is freed and the outcome raises the head (lib/crashPoints.ts).
+  const first = await startWorker({ AAS_TEST_CRASH_POINT: 'finish:final-events' });
+  const org = await buildOrg();
+  const agent = await stack.t.request
+    .post('/api/v1/agents')
+    .set('Authorization', bearer(org.apiToken))
+    .send({ name: 'A', systemPrompt: 'p' });
+  const stream = await openSse(`${stack.base}/api/v1/agents/${agent.body.id}/execute`, {
+    method: 'POST',
+    headers: { authorization: bearer(org.apiToken) },
+    body: { message: '[chunks:20] hi', stream: true },
+  });
+  expect(await first.exited()).toMatchObject({ signal: 'SIGKILL' });
+  expect(first.output()).toMatch(/crash point finish:final-events reached/);
+  await stream.waitFor(1);
+  const { executionId } = JSON.parse(stream.events[0].data);
+  // The dead finish wrote the reply's one delta and the final events, past the head.
+  expect(await lastSeq(executionId)).toBe(1);
+  const left = await readWritten(executionId);
+  expect(left.map((e) => e.event)).toEqual(['meta', 'message', 'message', 'result']);
+  await startWorker();
+  await stream.ended;
+
+  const expected = chunks(20);
+  const events = stream.events;
+  expect(events.map((e) => Number(e.id))).toEqual([1, 2, 3, 4]);
+  const data = events.map((e) => JSON.parse(e.data));
+  expect(data[1]).toEqual({ messageType: 'stream_event', delta: { type: 'text_delta', text: expected } });
+  expect(data[2]).toMatchObject({ messageType: 'assistant', content: [{ type: 'text', text: expected }] });
+  expect(events[3].event).toBe('result');
+  // The stored stream is what the client read, and the retry called the model no more (the reply found the finish's
+  // events and returned what the stream holds).
+  const stored = await readWritten(executionId);
+  expect(stored.map((e) => ({ id: String(e.seq), event: e.event, data: e.data }))).toEqual(
+    events.map((e, i) => ({ id: e.id, event: e.event, data: data[i] }))
+  );
+  expect(await Execution.findById(executionId).lean()).toMatchObject({ status: 'completed', result: expected });
+  expect(stack.fake.requests.filter((r) => JSON.stringify(r.messages).includes('[chunks:20] hi'))).toHaveLength(1);
+}, 120_000);
