@@ -15,7 +15,7 @@ import { recordEvent, type EventDeps } from '../commands/serviceEvents';
 import { agentWithSkills } from '../commands/skills';
 import { composeSystemPrompt } from '../commands/systemPrompt';
 import type { Config } from '../lib/config';
-import { CoalescingWriter, readWritten } from '../commands/eventLog';
+import { CoalescingWriter, followedHere, readWritten } from '../commands/eventLog';
 import { findByIdDirect, findOneAndUpdateDirect, updateOneDirect } from '../lib/driverOps';
 import type { Logger } from '../lib/logger';
 import { firstDelta, repliesAbortedDirectly } from '../lib/metrics';
@@ -390,8 +390,10 @@ export function createGenerateReply(
           }
         });
         // The last model call's buffered text is held back for the finish, which writes it with its final events
-        // (an insert and a head raise fewer); a round that called tools writes it before the calls.
-        if (calls.length === 0) held = await writer.hold();
+        // (an insert and a head raise fewer); a round that called tools writes it before the calls. A reply that
+        // arrived whole, and that a client of this process follows live, is written at once as its first delta
+        // (time to first token: the finish's writes come a few round trips later).
+        if (calls.length === 0 && (writer.wrote || !followedHere(executionId))) held = await writer.hold();
         else await writer.flush();
         // The call's counts as the usage tracker holds them (the provider's output count, else its deltas).
         const call = usage.call();

@@ -142,6 +142,15 @@ function handToLocalReaders(streamId: string, events: LoggedEvent[]): void {
 }
 
 /**
+ * @param streamId a stream.
+ * @returns whether a reader of this process follows it live (an SSE client of a streamed execution, most often).
+ */
+export function followedHere(streamId: string): boolean {
+  for (const tailer of localTailers) if (tailer.follows(streamId)) return true;
+  return false;
+}
+
+/**
  * The tailers of this process ({@link EventTailer}): the events this process appends are handed to them once committed
  * (issue 37 lever 1: no wake-up to itself, no read back), so a reader in the process that writes (the normal case with
  * eager start) gets a text delta without a round trip to the database.
@@ -282,6 +291,11 @@ export class CoalescingWriter {
 
   /** Characters written so far through this writer. */
   written = '';
+
+  /** Whether this writer has written (or is writing) an event. */
+  get wrote(): boolean {
+    return this.nextSeq > this.firstSeq;
+  }
 
   /** @param text a text delta. */
   text(text: string): void {
@@ -499,6 +513,14 @@ export class EventTailer {
       sub.delivered = seq;
       for (const l of [...sub.listeners]) l({ seq, event, data });
     }
+  }
+
+  /**
+   * @param streamId a stream.
+   * @returns whether a listener of this process follows it.
+   */
+  follows(streamId: string): boolean {
+    return this.streams.has(streamId);
   }
 
   /** Number of streams being followed (for tests and metrics). */
