@@ -244,8 +244,8 @@ it('a service process killed after its own client got a delta, before the head w
 it('a worker killed in the finish, after the held end of the reply and the final events were written: nothing lost or repeated', async () => {
   workers.forEach((w) => w.crash());
   await Promise.all(workers.map((w) => w.exited()));
-  // The reply (no pauses: it arrives whole) is held back and written by the finish with its final events; the worker
-  // dies once they are written, before the session is freed and the outcome raises the head (lib/crashPoints.ts).
+  // The reply (`[whole]`: it arrives in one piece) is held back and written by the finish with its final events;
+  // the worker dies once they are written, before the session is freed and the outcome raises the head (lib/crashPoints.ts).
   const first = await startWorker({ AAS_TEST_CRASH_POINT: 'finish:final-events' });
   const org = await buildOrg();
   const agent = await stack.t.request
@@ -255,7 +255,7 @@ it('a worker killed in the finish, after the held end of the reply and the final
   const stream = await openSse(`${stack.base}/api/v1/agents/${agent.body.id}/execute`, {
     method: 'POST',
     headers: { authorization: bearer(org.apiToken) },
-    body: { message: '[chunks:20] hi', stream: true },
+    body: { message: '[chunks:20][whole] hi', stream: true },
   });
   expect(await first.exited()).toMatchObject({ signal: 'SIGKILL' });
   expect(first.output()).toMatch(/crash point finish:final-events reached/);
@@ -282,5 +282,7 @@ it('a worker killed in the finish, after the held end of the reply and the final
     events.map((e, i) => ({ id: e.id, event: e.event, data: data[i] }))
   );
   expect(await Execution.findById(executionId).lean()).toMatchObject({ status: 'completed', result: expected });
-  expect(stack.fake.requests.filter((r) => JSON.stringify(r.messages).includes('[chunks:20] hi'))).toHaveLength(1);
+  expect(stack.fake.requests.filter((r) => JSON.stringify(r.messages).includes('[chunks:20][whole] hi'))).toHaveLength(
+    1
+  );
 }, 120_000);

@@ -28,7 +28,7 @@ it('a JSON execution in a new conversation: its database operations and history 
   mongoose.set('debug', (collection: string, method: string) => void ops.push(`${collection}.${method}`));
   let res;
   try {
-    res = await as.post(`/agents/${agent.body.id}/execute`, { message: '[chunks:20] hi' });
+    res = await as.post(`/agents/${agent.body.id}/execute`, { message: '[chunks:20][whole] hi' });
     // The last writes of the finish (the webhook outbox, the chat) may land just after the answer.
     await new Promise((r) => setTimeout(r, 500));
   } finally {
