@@ -245,7 +245,8 @@ it('a worker killed in the finish, after the held end of the reply and the final
   workers.forEach((w) => w.crash());
   await Promise.all(workers.map((w) => w.exited()));
   // The reply (`[whole]`: it arrives in one piece) is held back and written by the finish with its final events;
-  // the worker dies once they are written, before the session is freed and the outcome raises the head (lib/crashPoints.ts).
+  // the worker dies once they are written, before the session is freed and the outcome raises the head
+  // (lib/crashPoints.ts).
   const first = await startWorker({ AAS_TEST_CRASH_POINT: 'finish:final-events' });
   const org = await buildOrg();
   const agent = await stack.t.request
