@@ -441,9 +441,13 @@ export class EventTailer {
    * @param streamId the stream.
    * @param afterSeq last seq the subscriber already has.
    * @param listener called once per event, in order.
+   * @param readNow read the log once now (default), for events appended between the caller's replay and this call;
+   *   false when the caller wrote the stream's events so far itself, just now (a just-started execution's `meta`):
+   *   anything appended since reaches the listener with the next append (handed over, or read after the gap it
+   *   leaves, by id) or the fallback tick.
    * @returns unsubscribe.
    */
-  subscribe(streamId: string, afterSeq: number, listener: Listener): () => void {
+  subscribe(streamId: string, afterSeq: number, listener: Listener, readNow = true): () => void {
     let sub = this.streams.get(streamId);
     if (!sub) {
       sub = { delivered: afterSeq, listeners: new Set() };
@@ -459,7 +463,7 @@ export class EventTailer {
     sub.delivered = Math.min(sub.delivered, afterSeq);
     sub.listeners.add(guarded);
     // Events written between the subscriber's replay and now were announced before it listened: read once now.
-    this.wake([{ streamId }]);
+    if (readNow) this.wake([{ streamId }]);
     this.ensureTimer();
     return () => {
       const current = this.streams.get(streamId);
