@@ -22,6 +22,15 @@ export function deliveredText(events: LoggedEvent[]): string {
     .join('');
 }
 
+/**
+ * @returns whether the event is one of those an execution's finish writes (activities/executionFinish.ts): the
+ *   assistant message, `result` or `error`; the reply writes none of them.
+ */
+export function isFinishEvent(e: Pick<LoggedEvent, 'event' | 'data'>): boolean {
+  if (e.event === 'result' || e.event === 'error') return true;
+  return e.event === 'message' && (e.data as { messageType?: string }).messageType === 'assistant';
+}
+
 /** A tool call as recorded in the execution's stream (`tool_use` event). */
 export interface ToolCall {
   id: string;

@@ -10,8 +10,10 @@ import { withChildUsage } from '../commands/subAgents';
 import { recordEvents, type EventDeps } from '../commands/serviceEvents';
 import { cancelSubAgents } from '../commands/executions';
 import { finishTaskRun } from '../commands/taskRuns';
-import { announceAppended, insertEvents, readEvents, type LoggedEvent } from '../commands/eventLog';
+import { announceAppended, insertEvents, readWritten, type LoggedEvent } from '../commands/eventLog';
+import { wakeStream } from '../lib/wakeups';
 import { headRaise, isExecutionStream, raiseHead } from '../commands/streamHeads';
+import { crashPoint, crashPointsArmed } from '../lib/crashPoints';
 import { executionEnded } from '../lib/executionAdmission';
 import { findByIdDirect, updateOneDirect } from '../lib/driverOps';
 import { releaseConcurrency } from './executionConcurrency';
@@ -19,7 +21,7 @@ import type { Logger } from '../lib/logger';
 import { executionDuration, executionsFinished } from '../lib/metrics';
 import { FAILURES, type FailureCode } from '../workflows/failures';
 import { chatRangeEnd, chatStatusAfter, mirrorsToChat, mirrorToChat } from './chatStream';
-import { deliveredText } from './executionEvents';
+import { deliveredText, textDeltaEvent } from './executionEvents';
 import { totalUsage, type AttemptUsage } from './executionUsage';
 import {
   Chat,
@@ -42,6 +44,11 @@ export interface FinishInput {
    * reading it, since nothing but this finish writes after the reply; absent, the stream is read.
    */
   lastSeq?: number;
+  /**
+   * The end of the reply that generateReply held back unwritten (completed): written here as one text delta at
+   * `lastSeq + 1`, with the final events.
+   */
+  held?: string;
   /** The completing attempt's token counts (from generateReply), written with the outcome. */
   attemptUsage?: AttemptUsage & { attempt: number | string };
   /** Failure message (failed), in the service's words (workflows/failures.ts). */
@@ -120,9 +127,11 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     const exec = handed ?? (await findByIdDirect<ExecutionDoc>(Execution, input.executionId));
     if (!exec) throw ApplicationFailure.nonRetryable(`Execution ${input.executionId} not found`, 'ExecutionMissing');
     // A completed reply says where its stream ends; only this finish writes after that (the same events at the
-    // same seqs when it is retried), so the stream is not read back.
+    // same seqs when it is retried), so the stream is not read back. Otherwise it is read past its head: a reply
+    // that failed (or a finish that died) between an insert and its head raise left events there, which this finish
+    // keeps and follows, and then raises the head over (commands/eventLog.ts readWritten).
     const known = input.status === 'completed' && input.lastSeq !== undefined && input.text !== undefined;
-    const events = known ? [] : await readEvents(exec._id);
+    const events = known ? [] : await readWritten(exec._id);
     const text = input.status === 'completed' ? (input.text ?? deliveredText(events)) : deliveredText(events);
     const { attempt: usageAttempt, ...attemptCounts } = input.attemptUsage ?? { attempt: undefined };
     const byAttempt = {
@@ -137,6 +146,7 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     const has = (pred: (e: LoggedEvent) => boolean): boolean => events.some(pred);
     const final: LoggedEvent[] = [];
     if (input.status === 'completed') {
+      if (known && input.held) final.push({ seq: seq++, ...textDeltaEvent(input.held) });
       if (!has((e) => e.event === 'message' && (e.data as { messageType?: string }).messageType === 'assistant')) {
         final.push({
           seq: seq++,
@@ -214,6 +224,8 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
       // execution without reading it. The chat's status goes with the message; then the reply joins the history in
       // the same write that frees the session (the message is already there when the next turn reads the history).
       await allDone([completed ? assistantMessage() : undefined, chatStatus(), finalWritten] as const);
+      // The fault tests kill a worker here: final events written, no head over them, the session held.
+      if (crashPointsArmed) await crashPoint('finish:final-events');
       await updateOneDirect(
         Session,
         { _id: exec.sessionId, activeExecutionId: exec._id },
@@ -235,7 +247,9 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     // A retried finish carries the same input, so rewriting the outcome is harmless; a terminal execution is
     // left as it is.
     const terminal = TERMINAL_EXECUTION_STATUSES.includes(exec.status as ExecutionStatus);
-    const finalSeq = final.at(-1)?.seq ?? 0;
+    // The stream's last event: this finish's last, else the last one found written (a retried finish whose final
+    // events were all written before).
+    const finalSeq = final.at(-1)?.seq ?? events.at(-1)?.seq ?? 0;
     // The outcome write raises the head of the final events when the head is on the record.
     const headWithOutcome = !terminal && finalSeq > 1 && isExecutionStream(exec._id);
     if (!terminal)
@@ -268,6 +282,7 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     const finalStatus = terminal ? (exec.status as ExecutionStatus) : input.status;
     if (finalSeq > 1 && !headWithOutcome) await raiseHead(exec._id, finalSeq);
     announceAppended(exec._id, final, await finalWritten);
+    if (final.length === 0 && finalSeq > 1) wakeStream(exec._id, finalSeq);
     const streamed = async (): Promise<void> => {
       if (ownsChatRange) await mirrorToChat(exec, [...events, ...final], input.status, text);
     };

@@ -15,7 +15,7 @@ import { recordEvent, type EventDeps } from '../commands/serviceEvents';
 import { agentWithSkills } from '../commands/skills';
 import { composeSystemPrompt } from '../commands/systemPrompt';
 import type { Config } from '../lib/config';
-import { CoalescingWriter, readEvents } from '../commands/eventLog';
+import { CoalescingWriter, followedHere, readWritten } from '../commands/eventLog';
 import { findByIdDirect, findOneAndUpdateDirect, updateOneDirect } from '../lib/driverOps';
 import type { Logger } from '../lib/logger';
 import { firstDelta, repliesAbortedDirectly } from '../lib/metrics';
@@ -41,6 +41,7 @@ import { JOB_PROTOCOL_PROMPT } from '../workflows/jobStates';
 import { mirrorEvent, mirrorsToChat, mirrorToChat, toolEventKind } from './chatStream';
 import {
   deliveredText,
+  isFinishEvent,
   replayToolRounds,
   textDeltaEvent,
   toolTurns,
@@ -158,6 +159,21 @@ export interface ReplyLimits {
   deadlineSeconds: number;
 }
 
+/** What a completed reply hands the workflow, for its finish (activities/executionFinish.ts). */
+export interface ReplyOutcome {
+  /** The whole reply. */
+  text: string;
+  /** Seq of the last event the reply wrote. */
+  lastSeq: number;
+  /**
+   * The end of the reply, not written: the text still buffered when the model's last stream ended, which the finish
+   * writes as one delta with its final events (absent: none).
+   */
+  held?: string;
+  /** The completing attempt's token counts. */
+  attemptUsage: AttemptUsage & { attempt: number | string };
+}
+
 /**
  * The chat shows that an execution just moved to running is working. Activities address records by the ids
  * stored on their execution, which the api wrote for one organization.
@@ -209,7 +225,7 @@ export function createGenerateReply(
     direct: AbortSignal,
     limits: ReplyLimits | undefined,
     pending: Promise<unknown>[]
-  ): Promise<{ text: string; lastSeq: number; attemptUsage: AttemptUsage & { attempt: number | string } }> {
+  ): Promise<ReplyOutcome> {
     // Only a pending execution is claimed: the api marks one whose workflow start failed (Temporal away) as
     // failed, and if that start reached the server after all, the workflow must not bring it back to life.
     const { exec, claimed } = await loadAndClaim(executionId);
@@ -233,9 +249,30 @@ export function createGenerateReply(
       exec.turn > 1 ? sessionHistory(exec.sessionId, exec._id) : [],
       // The execution this call claimed has nothing in its stream yet but the api's `meta` event, and a rerun's the
       // steps it reuses after it (commands/chatForks.ts).
-      // An execution that was queued for a concurrency key has its `queued` event too.
-      claimed && !exec.rerunOf && !exec.concurrency?.length ? [metaEvent(exec)] : readEvents(executionId),
+      // An execution that was queued for a concurrency key has its `queued` event too. An attempt that follows
+      // another reads past the stream's head: what a dead attempt inserted before raising the head is kept and
+      // continued, never written again with other text (commands/eventLog.ts readWritten).
+      claimed && !exec.rerunOf && !exec.concurrency?.length ? [metaEvent(exec)] : readWritten(executionId),
     ]);
+    // A finish of this execution already wrote its final events past what the reply writes (its workflow task died
+    // after them, and runs the reply again): the reply is what the stream holds, and nothing more is streamed after
+    // the terminal event. The finish reads the record and the stream itself (no hand-over: the session may be free).
+    const finishedAt = existing.findIndex(isFinishEvent);
+    if (finishedAt >= 0) {
+      const stored = existing.slice(0, finishedAt);
+      const terminal = existing.find((e) => e.event === 'error');
+      if (terminal)
+        throw ApplicationFailure.create({
+          type: FAILURES.internal.code,
+          message: String((terminal.data as { message?: string }).message ?? FAILURES.internal.message),
+          nonRetryable: true,
+        });
+      return {
+        text: deliveredText(stored),
+        lastSeq: existing[finishedAt].seq - 1,
+        attemptUsage: { attempt: attemptKey(ctx.info), inputTokens: 0, outputTokens: 0, final: true },
+      };
+    }
     if (!found) throw failure(FAILURES.agentNotFound, false);
     const { agent, skills } = found;
     // The agent's prompt, then its skills' (commands/systemPrompt.ts).
@@ -298,6 +335,7 @@ export function createGenerateReply(
     // Budgets and the ledger (activities/executionSpend.ts).
     const spend = replySpend(deps, exec, log);
 
+    let held = '';
     try {
       const conversation: ModelMessage[] = [...messages, ...replay.turns];
       let rounds = replay.rounds;
@@ -351,7 +389,12 @@ export function createGenerateReply(
             }
           }
         });
-        await writer.flush();
+        // The last model call's buffered text is held back for the finish, which writes it with its final events
+        // (an insert and a head raise fewer); a round that called tools writes it before the calls. A reply that
+        // arrived whole, and that a client of this process follows live, is written at once as its first delta
+        // (time to first token: the finish's writes come a few round trips later).
+        if (calls.length === 0 && (writer.wrote || !followedHere(executionId))) held = await writer.hold();
+        else await writer.flush();
         // The call's counts as the usage tracker holds them (the provider's output count, else its deltas).
         const call = usage.call();
         usage.nextCall();
@@ -372,11 +415,19 @@ export function createGenerateReply(
       await Promise.all([mirrored, running]);
       if (ctx.info.isLocal) handedOver.put(exec);
       return {
-        text: earlier + writer.written,
+        text: earlier + writer.written + held,
         lastSeq: nextSeq - 1,
+        ...(held ? { held } : {}),
         attemptUsage: { attempt, ...(await usage.handOver()) },
       };
     } catch (err) {
+      // Text held back for a finish that will not get it is written now, as it would have been.
+      if (held)
+        try {
+          writer.text(held);
+        } catch {
+          // the writer already failed: nothing more of this attempt is written
+        }
       await writer.flush().catch(() => undefined);
       if (err instanceof ApplicationFailure && err.type === FAILURES.budgetReached.code) throw err;
       const delivered = earlier + writer.written !== '' || toolEvents;
@@ -416,10 +467,7 @@ export function createGenerateReply(
    * Streams the model reply into the event log. After a worker died mid-stream, the retry continues the reply
    * after the text already delivered (prefill), so clients never see text twice.
    */
-  return async function generateReply(
-    executionId: string,
-    limits?: ReplyLimits
-  ): Promise<{ text: string; lastSeq: number; attemptUsage: AttemptUsage & { attempt: number | string } }> {
+  return async function generateReply(executionId: string, limits?: ReplyLimits): Promise<ReplyOutcome> {
     const ctx = Context.current();
     // A local activity (shape 3) is aborted directly by the cancel endpoint (lib/runningCalls.ts), registered
     // before the execution is read: a cancel that comes earlier is seen in the record.

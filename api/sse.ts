@@ -207,7 +207,8 @@ export async function streamEvents(ctx: AppContext, opts: SseOptions): Promise<v
     read = e.seq;
     send(e);
   }
-  if (!closed) unsubscribe = opts.tailer.subscribe(opts.streamId, read, send);
+  // Events the caller itself just wrote need no read of the head after them (two reads per streamed execution).
+  if (!closed) unsubscribe = opts.tailer.subscribe(opts.streamId, read, send, !known);
 }
 
 /**

@@ -8,7 +8,10 @@
  * without a head: no head means at most event 1), and
  * events are fetched by their deterministic ids, so every read touches exactly the events it returns on MongoDB and
  * on the embedded database, which pushes down only top-level equality (a `seq` range would touch the whole stream:
- * docs/query-shapes.md). Writers insert events first and raise the head after, so a reader never sees a gap.
+ * docs/query-shapes.md). Writers insert events first and raise the head after, so a reader never sees a gap. The
+ * writer's own process hands its events to its readers as soon as the insert is acknowledged, before the head raise
+ * (issue 37 lever 1); a writer that dies in between leaves them past the head, and the stream's next writer reads past
+ * the head and carries on after them ({@link readWritten}).
  *
  * Events expire STREAM_EVENT_RETENTION after they were written (lib/expiry.ts; docs/decisions.md "Retention"),
  * oldest first; heads stay. A read that meets a missing event below the head (it expired) says so with one
@@ -23,11 +26,12 @@
  * The events and heads are models (models/StreamEvent.ts, models/StreamHead.ts); the log that reads and writes them
  * is here, below api/ and activities/, which both use it (docs/decisions.md "Layout (issue 29, second part)").
  */
+import { crashPoint, crashPointsArmed } from '../lib/crashPoints';
 import { retentionExpiry } from '../lib/expiry';
 import { isDuplicateKey } from '../lib/mongo';
 import { wakeStream, WakeupReceiver, type Wakeup } from '../lib/wakeups';
 import { StreamEvent, type StreamEventDoc } from '../models';
-import { lastSeq, raiseHead } from './streamHeads';
+import { isExecutionStream, lastSeq, raiseHead } from './streamHeads';
 
 export { lastSeq } from './streamHeads';
 
@@ -59,10 +63,17 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
   if (events.length === 0) return;
   const retried = await insertEvents(streamId, events);
   const last = events[events.length - 1].seq;
+  // Committed (the insert is acknowledged): this process's readers get them now, before the head raise (issue 37
+  // lever 1). A writer that dies before raising the head leaves them past it; the next writer of the stream reads
+  // past the head ({@link readWritten}) and carries on after them, so a reader that had them loses nothing and
+  // never gets another event at their seqs; a reader that resumes from one of them reads on once the head passes it.
+  if (!retried) handToLocalReaders(streamId, events);
+  // The fault tests kill a worker here: events written, head not raised (lib/crashPoints.ts; off in production).
+  if (crashPointsArmed && isExecutionStream(streamId)) await crashPoint(`stream-head:exec:${last}`);
   // An append that ends at seq 1 is the stream's first event alone (an execution's `meta`, an MCP stream's first
   // message): it raises no head, since a stream without one holds its first event at most ({@link lastSeq}).
   if (last > 1) await raiseHead(streamId, last);
-  announceAppended(streamId, events, retried);
+  wakeStream(streamId, last);
 }
 
 /**
@@ -117,8 +128,26 @@ export async function insertEvents(streamId: string, events: LoggedEvent[]): Pro
  */
 export function announceAppended(streamId: string, events: LoggedEvent[], retried: boolean): void {
   if (events.length === 0) return;
-  if (!retried) for (const tailer of localTailers) tailer.deliverAppended(streamId, events);
+  if (!retried) handToLocalReaders(streamId, events);
   wakeStream(streamId, events[events.length - 1].seq);
+}
+
+/**
+ * Hands committed events to this process's tailers, from memory.
+ * @param streamId the stream.
+ * @param events the events, in seq order.
+ */
+function handToLocalReaders(streamId: string, events: LoggedEvent[]): void {
+  for (const tailer of localTailers) tailer.deliverAppended(streamId, events);
+}
+
+/**
+ * @param streamId a stream.
+ * @returns whether a reader of this process follows it live (an SSE client of a streamed execution, most often).
+ */
+export function followedHere(streamId: string): boolean {
+  for (const tailer of localTailers) if (tailer.follows(streamId)) return true;
+  return false;
 }
 
 /**
@@ -211,6 +240,24 @@ export async function readEvents(
 }
 
 /**
+ * Reads everything written to a stream, for its writer (a retried reply, a finish): the events up to the head as
+ * {@link readEvents} does, then those written past it, up to the first seq missing. A writer that died after an
+ * insert and before its head raise left events past the head; the next writer carries on after them (it never writes
+ * their seqs again with other contents, and a reader that already got them, from memory, loses nothing).
+ * @param streamId the stream.
+ * @returns events in seq order.
+ */
+export async function readWritten(streamId: string): Promise<LoggedEvent[]> {
+  const head = await lastSeq(streamId);
+  const out = await readEvents(streamId, 0, Number.MAX_SAFE_INTEGER, head);
+  for (let from = head + 1; ; from += READ_BATCH) {
+    const past = await fetchRange(streamId, from, from + READ_BATCH - 1);
+    out.push(...past);
+    if (past.length < READ_BATCH) return out;
+  }
+}
+
+/**
  * Buffers text deltas of one stream and writes them coalesced: at most one event per `intervalMs` (or sooner when
  * `maxChars` accumulate), instead of one document per token. Writes are sequential, so seqs stay in order.
  */
@@ -244,6 +291,11 @@ export class CoalescingWriter {
 
   /** Characters written so far through this writer. */
   written = '';
+
+  /** Whether this writer has written (or is writing) an event. */
+  get wrote(): boolean {
+    return this.nextSeq > this.firstSeq;
+  }
 
   /** @param text a text delta. */
   text(text: string): void {
@@ -302,6 +354,22 @@ export class CoalescingWriter {
       });
     await this.flush();
     return written;
+  }
+
+  /**
+   * Takes the buffered text back unwritten, once no more text will come (the model's stream ended): the caller
+   * writes it with its next events (an execution's finish, with its final events: one insert and one head raise
+   * fewer). Waits for the writes in flight.
+   * @returns the text held back ('' when none was buffered).
+   */
+  async hold(): Promise<string> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.chain;
+    if (this.failure) throw this.failure;
+    const held = this.buffer;
+    this.buffer = '';
+    return held;
   }
 
   /**
@@ -373,9 +441,13 @@ export class EventTailer {
    * @param streamId the stream.
    * @param afterSeq last seq the subscriber already has.
    * @param listener called once per event, in order.
+   * @param readNow read the log once now (default), for events appended between the caller's replay and this call;
+   *   false when the caller wrote the stream's events so far itself, just now (a just-started execution's `meta`):
+   *   anything appended since reaches the listener with the next append (handed over, or read after the gap it
+   *   leaves, by id) or the fallback tick.
    * @returns unsubscribe.
    */
-  subscribe(streamId: string, afterSeq: number, listener: Listener): () => void {
+  subscribe(streamId: string, afterSeq: number, listener: Listener, readNow = true): () => void {
     let sub = this.streams.get(streamId);
     if (!sub) {
       sub = { delivered: afterSeq, listeners: new Set() };
@@ -391,7 +463,7 @@ export class EventTailer {
     sub.delivered = Math.min(sub.delivered, afterSeq);
     sub.listeners.add(guarded);
     // Events written between the subscriber's replay and now were announced before it listened: read once now.
-    this.wake([{ streamId }]);
+    if (readNow) this.wake([{ streamId }]);
     this.ensureTimer();
     return () => {
       const current = this.streams.get(streamId);
@@ -430,8 +502,9 @@ export class EventTailer {
   }
 
   /**
-   * Events this process appended, committed (events and head): delivered from memory when they continue what the
-   * stream's listeners have; after a gap (an append of another process not read yet), the log is read instead.
+   * Events this process appended, committed (their insert acknowledged; the head may not be raised over them yet):
+   * delivered from memory when they continue what the stream's listeners have; after a gap (an append of another
+   * process not read yet), the log is read instead, by id up to their seq (not bounded by the head).
    * @param streamId the stream.
    * @param events the events as appended, in seq order.
    */
@@ -444,6 +517,14 @@ export class EventTailer {
       sub.delivered = seq;
       for (const l of [...sub.listeners]) l({ seq, event, data });
     }
+  }
+
+  /**
+   * @param streamId a stream.
+   * @returns whether a listener of this process follows it.
+   */
+  follows(streamId: string): boolean {
+    return this.streams.has(streamId);
   }
 
   /** Number of streams being followed (for tests and metrics). */

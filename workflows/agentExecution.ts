@@ -225,6 +225,7 @@ export async function agentExecution(input: AgentExecutionInput): Promise<AgentE
       status: 'completed',
       text: outcome.value.text,
       lastSeq: outcome.value.lastSeq,
+      held: outcome.value.held,
       attemptUsage: outcome.value.attemptUsage,
     });
     return asRecorded(recorded, { status: 'completed', text: outcome.value.text });

@@ -8,6 +8,8 @@
  *
  * - `[chunks:N]`      the reply is N chunks `tok1 `, `tok2 `, … `tokN ` (instead of the echo).
  * - `[slow:MS]`       wait MS milliseconds between chunks.
+ * - `[whole]`         send the reply after `message_start` (its deltas and its end) in one write, so the client gets
+ *                     it whole, at once (a reply that is in the client's hands before it could write any of it).
  * - `[fail:STATUS]`   answer HTTP STATUS with an Anthropic error body (`api_error`) before any output.
  * - `[fail-times:K]`  with `[fail:…]`: fail only the first K requests carrying this exact message text, then
  *                     succeed (counted per distinct message text, over the server's lifetime).
@@ -300,11 +302,13 @@ export async function startFakeAnthropic(host = '127.0.0.1'): Promise<FakeAnthro
     // [hang]: leave the response open; the 'close' handler counts the client's disconnect.
     if (/\[hang\]/.test(lastUser)) return;
 
-    send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
-    send('ping', {});
     const slowMs = numberDirective(lastUser, 'slow') ?? 0;
     const failAfter = numberDirective(lastUser, 'fail-after');
     const hangAfter = numberDirective(lastUser, 'hang-after');
+    // [whole]: one write (the response's end uncorks it).
+    if (/\[whole\]/.test(lastUser) && slowMs === 0 && hangAfter === undefined) res.cork();
+    send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
+    send('ping', {});
     for (let i = 0; i < toStream.length; i++) {
       if (failAfter !== undefined && i >= failAfter) break;
       // [hang-after:K]: leave the response open after K deltas, like [hang].

@@ -4,7 +4,9 @@
  * client connected to the api sees every character exactly once: on the execution's own stream (v1 execute) and
  * on a durable chat's event stream (/api/chats), which the execution's activities mirror.
  */
-import { Execution } from '../../models';
+import { lastSeq, readEvents, readWritten } from '../../commands/eventLog';
+import { Execution, StreamEvent } from '../../models';
+import { freePort } from '../../scripts/servers/launch';
 import { childTestEnv } from '../helpers/env';
 import { bearer, buildAgent, buildOrg, buildWorkspace } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
@@ -22,9 +24,12 @@ closeAfterAll(() => workers.forEach((w) => w.crash()));
 
 const chunks = (n: number): string => Array.from({ length: n }, (_, i) => `tok${i + 1} `).join('');
 
-/** @returns a new worker process on the test's task queue, once it polls. */
-async function startWorker(): Promise<Spawned> {
-  const w = spawnScript('worker/index.ts', childTestEnv({ ...stack.env, MONGODB_URI: db.uri }));
+/**
+ * @param env more of the worker's environment (a crash point: lib/crashPoints.ts).
+ * @returns a new worker process on the test's task queue, once it polls.
+ */
+async function startWorker(env: Record<string, string> = {}): Promise<Spawned> {
+  const w = spawnScript('worker/index.ts', childTestEnv({ ...stack.env, MONGODB_URI: db.uri, ...env }));
   workers.push(w);
   await w.waitFor(/worker started/, 90_000);
   return w;
@@ -121,4 +126,164 @@ it('a worker killed mid-reply in a chat: the chat stream carries every character
     ['user', '[chunks:40][slow:100]'],
     ['assistant', chunks(40)],
   ]);
+}, 120_000);
+
+it("a worker killed between a delta's insert and its head raise: the retry continues after the stored delta, no seam", async () => {
+  // The earlier tests' workers are gone: the execution runs on the one with the crash point.
+  workers.forEach((w) => w.crash());
+  await Promise.all(workers.map((w) => w.exited()));
+  // The first worker kills itself once the reply's third event (the second delta, several chunks coalesced) is
+  // inserted and before the stream's head is raised over it (lib/crashPoints.ts).
+  const first = await startWorker({ AAS_TEST_CRASH_POINT: 'stream-head:exec:3' });
+  const org = await buildOrg();
+  const agent = await stack.t.request
+    .post('/api/v1/agents')
+    .set('Authorization', bearer(org.apiToken))
+    .send({ name: 'A', systemPrompt: 'p' });
+  const stream = await openSse(`${stack.base}/api/v1/agents/${agent.body.id}/execute`, {
+    method: 'POST',
+    headers: { authorization: bearer(org.apiToken) },
+    body: { message: '[chunks:40][slow:10]', stream: true },
+  });
+  expect(await first.exited()).toMatchObject({ signal: 'SIGKILL' });
+  expect(first.output()).toMatch(/crash point stream-head:exec:3 reached/);
+  await stream.waitFor(1);
+  const { executionId } = JSON.parse(stream.events[0].data);
+  // What the dead attempt left: event 3 written, the head below it.
+  const left = await StreamEvent.findById(`${executionId}:3`).lean();
+  expect(left).not.toBeNull();
+  expect(await lastSeq(executionId)).toBe(2);
+  const storedThird = (left!.data as { delta: { text: string } }).delta.text;
+  expect(storedThird.split(' ').filter(Boolean).length).toBeGreaterThan(1);
+  await startWorker();
+  await stream.ended;
+
+  const expected = chunks(40);
+  const events = stream.events;
+  expect(events.map((e) => Number(e.id))).toEqual(events.map((_, i) => i + 1));
+  const deltas = (list: typeof events): string[] =>
+    list
+      .filter((e) => e.event === 'message')
+      .map((e) => JSON.parse(e.data))
+      .filter((d) => d.messageType === 'stream_event')
+      .map((d) => d.delta.text);
+  // The client got the dead attempt's third event as stored, then the rest once, in order.
+  expect(deltas(events)[1]).toBe(storedThird);
+  expect(deltas(events).join('')).toBe(expected);
+  // The stored stream is what the client read, event for event, and the record's reply is its text.
+  const stored = await readEvents(executionId);
+  expect(stored.map((e) => ({ id: String(e.seq), event: e.event, data: e.data }))).toEqual(
+    events.map((e) => ({ id: e.id, event: e.event, data: JSON.parse(e.data) }))
+  );
+  expect(await Execution.findById(executionId).lean()).toMatchObject({ status: 'completed', result: expected });
+  expect(events.at(-1)!.event).toBe('result');
+}, 120_000);
+
+it('a service process killed after its own client got a delta, before the head was raised: the client resumes elsewhere with no gap or repeat', async () => {
+  workers.forEach((w) => w.crash());
+  await Promise.all(workers.map((w) => w.exited()));
+  // A service process (HTTP and worker in one, executions started eagerly in it): its client reads the stream from
+  // the process's memory. It dies once event 3 is inserted, before raising the head over it (lib/crashPoints.ts).
+  const port = await freePort();
+  const service = spawnScript(
+    'worker/service.ts',
+    childTestEnv({
+      ...stack.env,
+      MONGODB_URI: db.uri,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      WAKEUP_HOST: '127.0.0.1',
+      WORKFLOW_BUNDLE: process.env.AAS_WORKFLOW_BUNDLE ?? '',
+      AAS_TEST_CRASH_POINT: 'stream-head:exec:3',
+    })
+  );
+  workers.push(service);
+  await service.waitFor(/worker started/, 90_000);
+  await service.waitFor(/api listening/, 90_000);
+  const org = await buildOrg();
+  const agent = await stack.t.request
+    .post('/api/v1/agents')
+    .set('Authorization', bearer(org.apiToken))
+    .send({ name: 'A', systemPrompt: 'p' });
+  const first = await openSse(`http://127.0.0.1:${port}/api/v1/agents/${agent.body.id}/execute`, {
+    method: 'POST',
+    headers: { authorization: bearer(org.apiToken) },
+    body: { message: '[chunks:40][slow:10]', stream: true },
+  });
+  expect(await service.exited()).toMatchObject({ signal: 'SIGKILL' });
+  await first.ended;
+  const received = first.events.filter((e) => e.id);
+  const { executionId } = JSON.parse(received[0].data);
+  // The client had event 3, from memory, though no head was ever raised over it.
+  expect(received.map((e) => e.id)).toEqual(['1', '2', '3']);
+  expect(await lastSeq(executionId)).toBe(2);
+
+  await startWorker();
+  const resumed = await openSse(`${stack.base}/api/v1/executions/${executionId}/stream`, {
+    headers: { authorization: bearer(org.apiToken), 'last-event-id': '3' },
+  });
+  expect(resumed.status).toBe(200);
+  await resumed.ended;
+  const all = [...received, ...resumed.events.filter((e) => e.id)];
+  expect(all.map((e) => Number(e.id))).toEqual(all.map((_, i) => i + 1));
+  const text = all
+    .filter((e) => e.event === 'message')
+    .map((e) => JSON.parse(e.data))
+    .filter((d) => d.messageType === 'stream_event')
+    .map((d) => d.delta.text)
+    .join('');
+  expect(text).toBe(chunks(40));
+  expect(all.at(-1)!.event).toBe('result');
+  // What the client read, before and after the crash, is the stored stream.
+  const stored = await readEvents(executionId);
+  expect(stored.map((e) => ({ id: String(e.seq), event: e.event, data: e.data }))).toEqual(
+    all.map((e) => ({ id: e.id, event: e.event, data: JSON.parse(e.data) }))
+  );
+}, 150_000);
+
+it('a worker killed in the finish, after the held end of the reply and the final events were written: nothing lost or repeated', async () => {
+  workers.forEach((w) => w.crash());
+  await Promise.all(workers.map((w) => w.exited()));
+  // The reply (`[whole]`: it arrives in one piece) is held back and written by the finish with its final events;
+  // the worker dies once they are written, before the session is freed and the outcome raises the head
+  // (lib/crashPoints.ts).
+  const first = await startWorker({ AAS_TEST_CRASH_POINT: 'finish:final-events' });
+  const org = await buildOrg();
+  const agent = await stack.t.request
+    .post('/api/v1/agents')
+    .set('Authorization', bearer(org.apiToken))
+    .send({ name: 'A', systemPrompt: 'p' });
+  const stream = await openSse(`${stack.base}/api/v1/agents/${agent.body.id}/execute`, {
+    method: 'POST',
+    headers: { authorization: bearer(org.apiToken) },
+    body: { message: '[chunks:20][whole] hi', stream: true },
+  });
+  expect(await first.exited()).toMatchObject({ signal: 'SIGKILL' });
+  expect(first.output()).toMatch(/crash point finish:final-events reached/);
+  await stream.waitFor(1);
+  const { executionId } = JSON.parse(stream.events[0].data);
+  // The dead finish wrote the reply's one delta and the final events, past the head.
+  expect(await lastSeq(executionId)).toBe(1);
+  const left = await readWritten(executionId);
+  expect(left.map((e) => e.event)).toEqual(['meta', 'message', 'message', 'result']);
+  await startWorker();
+  await stream.ended;
+
+  const expected = chunks(20);
+  const events = stream.events;
+  expect(events.map((e) => Number(e.id))).toEqual([1, 2, 3, 4]);
+  const data = events.map((e) => JSON.parse(e.data));
+  expect(data[1]).toEqual({ messageType: 'stream_event', delta: { type: 'text_delta', text: expected } });
+  expect(data[2]).toMatchObject({ messageType: 'assistant', content: [{ type: 'text', text: expected }] });
+  expect(events[3].event).toBe('result');
+  // The stored stream is what the client read, and the retry called the model no more (the reply found the finish's
+  // events and returned what the stream holds).
+  const stored = await readWritten(executionId);
+  expect(stored.map((e) => ({ id: String(e.seq), event: e.event, data: e.data }))).toEqual(
+    events.map((e, i) => ({ id: e.id, event: e.event, data: data[i] }))
+  );
+  expect(await Execution.findById(executionId).lean()).toMatchObject({ status: 'completed', result: expected });
+  expect(stack.fake.requests.filter((r) => JSON.stringify(r.messages).includes('[chunks:20][whole] hi'))).toHaveLength(
+    1
+  );
 }, 120_000);
