@@ -193,12 +193,8 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
         },
         { upsert: true }
       );
-    const chatStatus = (): Promise<unknown> =>
-      updateOneDirect(
-        Chat,
-        { _id: exec.chatId },
-        { $set: { status: chatAfter.status, ...(text ? { lastMessage: text.slice(0, 500) } : {}) } }
-      );
+    const chatFields = { status: chatAfter.status, ...(text ? { lastMessage: text.slice(0, 500) } : {}) };
+    const chatStatus = (): Promise<unknown> => updateOneDirect(Chat, { _id: exec.chatId }, { $set: chatFields });
     const release = {
       $set: { activeExecutionId: null, ...(ownsChatRange ? { chatStreamSeq: chatRangeEnd(exec, seq - 1) } : {}) },
     };
@@ -208,7 +204,20 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     // same seqs (kept as they are).
     const finalWritten = insertEvents(exec._id, final);
     finalWritten.catch(() => undefined); // awaited below, with the first writes
-    if (handed) {
+    if (exec.sessionOnChat) {
+      // The session is on the chat (commands/conversations.ts): the chat's status, the release and the history in one
+      // write, made only while this execution holds it (a retried finish that already freed it leaves the chat alone,
+      // as does one whose chat the next turn already took). The message is written before: the next turn reads it.
+      await allDone([completed ? assistantMessage() : undefined, finalWritten] as const);
+      await updateOneDirect(
+        Chat,
+        { _id: exec.chatId, activeExecutionId: exec._id },
+        {
+          $set: { ...chatFields, ...release.$set },
+          ...(completed ? { $addToSet: { history: exec._id } } : {}),
+        }
+      );
+    } else if (handed) {
       // The finish right after this process's own reply: no finish of this execution ran before it (a retried or
       // repeated one reads the record), and only a finish frees a session, so the session is still held by this
       // execution without reading it. The chat's status goes with the message; then the reply joins the history in

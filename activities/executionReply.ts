@@ -98,14 +98,18 @@ export function providerFailure(err: ProviderError, delivered: boolean): Applica
 const HISTORY_BATCH = 50;
 
 /**
- * The completed earlier turns of a session, read by id (the session lists its completed executions in order).
- * @param sessionId the session.
- * @param currentExecutionId the execution being generated (excluded).
+ * The completed earlier turns of a session, read by id (the session lists its completed executions in order, on its
+ * chat or, recorded before, in its `sessions` document: commands/conversations.ts).
+ * @param exec the execution being generated (excluded).
  * @returns user and assistant messages in order.
  */
-async function sessionHistory(sessionId: string, currentExecutionId: string): Promise<ModelMessage[]> {
-  const session = await findByIdDirect<{ history?: string[] }>(Session, sessionId, { history: 1 });
-  const ids = (session?.history ?? []).filter((id) => id !== currentExecutionId);
+async function sessionHistory(
+  exec: Pick<ExecutionDoc, '_id' | 'chatId' | 'sessionId' | 'sessionOnChat'>
+): Promise<ModelMessage[]> {
+  const session = exec.sessionOnChat
+    ? await findByIdDirect<{ history?: string[] }>(Chat, exec.chatId, { history: 1 })
+    : await findByIdDirect<{ history?: string[] }>(Session, exec.sessionId, { history: 1 });
+  const ids = (session?.history ?? []).filter((id) => id !== exec._id);
   const assistants = new Map<string, string>();
   let users = new Map<string, string>();
   // Up to HISTORY_BATCH turns to a query each, by `_id` (docs/query-shapes.md): the replies, and the user messages
@@ -230,7 +234,7 @@ export function createGenerateReply(
       // The system prompt and the skills are read now, so an update applies to the next execution.
       agentWithSkills(exec.agentId),
       // The first turn of a session has no history.
-      exec.turn > 1 ? sessionHistory(exec.sessionId, exec._id) : [],
+      exec.turn > 1 ? sessionHistory(exec) : [],
       // The execution this call claimed has nothing in its stream yet but the api's `meta` event, and a rerun's the
       // steps it reuses after it (commands/chatForks.ts).
       // An execution that was queued for a concurrency key has its `queued` event too.

@@ -4,7 +4,7 @@
  * client connected to the api sees every character exactly once: on the execution's own stream (v1 execute) and
  * on a durable chat's event stream (/api/chats), which the execution's activities mirror.
  */
-import { Execution } from '../../models';
+import { Chat, Execution } from '../../models';
 import { childTestEnv } from '../helpers/env';
 import { bearer, buildAgent, buildOrg, buildWorkspace } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
@@ -121,4 +121,10 @@ it('a worker killed mid-reply in a chat: the chat stream carries every character
     ['user', '[chunks:40][slow:100]'],
     ['assistant', chunks(40)],
   ]);
+  // The chat holds its session (commands/conversations.ts): freed once, the reply in its history once.
+  expect(await Chat.findById(chatId).lean()).toMatchObject({
+    activeExecutionId: null,
+    turns: 1,
+    history: [sent.body.execution.id],
+  });
 }, 120_000);

@@ -6,7 +6,7 @@
  * Last-Event-ID without gaps or duplicates, the last-N replay, heartbeats, one instance posting and another
  * streaming).
  */
-import { ChatMessage, chatStreamId, Execution, Session } from '../../../models';
+import { Chat, ChatMessage, chatStreamId, Execution } from '../../../models';
 import { appendEvents, readEvents } from '../../../commands/eventLog';
 import { CHAT_REPLAY_EVENTS } from '../../../api/current/chats.schema';
 import { useServedTestApp } from '../../helpers/app';
@@ -438,7 +438,7 @@ describe('GET /api/chats/{id}/events', () => {
         data: { chat_id: chatId, execution_id: 'exec-0-old', status: 'done', error: null },
       }))
     );
-    await Session.updateOne({ chatId }, { $set: { chatStreamSeq: history } });
+    await Chat.updateOne({ _id: chatId }, { $set: { chatStreamSeq: history } });
     const stream = await events(s, chatId);
     await stream.waitFor(CHAT_REPLAY_EVENTS);
     expect(ids(stream.events)).toEqual(
