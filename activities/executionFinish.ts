@@ -121,9 +121,18 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     if (!exec) throw ApplicationFailure.nonRetryable(`Execution ${input.executionId} not found`, 'ExecutionMissing');
     // A completed reply says where its stream ends; only this finish writes after that (the same events at the
     // same seqs when it is retried), so the stream is not read back.
-    const known = input.status === 'completed' && input.lastSeq !== undefined && input.text !== undefined;
+    // A finish that comes after the outcome was recorded (the workflow task run again: a cancel that arrived as it
+    // completed, or a worker dead between the outcome and the task's end) records nothing new: it reads the stream,
+    // which holds the final events (written before the outcome), and takes the status and reply as recorded.
+    const terminal = TERMINAL_EXECUTION_STATUSES.includes(exec.status as ExecutionStatus);
+    const recordedStatus = (terminal ? exec.status : input.status) as FinishInput['status'];
+    const known = !terminal && input.status === 'completed' && input.lastSeq !== undefined && input.text !== undefined;
     const events = known ? [] : await readEvents(exec._id);
-    const text = input.status === 'completed' ? (input.text ?? deliveredText(events)) : deliveredText(events);
+    const text = terminal
+      ? (exec.result ?? deliveredText(events))
+      : input.status === 'completed'
+        ? (input.text ?? deliveredText(events))
+        : deliveredText(events);
     const { attempt: usageAttempt, ...attemptCounts } = input.attemptUsage ?? { attempt: undefined };
     const byAttempt = {
       ...(exec.usageByAttempt as Record<string, { inputTokens?: number; outputTokens?: number }>),
@@ -136,7 +145,9 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     let seq = (known ? input.lastSeq! : (events.at(-1)?.seq ?? 0)) + 1;
     const has = (pred: (e: LoggedEvent) => boolean): boolean => events.some(pred);
     const final: LoggedEvent[] = [];
-    if (input.status === 'completed') {
+    if (terminal) {
+      // Written before the outcome was (below): nothing to add.
+    } else if (input.status === 'completed') {
       if (!has((e) => e.event === 'message' && (e.data as { messageType?: string }).messageType === 'assistant')) {
         final.push({
           seq: seq++,
@@ -166,16 +177,50 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
       });
     }
     const ownsChatRange = mirrorsToChat(exec);
-    const chatAfter = chatStatusAfter(exec, input.status, text);
+    const chatAfter = chatStatusAfter(exec, recordedStatus, text);
 
-    // Order matters: the reply joins the history and the session is free BEFORE anyone can observe the
-    // terminal status or event, so a client may send its next message as soon as it sees the result. The same
-    // write tells the next execution where its chat events start (activities/chatStream.ts).
+    // A retried finish carries the same input, so rewriting the outcome is harmless; a terminal execution is
+    // left as it is.
+    const finalSeq = final.at(-1)?.seq ?? 0;
+    // The outcome write raises the head of the final events when the head is on the record.
+    const headWithOutcome = !terminal && finalSeq > 1 && isExecutionStream(exec._id);
+    const outcome = async (): Promise<void> => {
+      if (terminal) return;
+      await updateOneDirect(
+        Execution,
+        { _id: exec._id },
+        {
+          ...(headWithOutcome ? headRaise(finalSeq) : {}),
+          $set: {
+            status: input.status,
+            result: text,
+            error:
+              input.status === 'failed'
+                ? {
+                    message: input.error ?? FAILURES.internal.message,
+                    code: input.errorCode ?? FAILURES.internal.code,
+                  }
+                : input.status === 'cancelled'
+                  ? { message: 'Execution cancelled', code: 'cancelled' }
+                  : null,
+            usage,
+            ...(usageAttempt !== undefined ? { [`usageByAttempt.${usageAttempt}`]: attemptCounts } : {}),
+            completedAt: now,
+          },
+        }
+      );
+    };
+
+    // Order matters. A session recorded before (a `sessions` document): the reply joins the history and the session
+    // is free BEFORE anyone can observe the terminal status or event, so a client may send its next message as soon
+    // as it sees the result. A chat holding its session: the outcome first, then the chat freed, and a client that
+    // sends meanwhile takes the chat over (commands/conversations.ts `takeTurn`). The release tells the next execution
+    // where its chat events start (activities/chatStream.ts).
     // The chat's status changes while the execution still holds the session, so the next execution's `working`
     // always comes after it (a retried finish that already freed the session leaves the chat alone). Otherwise (a
     // finish that reads the record) a completed reply joins the history in the same round trip that reads who holds
     // the session, while its message is written (nothing reads the history before the session is free).
-    const completed = input.status === 'completed';
+    const completed = recordedStatus === 'completed';
     const assistantMessage = (): Promise<unknown> =>
       updateOneDirect(
         ChatMessage,
@@ -205,10 +250,14 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     const finalWritten = insertEvents(exec._id, final);
     finalWritten.catch(() => undefined); // awaited below, with the first writes
     if (exec.sessionOnChat) {
-      // The session is on the chat (commands/conversations.ts): the chat's status, the release and the history in one
-      // write, made only while this execution holds it (a retried finish that already freed it leaves the chat alone,
-      // as does one whose chat the next turn already took). The message is written before: the next turn reads it.
-      await allDone([completed ? assistantMessage() : undefined, finalWritten] as const);
+      // The session is on the chat (commands/conversations.ts), and the reply on the record (`result`: no message
+      // document, commands/chatMessageReads.ts). So the outcome comes first: the next turn reads the reply from it.
+      // Then the chat's status, the release and the history in one write, made only while this execution holds the
+      // chat: a retried finish that already freed it leaves the chat alone, as does one whose chat the next turn
+      // took over meanwhile (a terminal execution's session counts free: conversations.ts `takeTurn`, which writes
+      // what this write would, should this finish never come).
+      await allDone([finalWritten] as const);
+      await outcome();
       await updateOneDirect(
         Chat,
         { _id: exec.chatId, activeExecutionId: exec._id },
@@ -240,37 +289,9 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
       if (session?.activeExecutionId === exec._id) await chatStatus();
       await updateOneDirect(Session, { _id: exec.sessionId, activeExecutionId: exec._id }, release);
     }
-
-    // A retried finish carries the same input, so rewriting the outcome is harmless; a terminal execution is
-    // left as it is.
-    const terminal = TERMINAL_EXECUTION_STATUSES.includes(exec.status as ExecutionStatus);
-    const finalSeq = final.at(-1)?.seq ?? 0;
-    // The outcome write raises the head of the final events when the head is on the record.
-    const headWithOutcome = !terminal && finalSeq > 1 && isExecutionStream(exec._id);
-    if (!terminal)
-      await updateOneDirect(
-        Execution,
-        { _id: exec._id },
-        {
-          ...(headWithOutcome ? headRaise(finalSeq) : {}),
-          $set: {
-            status: input.status,
-            result: text,
-            error:
-              input.status === 'failed'
-                ? {
-                    message: input.error ?? FAILURES.internal.message,
-                    code: input.errorCode ?? FAILURES.internal.code,
-                  }
-                : input.status === 'cancelled'
-                  ? { message: 'Execution cancelled', code: 'cancelled' }
-                  : null,
-            usage,
-            ...(usageAttempt !== undefined ? { [`usageByAttempt.${usageAttempt}`]: attemptCounts } : {}),
-            completedAt: now,
-          },
-        }
-      );
+    // A session recorded before (a `sessions` document): the reply is a message document, written with the release
+    // and before the outcome, as before (only a chat holding its session can be taken over).
+    if (!exec.sessionOnChat) await outcome();
 
     // The final stream events and the service events (webhooks, keyed so a retried finish records nothing new; a
     // cancelled execution has none) both follow the terminal status, and are written together.
@@ -278,14 +299,14 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     if (finalSeq > 1 && !headWithOutcome) await raiseHead(exec._id, finalSeq);
     announceAppended(exec._id, final, await finalWritten);
     const streamed = async (): Promise<void> => {
-      if (ownsChatRange) await mirrorToChat(exec, [...events, ...final], input.status, text);
+      if (ownsChatRange) await mirrorToChat(exec, [...events, ...final], recordedStatus, text);
     };
     await allDone([
       streamed(),
       recordEvents(
         exec.organizationId,
         [
-          ...(input.status !== 'cancelled' && (finalStatus === 'completed' || finalStatus === 'failed')
+          ...(recordedStatus !== 'cancelled' && (finalStatus === 'completed' || finalStatus === 'failed')
             ? [
                 {
                   type: finalStatus === 'completed' ? ('execution.completed' as const) : ('execution.failed' as const),
@@ -327,7 +348,7 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     if (exec.taskId) await finishTaskRun(deps, exec, finalStatus as FinishInput['status']);
 
     // Sub-agents still running stop with their parent (commands/subAgents.ts).
-    if (input.status !== 'completed')
+    if (recordedStatus !== 'completed')
       await Promise.resolve()
         .then(() => cancelSubAgents(Context.current().client, exec))
         .catch((err: unknown) => log.warn({ err, executionId: exec._id }, 'could not cancel sub-agents'));

@@ -14,10 +14,14 @@ import { insertDocument, isDuplicateKey } from '../lib/mongo';
 import {
   Chat,
   chatStatusOf,
+  Execution,
   Session,
   SessionTurn,
   Space,
+  TERMINAL_EXECUTION_STATUSES,
   type ChatDoc,
+  type ExecutionDoc,
+  type ExecutionStatus,
   type SessionDoc,
   type SessionTurnDoc,
 } from '../models';
@@ -215,6 +219,48 @@ async function claimTurn(
 const busy = (): ConflictError =>
   new ConflictError('Session is busy: an execution is still running in it; wait for it to finish or cancel it');
 
+/** What a take-over reads of the execution that holds a chat. */
+type EndedHolder = Pick<ExecutionDoc, '_id' | 'status' | 'result' | 'source' | 'error' | 'chatSeqBase' | 'streamSeq'>;
+
+/**
+ * The execution holding a chat's session, when it has ended: its outcome is written, and only its finish's last
+ * write, which frees the chat, is still to come (or will never come, its worker dead in between: the retried finish
+ * then finds the chat taken and leaves it). A session recorded before is freed before its outcome is written: never
+ * taken over.
+ * @param session the session, held.
+ * @returns the holder if it has ended; null otherwise (the session is busy).
+ */
+async function endedHolder(session: ConversationSession): Promise<EndedHolder | null> {
+  if (!session.onChat || !session.activeExecutionId) return null;
+  const holder = await Execution.findById(session.activeExecutionId)
+    .select({ status: 1, result: 1, source: 1, error: 1, chatSeqBase: 1, streamSeq: 1 })
+    .lean<EndedHolder>();
+  return holder && TERMINAL_EXECUTION_STATUSES.includes(holder.status as ExecutionStatus) ? holder : null;
+}
+
+/**
+ * The take-over of a chat from an ended execution: what its finish's release would write (activities/
+ * executionFinish.ts: a completed reply joins the history, becomes the chat's last message, and a reply that mirrors
+ * its events to the chat's stream ends its range there: activities/chatStream.ts `chatRangeEnd`, its stream's head
+ * being its last event once the outcome is written), and the turn taken.
+ * @param ended the ended holder.
+ * @param executionId the execution that takes the turn.
+ * @returns the update.
+ */
+function takeOverUpdate(ended: EndedHolder, executionId: string): mongoose.UpdateQuery<ChatDoc> {
+  const completed = ended.status === 'completed';
+  const mirrors = (ended.source === 'chat' || ended.source === 'job') && ended.error?.code !== 'start_failed';
+  return {
+    $set: {
+      activeExecutionId: executionId,
+      ...(completed && ended.result ? { lastMessage: ended.result.slice(0, 500) } : {}),
+      ...(mirrors ? { chatStreamSeq: (ended.chatSeqBase ?? 0) + 1 + (ended.streamSeq ?? 0) } : {}),
+    },
+    $inc: { turns: 1 },
+    ...(completed ? { $addToSet: { history: ended._id } } : {}),
+  };
+}
+
 /**
  * Marks a session busy with an execution, its turn claimed: on its chat (a chat without state yet gets it now, at
  * turn 1), or in its `sessions` document.
@@ -223,8 +269,17 @@ const busy = (): ConflictError =>
 async function lockSession(
   organizationId: string,
   session: ConversationSession,
-  executionId: string
+  executionId: string,
+  ended?: EndedHolder
 ): Promise<ConversationSession | null> {
+  if (ended) {
+    const chat = await Chat.findOneAndUpdate(
+      { _id: session.chatId, organizationId, activeExecutionId: ended._id },
+      takeOverUpdate(ended, executionId),
+      { new: true }
+    ).lean<ChatDoc>();
+    return chat ? onChat(chat) : null;
+  }
   if (!session.onChat) {
     const doc = await Session.findOneAndUpdate(
       { _id: session._id, organizationId, activeExecutionId: null },
@@ -263,11 +318,12 @@ export async function takeTurn(
   session: ConversationSession,
   executionId: string
 ): Promise<ConversationSession> {
-  if (session.activeExecutionId) throw busy();
+  const ended = session.activeExecutionId ? await endedHolder(session) : undefined;
+  if (ended === null) throw busy();
   const turnId = await claimTurn(organizationId, session, executionId);
   if (!turnId) throw busy();
   const unclaim = (): Promise<unknown> => SessionTurn.deleteOne({ _id: turnId, executionId }).catch(() => undefined);
-  const locked = await lockSession(organizationId, session, executionId).catch(async (err: unknown) => {
+  const locked = await lockSession(organizationId, session, executionId, ended).catch(async (err: unknown) => {
     await unclaim();
     throw err;
   });

@@ -42,15 +42,15 @@ it('a JSON execution in a new conversation: its database operations and history 
     .getHandle(executionWorkflowId(res.body.executionId))
     .fetchHistory();
   const events = (history.events ?? []).map((e) => temporal.api.enums.v1.EventType[e.eventType ?? 0]);
-  // 15 operations (docs/benchmarks.md, "Cost of one execution: 20 to 17", then "the cost ledger: 17 to 19", then
-  // "19 to 17", then "17 to 15"): api 3 (chat, created showing `working` and holding its session, taken by the
+  // 14 operations (docs/benchmarks.md, "Cost of one execution: 20 to 17", then "the cost ledger: 17 to 19", then
+  // "19 to 17", then "17 to 14"): api 3 (chat, created showing `working` and holding its session, taken by the
   // execution: no session document, commands/conversations.ts; the meta event, the stream's first event alone,
   // without a head; execution, holding the user message: no chat message of its own, commands/chatMessageReads.ts),
   // reply 5 (claim, the chat's running service event, deltas + the head raised on the execution record, usage),
-  // finish 5 (no read of the execution: the reply handed it over; the chat's status, the session freed and the
-  // history in one write of the chat; the final events written beside the first writes, their head raised by the
-  // outcome write: an execution's stream keeps its head on its record, commands/streamHeads.ts; the two service
-  // events in one insert).
+  // finish 4 (no read of the execution: the reply handed it over; the outcome, holding the reply: no chat message of
+  // its own either; then the chat's status, the session freed and the history in one write of the chat; the final
+  // events written beside the first writes, their head raised by the outcome write: an execution's stream keeps its
+  // head on its record, commands/streamHeads.ts; the two service events in one insert).
   expect(counted.sort()).toEqual(
     [
       // The chat, holding its session (the api's `sessions.insertOne` is gone).
@@ -64,10 +64,10 @@ it('a JSON execution in a new conversation: its database operations and history 
       // The deltas' head, on the execution record (was `stream_heads.updateOne`).
       'executions.updateOne',
       'executions.updateOne',
-      'chat_messages.updateOne',
       // The chat's status, its session freed, the history (the finish's `sessions.updateOne` is gone).
       'chats.updateOne',
-      // The outcome, raising the head of the final events (the finish's `stream_heads.updateOne` is gone).
+      // The outcome, holding the reply (the finish's `chat_messages.updateOne` is gone), raising the head of the
+      // final events (the finish's `stream_heads.updateOne` is gone).
       'executions.updateOne',
       'stream_events.insertMany',
       'service_events.insertMany',

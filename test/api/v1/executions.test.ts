@@ -381,8 +381,11 @@ describe('cancel, join and resume', () => {
     expect(busy.body.message).toMatch(/^Session is busy/);
     await live.ended;
     await waitForStatus(executionId, 'completed');
-    // The session is on the chat (commands/conversations.ts).
-    expect((await Chat.findById(chatId).lean())?.activeExecutionId).toBeNull();
+    // The session is on the chat (commands/conversations.ts), freed by the finish's last write, after the outcome.
+    await until(
+      () => Chat.findById(chatId).lean(),
+      (c) => c?.activeExecutionId === null
+    );
     expect((await as(token).post(`/agents/${agentId}/execute`, { message: 'again', sessionId, chatId })).status).toBe(
       200
     );
