@@ -13,8 +13,8 @@ import { finishTaskRun } from '../commands/taskRuns';
 import { announceAppended, insertEvents, readWritten, type LoggedEvent } from '../commands/eventLog';
 import { wakeStream } from '../lib/wakeups';
 import { headRaise, isExecutionStream, raiseHead } from '../commands/streamHeads';
-import { crashPoint, crashPointsArmed } from '../lib/crashPoints';
 import { executionEnded } from '../lib/executionAdmission';
+import { crashPoint, crashPointsArmed } from '../lib/crashPoints';
 import { findByIdDirect, updateOneDirect } from '../lib/driverOps';
 import { releaseConcurrency } from './executionConcurrency';
 import type { Logger } from '../lib/logger';
@@ -130,9 +130,18 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     // same seqs when it is retried), so the stream is not read back. Otherwise it is read past its head: a reply
     // that failed (or a finish that died) between an insert and its head raise left events there, which this finish
     // keeps and follows, and then raises the head over (commands/eventLog.ts readWritten).
-    const known = input.status === 'completed' && input.lastSeq !== undefined && input.text !== undefined;
+    // A finish that comes after the outcome was recorded (the workflow task run again: a cancel that arrived as it
+    // completed, or a worker dead between the outcome and the task's end) records nothing new: it reads the stream,
+    // which holds the final events (written before the outcome), and takes the status and reply as recorded.
+    const terminal = TERMINAL_EXECUTION_STATUSES.includes(exec.status as ExecutionStatus);
+    const recordedStatus = (terminal ? exec.status : input.status) as FinishInput['status'];
+    const known = !terminal && input.status === 'completed' && input.lastSeq !== undefined && input.text !== undefined;
     const events = known ? [] : await readWritten(exec._id);
-    const text = input.status === 'completed' ? (input.text ?? deliveredText(events)) : deliveredText(events);
+    const text = terminal
+      ? (exec.result ?? deliveredText(events))
+      : input.status === 'completed'
+        ? (input.text ?? deliveredText(events))
+        : deliveredText(events);
     const { attempt: usageAttempt, ...attemptCounts } = input.attemptUsage ?? { attempt: undefined };
     const byAttempt = {
       ...(exec.usageByAttempt as Record<string, { inputTokens?: number; outputTokens?: number }>),
@@ -145,7 +154,9 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     let seq = (known ? input.lastSeq! : (events.at(-1)?.seq ?? 0)) + 1;
     const has = (pred: (e: LoggedEvent) => boolean): boolean => events.some(pred);
     const final: LoggedEvent[] = [];
-    if (input.status === 'completed') {
+    if (terminal) {
+      // Written before the outcome was (below): nothing to add.
+    } else if (input.status === 'completed') {
       if (known && input.held) final.push({ seq: seq++, ...textDeltaEvent(input.held) });
       if (!has((e) => e.event === 'message' && (e.data as { messageType?: string }).messageType === 'assistant')) {
         final.push({
@@ -176,16 +187,52 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
       });
     }
     const ownsChatRange = mirrorsToChat(exec);
-    const chatAfter = chatStatusAfter(exec, input.status, text);
+    const chatAfter = chatStatusAfter(exec, recordedStatus, text);
 
-    // Order matters: the reply joins the history and the session is free BEFORE anyone can observe the
-    // terminal status or event, so a client may send its next message as soon as it sees the result. The same
-    // write tells the next execution where its chat events start (activities/chatStream.ts).
+    // A retried finish carries the same input, so rewriting the outcome is harmless; a terminal execution is
+    // left as it is.
+    // The stream's last event: this finish's last, else the last one found written (a retried finish whose final
+    // events were all written before, or one that came after the outcome).
+    const finalSeq = final.at(-1)?.seq ?? events.at(-1)?.seq ?? 0;
+    // The outcome write raises the head of the final events when the head is on the record.
+    const headWithOutcome = !terminal && finalSeq > 1 && isExecutionStream(exec._id);
+    const outcome = async (): Promise<void> => {
+      if (terminal) return;
+      await updateOneDirect(
+        Execution,
+        { _id: exec._id },
+        {
+          ...(headWithOutcome ? headRaise(finalSeq) : {}),
+          $set: {
+            status: input.status,
+            result: text,
+            error:
+              input.status === 'failed'
+                ? {
+                    message: input.error ?? FAILURES.internal.message,
+                    code: input.errorCode ?? FAILURES.internal.code,
+                  }
+                : input.status === 'cancelled'
+                  ? { message: 'Execution cancelled', code: 'cancelled' }
+                  : null,
+            usage,
+            ...(usageAttempt !== undefined ? { [`usageByAttempt.${usageAttempt}`]: attemptCounts } : {}),
+            completedAt: now,
+          },
+        }
+      );
+    };
+
+    // Order matters. A session recorded before (a `sessions` document): the reply joins the history and the session
+    // is free BEFORE anyone can observe the terminal status or event, so a client may send its next message as soon
+    // as it sees the result. A chat holding its session: the outcome first, then the chat freed, and a client that
+    // sends meanwhile takes the chat over (commands/conversations.ts `takeTurn`). The release tells the next execution
+    // where its chat events start (activities/chatStream.ts).
     // The chat's status changes while the execution still holds the session, so the next execution's `working`
     // always comes after it (a retried finish that already freed the session leaves the chat alone). Otherwise (a
     // finish that reads the record) a completed reply joins the history in the same round trip that reads who holds
     // the session, while its message is written (nothing reads the history before the session is free).
-    const completed = input.status === 'completed';
+    const completed = recordedStatus === 'completed';
     const assistantMessage = (): Promise<unknown> =>
       updateOneDirect(
         ChatMessage,
@@ -203,12 +250,8 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
         },
         { upsert: true }
       );
-    const chatStatus = (): Promise<unknown> =>
-      updateOneDirect(
-        Chat,
-        { _id: exec.chatId },
-        { $set: { status: chatAfter.status, ...(text ? { lastMessage: text.slice(0, 500) } : {}) } }
-      );
+    const chatFields = { status: chatAfter.status, ...(text ? { lastMessage: text.slice(0, 500) } : {}) };
+    const chatStatus = (): Promise<unknown> => updateOneDirect(Chat, { _id: exec.chatId }, { $set: chatFields });
     const release = {
       $set: { activeExecutionId: null, ...(ownsChatRange ? { chatStreamSeq: chatRangeEnd(exec, seq - 1) } : {}) },
     };
@@ -218,7 +261,26 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     // same seqs (kept as they are).
     const finalWritten = insertEvents(exec._id, final);
     finalWritten.catch(() => undefined); // awaited below, with the first writes
-    if (handed) {
+    if (exec.sessionOnChat) {
+      // The session is on the chat (commands/conversations.ts), and the reply on the record (`result`: no message
+      // document, commands/chatMessageReads.ts). So the outcome comes first: the next turn reads the reply from it.
+      // Then the chat's status, the release and the history in one write, made only while this execution holds the
+      // chat: a retried finish that already freed it leaves the chat alone, as does one whose chat the next turn
+      // took over meanwhile (a terminal execution's session counts free: conversations.ts `takeTurn`, which writes
+      // what this write would, should this finish never come).
+      await allDone([finalWritten] as const);
+      // The fault tests kill a worker here: final events written, no head over them, the chat held.
+      if (crashPointsArmed) await crashPoint('finish:final-events');
+      await outcome();
+      await updateOneDirect(
+        Chat,
+        { _id: exec.chatId, activeExecutionId: exec._id },
+        {
+          $set: { ...chatFields, ...release.$set },
+          ...(completed ? { $addToSet: { history: exec._id } } : {}),
+        }
+      );
+    } else if (handed) {
       // The finish right after this process's own reply: no finish of this execution ran before it (a retried or
       // repeated one reads the record), and only a finish frees a session, so the session is still held by this
       // execution without reading it. The chat's status goes with the message; then the reply joins the history in
@@ -243,39 +305,9 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
       if (session?.activeExecutionId === exec._id) await chatStatus();
       await updateOneDirect(Session, { _id: exec.sessionId, activeExecutionId: exec._id }, release);
     }
-
-    // A retried finish carries the same input, so rewriting the outcome is harmless; a terminal execution is
-    // left as it is.
-    const terminal = TERMINAL_EXECUTION_STATUSES.includes(exec.status as ExecutionStatus);
-    // The stream's last event: this finish's last, else the last one found written (a retried finish whose final
-    // events were all written before).
-    const finalSeq = final.at(-1)?.seq ?? events.at(-1)?.seq ?? 0;
-    // The outcome write raises the head of the final events when the head is on the record.
-    const headWithOutcome = !terminal && finalSeq > 1 && isExecutionStream(exec._id);
-    if (!terminal)
-      await updateOneDirect(
-        Execution,
-        { _id: exec._id },
-        {
-          ...(headWithOutcome ? headRaise(finalSeq) : {}),
-          $set: {
-            status: input.status,
-            result: text,
-            error:
-              input.status === 'failed'
-                ? {
-                    message: input.error ?? FAILURES.internal.message,
-                    code: input.errorCode ?? FAILURES.internal.code,
-                  }
-                : input.status === 'cancelled'
-                  ? { message: 'Execution cancelled', code: 'cancelled' }
-                  : null,
-            usage,
-            ...(usageAttempt !== undefined ? { [`usageByAttempt.${usageAttempt}`]: attemptCounts } : {}),
-            completedAt: now,
-          },
-        }
-      );
+    // A session recorded before (a `sessions` document): the reply is a message document, written with the release
+    // and before the outcome, as before (only a chat holding its session can be taken over).
+    if (!exec.sessionOnChat) await outcome();
 
     // The final stream events and the service events (webhooks, keyed so a retried finish records nothing new; a
     // cancelled execution has none) both follow the terminal status, and are written together.
@@ -284,14 +316,14 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     announceAppended(exec._id, final, await finalWritten);
     if (final.length === 0 && finalSeq > 1) wakeStream(exec._id, finalSeq);
     const streamed = async (): Promise<void> => {
-      if (ownsChatRange) await mirrorToChat(exec, [...events, ...final], input.status, text);
+      if (ownsChatRange) await mirrorToChat(exec, [...events, ...final], recordedStatus, text);
     };
     await allDone([
       streamed(),
       recordEvents(
         exec.organizationId,
         [
-          ...(input.status !== 'cancelled' && (finalStatus === 'completed' || finalStatus === 'failed')
+          ...(recordedStatus !== 'cancelled' && (finalStatus === 'completed' || finalStatus === 'failed')
             ? [
                 {
                   type: finalStatus === 'completed' ? ('execution.completed' as const) : ('execution.failed' as const),
@@ -333,7 +365,7 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     if (exec.taskId) await finishTaskRun(deps, exec, finalStatus as FinishInput['status']);
 
     // Sub-agents still running stop with their parent (commands/subAgents.ts).
-    if (input.status !== 'completed')
+    if (recordedStatus !== 'completed')
       await Promise.resolve()
         .then(() => cancelSubAgents(Context.current().client, exec))
         .catch((err: unknown) => log.warn({ err, executionId: exec._id }, 'could not cancel sub-agents'));

@@ -8,7 +8,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { ToolOutcome } from '../commands/agentFileTools';
-import { userMessagesOf } from '../commands/chatMessageReads';
+import { turnMessagesOf } from '../commands/chatMessageReads';
 import { metaEvent } from '../commands/executionStart';
 import { userTurn } from '../commands/mediaTurn';
 import { recordEvent, type EventDeps } from '../commands/serviceEvents';
@@ -52,7 +52,15 @@ import type { HandedOver } from './executionFinish';
 import { replySpend } from './executionSpend';
 import { ExecutionTools, type ToolRun } from './executionTools';
 import { attemptKey, trackUsage, type AttemptUsage } from './executionUsage';
-import { Chat, chatStatusOf, ChatMessage, Execution, Session, type ExecutionDoc } from '../models';
+import {
+  Chat,
+  chatStatusOf,
+  Execution,
+  Session,
+  TERMINAL_EXECUTION_STATUSES,
+  type ExecutionDoc,
+  type ExecutionStatus,
+} from '../models';
 
 /** Largest reply requested from a model. */
 const MAX_OUTPUT_TOKENS = 4096;
@@ -99,30 +107,26 @@ export function providerFailure(err: ProviderError, delivered: boolean): Applica
 const HISTORY_BATCH = 50;
 
 /**
- * The completed earlier turns of a session, read by id (the session lists its completed executions in order).
- * @param sessionId the session.
- * @param currentExecutionId the execution being generated (excluded).
+ * The completed earlier turns of a session, read by id (the session lists its completed executions in order, on its
+ * chat or, recorded before, in its `sessions` document: commands/conversations.ts).
+ * @param exec the execution being generated (excluded).
  * @returns user and assistant messages in order.
  */
-async function sessionHistory(sessionId: string, currentExecutionId: string): Promise<ModelMessage[]> {
-  const session = await findByIdDirect<{ history?: string[] }>(Session, sessionId, { history: 1 });
-  const ids = (session?.history ?? []).filter((id) => id !== currentExecutionId);
+async function sessionHistory(
+  exec: Pick<ExecutionDoc, '_id' | 'chatId' | 'sessionId' | 'sessionOnChat'>
+): Promise<ModelMessage[]> {
+  const session = exec.sessionOnChat
+    ? await findByIdDirect<{ history?: string[] }>(Chat, exec.chatId, { history: 1 })
+    : await findByIdDirect<{ history?: string[] }>(Session, exec.sessionId, { history: 1 });
+  const ids = (session?.history ?? []).filter((id) => id !== exec._id);
   const assistants = new Map<string, string>();
-  let users = new Map<string, string>();
-  // Up to HISTORY_BATCH turns to a query each, by `_id` (docs/query-shapes.md): the replies, and the user messages
-  // from the executions' records (commands/chatMessageReads.ts), together.
+  const users = new Map<string, string>();
+  // Up to HISTORY_BATCH turns to a query each, by `_id` (docs/query-shapes.md): both messages of a turn are on its
+  // execution's record (commands/chatMessageReads.ts).
   for (let i = 0; i < ids.length; i += HISTORY_BATCH) {
-    const batch = ids.slice(i, i + HISTORY_BATCH);
-    const [docs, batchUsers] = await Promise.all([
-      ChatMessage.collection
-        .find<{ _id: string; content: string }>({ $or: batch.map((id) => ({ _id: `${id}:assistant` })) } as never, {
-          projection: { content: 1 },
-        })
-        .toArray(),
-      userMessagesOf(batch),
-    ]);
-    for (const d of docs) assistants.set(d._id.slice(0, -':assistant'.length), d.content);
-    users = new Map([...users, ...batchUsers]);
+    const batch = await turnMessagesOf(ids.slice(i, i + HISTORY_BATCH));
+    for (const [id, text] of batch.users) users.set(id, text);
+    for (const [id, text] of batch.replies) assistants.set(id, text);
   }
   return ids.flatMap((id) => {
     const user = users.get(id);
@@ -232,6 +236,10 @@ export function createGenerateReply(
     if (!exec) throw ApplicationFailure.nonRetryable(`Execution ${executionId} not found`, 'ExecutionMissing');
     if (exec.error?.code === 'start_failed')
       throw ApplicationFailure.nonRetryable('The execution could not be started', 'StartFailed');
+    // An execution whose outcome is recorded is not run again (the workflow task run again after its worker died
+    // between the finish's outcome and the task's end): its finish answers what was recorded.
+    if (TERMINAL_EXECUTION_STATUSES.includes(exec.status as ExecutionStatus))
+      throw ApplicationFailure.nonRetryable('The execution already ended', 'ExecutionEnded');
     if (exec.cancelRequestedAt || direct.aborted) throw cancelledByRequest();
     const deadlineFailure = (): ApplicationFailure =>
       failure(FAILURES.deadlineExceeded, false, deadlineMessage(limits!.deadlineSeconds));
@@ -246,7 +254,7 @@ export function createGenerateReply(
       // The system prompt and the skills are read now, so an update applies to the next execution.
       agentWithSkills(exec.agentId),
       // The first turn of a session has no history.
-      exec.turn > 1 ? sessionHistory(exec.sessionId, exec._id) : [],
+      exec.turn > 1 ? sessionHistory(exec) : [],
       // The execution this call claimed has nothing in its stream yet but the api's `meta` event, and a rerun's the
       // steps it reuses after it (commands/chatForks.ts).
       // An execution that was queued for a concurrency key has its `queued` event too. An attempt that follows

@@ -8,6 +8,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { recordPendingExecution, type RerunSeed } from '../commands/executionStart';
 import { AppError } from '../lib/errors';
 import { rerunSeedOf } from '../commands/chatForks';
+import { holdsSession } from '../commands/conversations';
+import { updateOneDirect } from '../lib/driverOps';
 import { recordEvent, type EventDeps, type ServiceEventType } from '../commands/serviceEvents';
 import type { Config } from '../lib/config';
 import { appendEvents, type LoggedEvent } from '../commands/eventLog';
@@ -137,11 +139,14 @@ export function createJobActivities(deps: JobActivityDeps) {
   async function prepareIteration(input: IterationStart & { jobId: string }): Promise<void> {
     const job = await Job.findById(input.jobId).lean<JobDoc>();
     if (!job) throw ApplicationFailure.nonRetryable(`Job ${input.jobId} not found`, 'JobMissing');
-    const [agent, chat, session] = await Promise.all([
+    const [agent, chat] = await Promise.all([
       Agent.findById(job.agentId).select({ model: 1 }).lean(),
-      Chat.findById(job.chatId).select({ model: 1 }).lean(),
-      Session.findById(job.sessionId).lean(),
+      Chat.findById(job.chatId).select({ model: 1, turns: 1, activeExecutionId: 1, chatStreamSeq: 1 }).lean(),
     ]);
+    // The session's state is on the job's chat (commands/conversations.ts), or, for a job recorded before, in its
+    // `sessions` document.
+    const onChat = chat !== null && holdsSession(chat);
+    const session = onChat ? chat : await Session.findById(job.sessionId).lean();
     if (!session) throw ApplicationFailure.nonRetryable(`Session ${job.sessionId} not found`, 'SessionMissing');
     const previous = job.iterations.find((i) => i.n === input.n - 1)?.executionId ?? null;
     const first = job.iterations.find((i) => i.n === 1)?.executionId ?? input.executionId;
@@ -149,7 +154,13 @@ export function createJobActivities(deps: JobActivityDeps) {
     // A rerun job's chosen iteration starts with the original's steps before the chosen one (commands/jobReruns.ts).
     const rerun = job.rerunOf?.iteration === input.n ? await rerunSeed(job.rerunOf) : undefined;
     if (session.activeExecutionId !== input.executionId)
-      await Session.updateOne({ _id: session._id }, { $set: { activeExecutionId: input.executionId, turns: input.n } });
+      await updateOneDirect(
+        onChat ? Chat : Session,
+        { _id: session._id },
+        {
+          $set: { activeExecutionId: input.executionId, turns: input.n },
+        }
+      );
     await recordPendingExecution({
       _id: input.executionId,
       organizationId: job.organizationId,
@@ -170,6 +181,7 @@ export function createJobActivities(deps: JobActivityDeps) {
       jobId: job._id,
       ...(job.missionId ? { missionId: job.missionId } : {}),
       chatSeqBase: session.chatStreamSeq ?? 0,
+      ...(onChat ? { sessionOnChat: true } : {}),
       ...(rerun ? { rerun } : {}),
       // The job's concurrency key (start-work `concurrency_key`): the iteration waits for it like any execution.
       ...(job.concurrency?.length

@@ -13,13 +13,13 @@ import {
   Chat,
   ChatMessage,
   Execution,
-  Session,
   TERMINAL_EXECUTION_STATUSES,
   type ChatDoc,
   type ExecutionDoc,
   type ExecutionStatus,
 } from '../models';
 import { findChatMessage, messagesPage } from './chatMessageReads';
+import { sessionFields, sessionIdOf } from './conversations';
 import { findChat, sendChatMessage } from './chats';
 import { EXPIRED_EVENT, readEvents } from './eventLog';
 import { startExecution, type ExecutionDeps, type RerunSeed } from './executionStart';
@@ -34,9 +34,8 @@ const MAX_STEP_EVENTS = 20_000;
 
 /**
  * Makes a chat holding `source`'s messages up to `lastPosition` (copies, under the fork's own ids, in the same
- * positions) and a session whose history is their completed turns. The copies and the session are written first
- * and the chat last: a fork interrupted midway leaves no chat (the copies of a chat that never appeared are never
- * read).
+ * positions), holding a session whose history is their completed turns. The copies are written first and the chat
+ * last: a fork interrupted midway leaves no chat (the copies of a chat that never appeared are never read).
  * @param auth the caller (the fork's owner).
  * @param source the chat forked.
  * @param lastPosition the last position copied (-1: none).
@@ -51,7 +50,7 @@ export async function forkConversation(
 ): Promise<ChatDoc> {
   const org = auth.organizationId;
   const chatId = newId('chat');
-  const sessionId = newId('ses');
+  const sessionId = sessionIdOf(chatId);
   const history: string[] = [];
   let turns = 0;
   let lastMessage: string | null = null;
@@ -81,15 +80,6 @@ export async function forkConversation(
     }
     after = page[page.length - 1].position;
   }
-  await insertDocument(Session, {
-    _id: sessionId,
-    organizationId: org,
-    chatId,
-    agentId: source.agentId,
-    activeExecutionId: null,
-    turns,
-    history,
-  });
   return (await insertDocument(Chat, {
     _id: chatId,
     organizationId: org,
@@ -98,10 +88,11 @@ export async function forkConversation(
     ownerId: auth.userId,
     title: source.title,
     lastMessage: lastMessage?.slice(0, 500) ?? null,
-    sessionId,
     status: history.length > 0 ? 'done' : 'standby',
     model: source.model ?? null,
     forkedFrom,
+    // The chat holds its session (commands/conversations.ts), its history the copied turns.
+    ...sessionFields(chatId, { turns, history }),
   })) as ChatDoc;
 }
 

@@ -20,11 +20,11 @@ import {
 import { executionWorkflowId } from '../workflows/ids';
 import { findOrganizationAgent } from './agents';
 import { messagesPage } from './chatMessageReads';
+import { holdsSession, sessionFields } from './conversations';
 import { startExecution, type ExecutionDeps } from './executionStart';
 import { abortReply, cancelSubAgents } from './executions';
 import { findVisibleSpace } from './spaces';
 import type { AuthContext } from './tokens';
-import { isDuplicateKey } from '../lib/mongo';
 
 const NOT_FOUND = 'Chat not found';
 
@@ -42,7 +42,7 @@ export interface ChatOptionsInput {
 }
 
 /**
- * Creates a chat with its session (so that every message takes the session's turn claim).
+ * Creates a chat holding its session (so that every message takes the session's turn claim).
  * @param auth the caller.
  * @param input agent, workspace (or the caller's active one), title, model.
  * @returns the chat.
@@ -61,8 +61,7 @@ export async function createChat(auth: AuthContext, input: ChatCreateInput): Pro
   if (space.organizationId !== auth.organizationId)
     throw new ValidationError('Invalid workspace_id: workspace not found');
   const chatId = newId('chat');
-  const sessionId = newId('ses');
-  await Session.create({ _id: sessionId, organizationId: auth.organizationId, chatId, agentId: agent._id });
+  // The chat holds its session (commands/conversations.ts): one insert.
   const chat = await Chat.create({
     _id: chatId,
     organizationId: auth.organizationId,
@@ -70,8 +69,8 @@ export async function createChat(auth: AuthContext, input: ChatCreateInput): Pro
     agentId: agent._id,
     ownerId: auth.userId,
     title: input.title ?? agent.name,
-    sessionId,
     model: input.model ?? null,
+    ...sessionFields(chatId),
   });
   return chat.toObject() as ChatDoc;
 }
@@ -162,22 +161,7 @@ export async function sendChatMessage(
 ): Promise<ExecutionDoc> {
   const chat = await findChat(auth, id);
   if (!chat.agentId) throw new ConflictError('This chat has no agent to answer it');
-  if (!chat.sessionId) {
-    // A chat made with its agent on the v1 surface has no session until its first message: give it one under a
-    // deterministic id, so two first messages at once share it (and its turn claim).
-    const sessionId = `ses_${chat._id}`;
-    await Session.create({
-      _id: sessionId,
-      organizationId: auth.organizationId,
-      chatId: chat._id,
-      agentId: chat.agentId,
-    })
-      .then(() => undefined)
-      .catch((err: unknown) => {
-        if (!isDuplicateKey(err)) throw err;
-      });
-    await Chat.updateOne({ _id: chat._id, organizationId: auth.organizationId }, { $set: { sessionId } });
-  }
+  // A chat made with its agent on the v1 surface gets its session with its first message (commands/conversations.ts).
   const { concurrencyKey, concurrencyLimit, gone } = options;
   return startExecution(
     deps,
@@ -233,9 +217,12 @@ async function cancelRunning(
   auth: AuthContext,
   chat: ChatDoc
 ): Promise<string | null> {
-  const session = chat.sessionId
-    ? await Session.findOne({ _id: chat.sessionId, organizationId: auth.organizationId }).lean()
-    : null;
+  // The session is on the chat, or (recorded before) in its `sessions` document.
+  const session = holdsSession(chat)
+    ? chat
+    : chat.sessionId
+      ? await Session.findOne({ _id: chat.sessionId, organizationId: auth.organizationId }).lean()
+      : null;
   const running = session?.activeExecutionId;
   if (!running) return null;
   const exec = await Execution.findOne({ _id: running, organizationId: auth.organizationId }).lean<ExecutionDoc>();

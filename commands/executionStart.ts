@@ -15,17 +15,11 @@ import { resolveModel } from '../lib/providers';
 import { currentRequestId } from '../lib/requestContext';
 import { callTimeLeft } from '../lib/requestDeadline';
 import type { TemporalDeps } from '../lib/temporal';
-import {
-  Execution,
-  TERMINAL_EXECUTION_STATUSES,
-  type ExecutionDoc,
-  type ExecutionStatus,
-  type SessionDoc,
-} from '../models';
+import { Execution, TERMINAL_EXECUTION_STATUSES, type ExecutionDoc, type ExecutionStatus } from '../models';
 import type { AgentExecutionWorkflow } from '../workflows/definitions';
 import { executionStartOptions, workPriority } from '../workflows/executionStart';
 import { findVisibleAgent } from './agents';
-import { releaseTurn, resolveConversation, takeTurn } from './conversations';
+import { releaseTurn, resolveConversation, takeTurn, type ConversationSession } from './conversations';
 import { defaultSpaceId } from './defaultSpace';
 import { appendEvents, type LoggedEvent } from './eventLog';
 import { checkMediaForModel, checkMediaIds } from './media';
@@ -110,6 +104,8 @@ export interface PendingExecution {
   mediaIds?: string[];
   /** The api created the chat with this execution, already showing `working`: the reply does not write it. */
   chatShowsWorking?: boolean;
+  /** Its session's state is on its chat (commands/conversations.ts), not in a `sessions` document. */
+  sessionOnChat?: boolean;
   /** A rerun's: what it reruns, and the events its stream starts with after `meta`. */
   rerun?: RerunSeed;
   /** The concurrency keys it holds before it runs, in claim order (activities/executionConcurrency.ts). */
@@ -301,7 +297,7 @@ async function startAdmitted(
     input,
     defaultSpace
   );
-  const locked: SessionDoc = needsLock ? await takeTurn(auth.organizationId, session, executionId) : session;
+  const locked: ConversationSession = needsLock ? await takeTurn(auth.organizationId, session, executionId) : session;
   const release = (): Promise<unknown> => releaseTurn(chat, session, executionId, createdChat === true);
   try {
     // The chat's model option wins over the agent's (PATCH /api/chats/{id}/options).
@@ -328,9 +324,10 @@ async function startAdmitted(
       agentId: agent._id,
       userId: auth.userId,
       chatId: chat._id,
-      sessionId: session._id,
+      sessionId: locked._id,
       spaceId: chat.spaceId,
       turn: locked.turns,
+      ...(locked.onChat ? { sessionOnChat: true } : {}),
       message: input.message,
       provider: resolved.provider,
       model: resolved.model,
@@ -372,7 +369,7 @@ async function startAdmitted(
               agentId: agent._id,
               model: `${resolved.provider}:${resolved.model}`,
               chatId: chat._id,
-              sessionId: session._id,
+              sessionId: locked._id,
             },
           }),
           requestEagerStart: eager !== undefined,

@@ -33,6 +33,7 @@ import type { ToolOutcome } from './agentFileTools';
 import { capOutput } from './agentMcpTools';
 import { canSee } from './agents';
 import { recordPendingExecution, startExecutionWorkflow } from './executionStart';
+import { holdsSession, sessionFields, sessionIdOf } from './conversations';
 
 /** The tool's name. */
 export const DELEGATE_TOOL = 'delegate_to_agent';
@@ -65,7 +66,9 @@ export function subAgentIds(
 ): { executionId: string; chatId: string; sessionId: string } {
   const suffix = sha256Hex(`${parentId}\0${toolUseId}`).slice(0, 16);
   const ms = /^exec-(\d+)-/.exec(parentId)?.[1] ?? '0';
-  return { executionId: `exec-${ms}-${suffix}`, chatId: `chat_sub${suffix}`, sessionId: `ses_sub${suffix}` };
+  // The session is on the chat, under the id derived from the chat's (commands/conversations.ts).
+  const chatId = `chat_sub${suffix}`;
+  return { executionId: `exec-${ms}-${suffix}`, chatId, sessionId: sessionIdOf(chatId) };
 }
 
 /**
@@ -289,26 +292,41 @@ export class SubAgentTools {
     const ignoreDuplicate = (err: unknown): void => {
       if (!isDuplicateKey(err)) throw err;
     };
-    await Promise.all([
-      insertDocument(Chat, {
-        _id: ids.chatId,
-        organizationId: p.organizationId,
-        spaceId: p.spaceId,
-        agentId: agent._id,
-        ownerId: p.userId,
-        title: agent.name,
-        subtitle: `Sub-agent of execution ${p._id}`,
-        sessionId: ids.sessionId,
-      }).catch(ignoreDuplicate),
-      insertDocument(Session, {
-        _id: ids.sessionId,
-        organizationId: p.organizationId,
-        chatId: ids.chatId,
-        agentId: agent._id,
-        activeExecutionId: ids.executionId,
-        turns: 1,
-      }).catch(ignoreDuplicate),
-    ]);
+    // The chat holds its session, taken by the child (commands/conversations.ts). A repeat finds it written: by this
+    // version, or (across an upgrade) by one before, whose session is a `sessions` document (written again if need be).
+    const inserted = await insertDocument(Chat, {
+      _id: ids.chatId,
+      organizationId: p.organizationId,
+      spaceId: p.spaceId,
+      agentId: agent._id,
+      ownerId: p.userId,
+      title: agent.name,
+      subtitle: `Sub-agent of execution ${p._id}`,
+      ...sessionFields(ids.chatId, { activeExecutionId: ids.executionId, turns: 1 }),
+    }).then(
+      () => true,
+      (err: unknown) => {
+        ignoreDuplicate(err);
+        return false;
+      }
+    );
+    let onChat = true;
+    let sessionId = ids.sessionId;
+    if (!inserted) {
+      const chat = await Chat.findById(ids.chatId).select({ turns: 1, sessionId: 1 }).lean();
+      onChat = chat !== null && holdsSession(chat);
+      // Recorded before: its session's id was `ses_sub<suffix>`.
+      if (!onChat) sessionId = chat?.sessionId ?? ids.sessionId;
+      if (!onChat)
+        await insertDocument(Session, {
+          _id: sessionId,
+          organizationId: p.organizationId,
+          chatId: ids.chatId,
+          agentId: agent._id,
+          activeExecutionId: ids.executionId,
+          turns: 1,
+        }).catch(ignoreDuplicate);
+    }
     const resolved = resolveModel(agent.model, this.config);
     return recordPendingExecution({
       _id: ids.executionId,
@@ -316,9 +334,10 @@ export class SubAgentTools {
       agentId: agent._id,
       userId: p.userId,
       chatId: ids.chatId,
-      sessionId: ids.sessionId,
+      sessionId,
       spaceId: p.spaceId,
       turn: 1,
+      ...(onChat ? { sessionOnChat: true } : {}),
       message,
       provider: resolved.provider,
       model: resolved.model,

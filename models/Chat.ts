@@ -54,6 +54,23 @@ const schema = new mongoose.Schema(
       type: new mongoose.Schema({ chatId: String, messageId: String, executionId: String }, { _id: false }),
       default: null,
     },
+    /*
+     * The state of the chat's session (docs/decisions.md "The session on the chat", issue 37): written by the chat's
+     * insert and by the writes that take and free its turn. Absent on chats recorded before, and on a chat that has
+     * had no execution yet without a session, whose state is (or will be) a `sessions` document (models/Session.ts):
+     * commands/conversations.ts reads both. `turns` present: the state is here.
+     */
+    /** The execution running in the session (one at a time), null when it is free. */
+    activeExecutionId: { type: String, default: null },
+    /** Number of turns started (the next execution's turn is turns + 1). */
+    turns: { type: Number, default: undefined },
+    /** Completed executions in order: their messages are the model's history. */
+    history: { type: [String], default: undefined },
+    /**
+     * Last seq of the chat's event stream that the session's finished executions occupy (models/Session.ts
+     * `chatStreamSeq`): written with the release of `activeExecutionId`.
+     */
+    chatStreamSeq: { type: Number, default: undefined },
     closed: { type: Boolean, default: false },
     closedAt: { type: Date, default: null },
   },

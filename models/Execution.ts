@@ -97,6 +97,11 @@ const schema = new mongoose.Schema(
      * does not write the chat's status when it starts. Unset otherwise.
      */
     chatShowsWorking: { type: Boolean },
+    /**
+     * Its session's state is on its chat (models/Chat.ts `turns`, `activeExecutionId`, `history`), not in a
+     * `sessions` document: set on executions recorded since (docs/decisions.md "The session on the chat").
+     */
+    sessionOnChat: { type: Boolean },
     /** The `x-request-id` of the request that started it (a job's iteration: the job's) [docs/decisions.md "Observability: request ids"]. */
     requestId: { type: String, default: null },
     /**

@@ -5,7 +5,7 @@
  * on a durable chat's event stream (/api/chats), which the execution's activities mirror.
  */
 import { lastSeq, readEvents, readWritten } from '../../commands/eventLog';
-import { Execution, StreamEvent } from '../../models';
+import { Chat, Execution, StreamEvent } from '../../models';
 import { freePort } from '../../scripts/servers/launch';
 import { childTestEnv } from '../helpers/env';
 import { bearer, buildAgent, buildOrg, buildWorkspace } from '../helpers/factories';
@@ -126,6 +126,12 @@ it('a worker killed mid-reply in a chat: the chat stream carries every character
     ['user', '[chunks:40][slow:100]'],
     ['assistant', chunks(40)],
   ]);
+  // The chat holds its session (commands/conversations.ts): freed once, the reply in its history once.
+  expect(await Chat.findById(chatId).lean()).toMatchObject({
+    activeExecutionId: null,
+    turns: 1,
+    history: [sent.body.execution.id],
+  });
 }, 120_000);
 
 it("a worker killed between a delta's insert and its head raise: the retry continues after the stored delta, no seam", async () => {

@@ -6,7 +6,7 @@
  * Last-Event-ID without gaps or duplicates, the last-N replay, heartbeats, one instance posting and another
  * streaming).
  */
-import { ChatMessage, chatStreamId, Execution, Session } from '../../../models';
+import { Chat, ChatMessage, chatStreamId, Execution } from '../../../models';
 import { appendEvents, readEvents } from '../../../commands/eventLog';
 import { CHAT_REPLAY_EVENTS } from '../../../api/current/chats.schema';
 import { useServedTestApp } from '../../helpers/app';
@@ -198,35 +198,44 @@ describe('chat lifecycle', () => {
     ]);
   });
 
-  it('user messages are read from the executions; a chat recorded before (chat_messages documents) reads the same', async () => {
+  it('messages are read from the executions; a chat recorded before (chat_messages documents) reads the same', async () => {
     const s = await setup();
     const chatId = (await s.api.post('/chats', { agent_id: s.agentId, workspace_id: s.workspaceId })).body.chat
       .id as string;
     const sent = await s.api.post(`/chats/${chatId}/messages`, { message: 'hello [chunks:2]' });
     await waitForExecution(sent.body.execution.id, 'completed');
     const execId = sent.body.execution.id as string;
-    // No document of its own: the execution record holds it (commands/chatMessageReads.ts).
+    // No documents of their own: the execution record holds both (commands/chatMessageReads.ts).
     expect(await ChatMessage.exists({ _id: `${execId}:user` })).toBeNull();
+    expect(await ChatMessage.exists({ _id: `${execId}:assistant` })).toBeNull();
     const read = await s.api.get(`/chats/${chatId}/messages`);
     expect(read.body.messages.map((m: { id: string; role: string }) => [m.id, m.role])).toEqual([
       [`${execId}:user`, 'user'],
       [`${execId}:assistant`, 'assistant'],
     ]);
-    // An older version wrote the user message as a document too: read once, the same.
+    // Older versions wrote both messages as documents (the reply at the finish): read once, the same.
     const exec = (await Execution.findById(execId).lean())!;
-    await ChatMessage.collection.insertOne({
-      _id: `${execId}:user`,
+    const stored = (role: string, content: string, position: number, at: Date) => ({
+      _id: `${execId}:${role}`,
       organizationId: exec.organizationId,
       chatId,
       sessionId: exec.sessionId,
       executionId: execId,
-      role: 'user',
-      content: 'hello [chunks:2]',
-      position: 2,
-      createdAt: exec.createdAt,
-      updatedAt: exec.createdAt,
-    } as never);
+      role,
+      content,
+      position,
+      createdAt: at,
+      updatedAt: at,
+    });
+    await ChatMessage.collection.insertOne(stored('user', 'hello [chunks:2]', 2, exec.createdAt) as never);
     expect((await s.api.get(`/chats/${chatId}/messages`)).body).toEqual(read.body);
+    await ChatMessage.collection.insertOne(stored('assistant', exec.result!, 3, exec.completedAt!) as never);
+    expect((await s.api.get(`/chats/${chatId}/messages`)).body).toEqual(read.body);
+    // A page that starts after the user message holds the reply (its turn's other position).
+    const after = await s.api.get(`/chats/${chatId}/messages?cursor=2`);
+    expect(after.body.messages.map((m: { id: string }) => m.id)).toEqual([`${execId}:assistant`]);
+    await ChatMessage.deleteMany({ chatId });
+    expect((await s.api.get(`/chats/${chatId}/messages?cursor=2`)).body).toEqual(after.body);
   });
 
   it('a second message while a reply runs is 409; deleting the chat cancels the reply', async () => {
@@ -438,7 +447,7 @@ describe('GET /api/chats/{id}/events', () => {
         data: { chat_id: chatId, execution_id: 'exec-0-old', status: 'done', error: null },
       }))
     );
-    await Session.updateOne({ chatId }, { $set: { chatStreamSeq: history } });
+    await Chat.updateOne({ _id: chatId }, { $set: { chatStreamSeq: history } });
     const stream = await events(s, chatId);
     await stream.waitFor(CHAT_REPLAY_EVENTS);
     expect(ids(stream.events)).toEqual(

@@ -52,17 +52,20 @@ it('a JSON execution in a new conversation: its database operations and history 
     .getHandle(executionWorkflowId(res.body.executionId))
     .fetchHistory();
   const events = (history.events ?? []).map((e) => temporal.api.enums.v1.EventType[e.eventType ?? 0]);
-  // 16 operations (the spend rollup folded off the path, issue 37); 17 before (docs/benchmarks.md, "Cost of one execution: 20 to 17", then "the cost ledger: 17 to 19", then
-  // "19 to 17"): api 4 (chat, created showing `working`; session; the meta event, the stream's first event alone,
-  // without a head; execution, holding the user message: no chat message of its own, commands/chatMessageReads.ts),
-  // reply 3 (claim, the chat's running service event, usage; its text held back, written by the finish: 17 to 15),
-  // finish 6 (no read of the execution: the reply handed it over; the history joins the session in the write that
-  // frees it; the final events written beside the first writes, their head raised by the outcome write: an
-  // execution's stream keeps its head on its record, commands/streamHeads.ts; the two service events in one insert).
+  // 11 operations (docs/benchmarks.md, "Cost of one execution: 20 to 17", then "the cost ledger: 17 to 19", then
+  // "19 to 17", then this session's cuts: the spend rollup folded off the path -1, the reply's end written with the
+  // finish -2, the session on the chat -2, the reply on the execution record -1): api 3 (chat, created showing
+  // `working` and holding its session, taken by the execution: no session document, commands/conversations.ts; the
+  // meta event, the stream's first event alone, without a head; execution, holding the user message: no chat message
+  // of its own, commands/chatMessageReads.ts), reply 3 (claim, the chat's running service event, usage; its text held
+  // back, written by the finish), finish 4 (no read of the execution: the reply handed it over; the final events
+  // written beside the first writes; the outcome, holding the reply, raising their head: an execution's stream keeps
+  // its head on its record, commands/streamHeads.ts; then the chat's status, the session freed and the history in
+  // one write of the chat; the two service events in one insert), and the cost ledger's entry.
   expect(counted.sort()).toEqual(
     [
+      // The chat, holding its session (the api's `sessions.insertOne` is gone).
       'chats.insertOne',
-      'sessions.insertOne',
       'stream_events.insertMany',
       // The execution, with the user message (the api's `chat_messages.insertOne` is gone).
       'executions.insertOne',
@@ -72,10 +75,10 @@ it('a JSON execution in a new conversation: its database operations and history 
       // ended, is held back and written by the finish with its final events (docs/benchmarks.md "The reply's end
       // written with the finish").
       'executions.updateOne',
-      'chat_messages.updateOne',
+      // The chat's status, its session freed, the history (the finish's `sessions.updateOne` is gone).
       'chats.updateOne',
-      'sessions.updateOne',
-      // The outcome, raising the head of the final events (the finish's `stream_heads.updateOne` is gone).
+      // The outcome, holding the reply (the finish's `chat_messages.updateOne` is gone), raising the head of the
+      // final events (the finish's `stream_heads.updateOne` is gone).
       'executions.updateOne',
       'stream_events.insertMany',
       'service_events.insertMany',

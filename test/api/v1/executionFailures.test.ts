@@ -5,12 +5,13 @@
  * official Anthropic SDK against the fake Anthropic server; short limits (idle 1 s, deadline 8 s) keep it fast.
  */
 import { randomBytes } from 'node:crypto';
-import { Execution, Session } from '../../../models';
+import { Chat, Execution } from '../../../models';
 import { bearer, buildOrg } from '../../helpers/factories';
 import { capturingLogger } from '../../helpers/env';
 import { useTestDatabase } from '../../helpers/mongo';
 import { openSse, type LiveStream, type SseEvent } from '../../helpers/sse';
 import { v1As, v1Error } from '../../helpers/v1';
+import { until } from '../../helpers/until';
 import { useExecutionStack } from '../../helpers/worker';
 
 useTestDatabase();
@@ -69,7 +70,11 @@ describe('a silent model', () => {
     // The idle timeout failed the first attempt and it was retried (a second request) before the deadline.
     expect(stack.fake.requests.filter((r) => r.messages?.at(-1)?.content === message).length).toBeGreaterThanOrEqual(2);
     // The session is free: the next message is answered.
-    expect((await Session.findById(sessionId).lean())?.activeExecutionId).toBeNull();
+    // The session is on the chat (commands/conversations.ts), freed by the finish's last write, after the outcome.
+    await until(
+      () => Chat.findById(chatId).lean(),
+      (c) => c?.activeExecutionId === null
+    );
     const next = await as(token).post(`/agents/${agentId}/execute`, { message: 'again', sessionId, chatId });
     expect(next.status).toBe(200);
     expect(next.body.result).toBe('Echo: again');
@@ -102,7 +107,7 @@ describe('a silent model', () => {
     const { token, agentId } = await setup();
     const live = await execute(token, agentId, '[chunks:600][slow:50]');
     await live.ended;
-    const { executionId, sessionId } = JSON.parse(live.events[0].data);
+    const { executionId, chatId } = JSON.parse(live.events[0].data);
     expect(live.events.at(-1)).toMatchObject({
       event: 'error',
       data: JSON.stringify({ message: `The execution did not finish within its time limit of ${DEADLINE_SECONDS} s` }),
@@ -110,7 +115,11 @@ describe('a silent model', () => {
     const exec = await Execution.findById(executionId).lean();
     expect(exec).toMatchObject({ status: 'failed', result: deltas(live.events) });
     expect(exec!.result!.length).toBeGreaterThan(0);
-    expect((await Session.findById(sessionId).lean())?.activeExecutionId).toBeNull();
+    // The session is on the chat (commands/conversations.ts), freed by the finish's last write, after the outcome.
+    await until(
+      () => Chat.findById(chatId).lean(),
+      (c) => c?.activeExecutionId === null
+    );
     const ids = live.events.map((e) => Number(e.id));
     expect(ids).toEqual(ids.map((_, i) => i + 1));
   }, 60_000);

@@ -3,7 +3,7 @@
  * activities), real MongoDB-compatible server, and the official Anthropic SDK against a fake Anthropic server.
  */
 import { randomBytes } from 'node:crypto';
-import { Execution, Session } from '../../../models';
+import { Chat, Execution } from '../../../models';
 import { bearer, buildOrg } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
 import { openSse, parseSse, type SseEvent } from '../../helpers/sse';
@@ -381,7 +381,11 @@ describe('cancel, join and resume', () => {
     expect(busy.body.message).toMatch(/^Session is busy/);
     await live.ended;
     await waitForStatus(executionId, 'completed');
-    expect((await Session.findById(sessionId).lean())?.activeExecutionId).toBeNull();
+    // The session is on the chat (commands/conversations.ts), freed by the finish's last write, after the outcome.
+    await until(
+      () => Chat.findById(chatId).lean(),
+      (c) => c?.activeExecutionId === null
+    );
     expect((await as(token).post(`/agents/${agentId}/execute`, { message: 'again', sessionId, chatId })).status).toBe(
       200
     );
