@@ -283,8 +283,18 @@ export async function startFakeAnthropic(host = '127.0.0.1'): Promise<FakeAnthro
       }
     });
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'request-id': 'req_fake' });
+    // [whole]: what follows `message_start` is gathered here and written at once before the end (not `res.cork()`:
+    // with it, a client on Node 24 received nothing after `message_start`).
+    let gathered: string[] | undefined;
     const send = (event: string, data: object): void => {
-      if (!disconnected) res.write(`event: ${event}\ndata: ${JSON.stringify({ type: event, ...data })}\n\n`);
+      const text = `event: ${event}\ndata: ${JSON.stringify({ type: event, ...data })}\n\n`;
+      if (gathered) gathered.push(text);
+      else if (!disconnected) res.write(text);
+    };
+    const end = (): void => {
+      if (disconnected) return;
+      if (gathered) res.write(gathered.join(''));
+      res.end();
     };
 
     send('message_start', {
@@ -305,8 +315,8 @@ export async function startFakeAnthropic(host = '127.0.0.1'): Promise<FakeAnthro
     const slowMs = numberDirective(lastUser, 'slow') ?? 0;
     const failAfter = numberDirective(lastUser, 'fail-after');
     const hangAfter = numberDirective(lastUser, 'hang-after');
-    // [whole]: one write (the response's end uncorks it).
-    if (/\[whole\]/.test(lastUser) && slowMs === 0 && hangAfter === undefined) res.cork();
+    // [whole]: one write.
+    if (/\[whole\]/.test(lastUser) && slowMs === 0 && hangAfter === undefined) gathered = [];
     send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
     send('ping', {});
     for (let i = 0; i < toStream.length; i++) {
@@ -320,7 +330,7 @@ export async function startFakeAnthropic(host = '127.0.0.1'): Promise<FakeAnthro
     }
     if (failAfter !== undefined) {
       send('error', { error: { type: 'overloaded_error', message: 'Overloaded' } });
-      if (!disconnected) res.end();
+      end();
       return;
     }
     send('content_block_stop', { index: 0 });
@@ -342,7 +352,7 @@ export async function startFakeAnthropic(host = '127.0.0.1'): Promise<FakeAnthro
       usage: { output_tokens: toStream.length },
     });
     send('message_stop', {});
-    if (!disconnected) res.end();
+    end();
   }
 
   await new Promise<void>((resolve, reject) => {

@@ -15,6 +15,7 @@ import { currentAs } from '../helpers/current';
 import { openSse } from '../helpers/sse';
 import { closeAfterAll } from '../helpers/teardown';
 import { useExecutionStack } from '../helpers/worker';
+import { executionWorkflowId } from '../../workflows/ids';
 
 const db = useTestDatabase();
 // The execution runs in worker processes, none in the test process.
@@ -33,6 +34,22 @@ async function startWorker(env: Record<string, string> = {}): Promise<Spawned> {
   workers.push(w);
   await w.waitFor(/worker started/, 90_000);
   return w;
+}
+
+/**
+ * Waits until every execution workflow of the earlier tests has closed, so that none of them (a finish still running
+ * when its worker is killed) is retried on a worker armed with a crash point, which would die in that one instead.
+ */
+async function earlierWorkDone(): Promise<void> {
+  const ids = (await Execution.find({}, { _id: 1 }).lean()).map((e) => String(e._id));
+  await Promise.all(
+    ids.map((id) =>
+      stack.t.temporal.client.workflow
+        .getHandle(executionWorkflowId(id))
+        .result()
+        .catch(() => undefined)
+    )
+  );
 }
 
 it('a worker killed mid-stream: a new worker finishes the reply with no duplicated or missing text', async () => {
@@ -136,6 +153,7 @@ it('a worker killed mid-reply in a chat: the chat stream carries every character
 
 it("a worker killed between a delta's insert and its head raise: the retry continues after the stored delta, no seam", async () => {
   // The earlier tests' workers are gone: the execution runs on the one with the crash point.
+  await earlierWorkDone();
   workers.forEach((w) => w.crash());
   await Promise.all(workers.map((w) => w.exited()));
   // The first worker kills itself once the reply's third event (the second delta, several chunks coalesced) is
@@ -186,6 +204,7 @@ it("a worker killed between a delta's insert and its head raise: the retry conti
 }, 120_000);
 
 it('a service process killed after its own client got a delta, before the head was raised: the client resumes elsewhere with no gap or repeat', async () => {
+  await earlierWorkDone();
   workers.forEach((w) => w.crash());
   await Promise.all(workers.map((w) => w.exited()));
   // A service process (HTTP and worker in one, executions started eagerly in it): its client reads the stream from
@@ -248,6 +267,7 @@ it('a service process killed after its own client got a delta, before the head w
 }, 150_000);
 
 it('a worker killed in the finish, after the held end of the reply and the final events were written: nothing lost or repeated', async () => {
+  await earlierWorkDone();
   workers.forEach((w) => w.crash());
   await Promise.all(workers.map((w) => w.exited()));
   // The reply (`[whole]`: it arrives in one piece) is held back and written by the finish with its final events;
