@@ -88,4 +88,4 @@ it('renders the operations from /api/openapi.json and expands one, loading nothi
   expect(outside).toEqual([]);
   expect(errors).toEqual([]);
   await page.close();
-});
+}, 90_000); // a browser scrolling the whole document through: 10 s alone, over 30 s on a loaded 2-core machine
