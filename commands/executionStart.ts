@@ -250,6 +250,8 @@ export async function endedExecutions(ids: string[]): Promise<string[]> {
 
 /** A slot is held at most this long past the execution deadline (an execution lost by the engine stays pending). */
 const HOLD_MARGIN_MS = 60_000;
+/** The share of a process's slots kept free for organizations under their share (lib/executionAdmission.ts). */
+const HEADROOM_SHARE = 0.1;
 
 /**
  * The admission of an api process, from the configuration.
@@ -262,7 +264,12 @@ export function createExecutionAdmission(
   onError: (err: unknown) => void
 ): ExecutionAdmission {
   return new ExecutionAdmission(
-    { ...config.executionAdmission, holdMs: config.executionDeadlineSeconds * 1000 + HOLD_MARGIN_MS },
+    {
+      ...config.executionAdmission,
+      holdMs: config.executionDeadlineSeconds * 1000 + HOLD_MARGIN_MS,
+      // 2 of the default 20; none below 10 slots.
+      headroom: Math.floor(config.executionAdmission.concurrency * HEADROOM_SHARE),
+    },
     endedExecutions,
     onError,
     fairnessWeight

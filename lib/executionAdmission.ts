@@ -55,6 +55,12 @@ export interface AdmissionLimits {
   waitMs: number;
   /** A slot is given back at the latest this long after it was taken. */
   holdMs: number;
+  /**
+   * Slots kept for the organizations under their share while several are active (hold or wait for slots here): an
+   * organization holding its equal share or more takes none of the last `headroom` free slots, so a request of
+   * another organization finds one free instead of waiting for the next slot to come back. Default 0 (none).
+   */
+  headroom?: number;
 }
 
 /**
@@ -299,7 +305,9 @@ export class ExecutionAdmission {
 
   private freeSlot(organizationId: string): Slot | undefined {
     if (this.closed) throw new ServiceUnavailableError();
-    if (this.slots.size < this.limits.concurrency && this.line.size === 0) {
+    // A free slot, and nobody of its organization in line before it (the others in line, if any, may not take it:
+    // they hold their share and it is the headroom's).
+    if (this.line.waitingOf(organizationId) === 0 && this.mayTake(organizationId)) {
       executionAdmissionWait.observe(0);
       return this.take(organizationId);
     }
@@ -439,11 +447,31 @@ export class ExecutionAdmission {
     if (slot.executionId !== undefined && this.byExecution.get(slot.executionId) === slot)
       this.byExecution.delete(slot.executionId);
     this.holdAverageMs = 0.9 * this.holdAverageMs + 0.1 * (Date.now() - slot.since);
-    if (!this.closed) {
-      const next = this.line.peek((org) => this.runningOf(org));
-      if (next) next.admit(this.take(next.organizationId));
-    }
+    // The request the fair line chooses takes it (and more: an organization that holds nothing more now leaves the
+    // others a larger share, and the headroom to them).
+    for (let next = this.peekNext(); next && !this.closed; next = this.peekNext())
+      next.admit(this.take(next.organizationId));
     publish();
+  }
+
+  /** @returns the request in line a free slot goes to now, or undefined (none, or the free slots are headroom). */
+  private peekNext(): Waiter | undefined {
+    const next = this.line.peek((org) => this.runningOf(org));
+    return next && this.mayTake(next.organizationId) ? next : undefined;
+  }
+
+  /**
+   * @param organizationId an organization.
+   * @returns whether it may take a free slot now: any one outside the headroom; one of the last `headroom` only while
+   *   it holds fewer than its equal share among the organizations active here (holding or waiting for a slot).
+   */
+  private mayTake(organizationId: string): boolean {
+    const taken = this.slots.size;
+    const { concurrency, headroom = 0 } = this.limits;
+    if (taken >= concurrency) return false;
+    if (taken < concurrency - headroom) return true;
+    const active = new Set([organizationId, ...this.running.keys(), ...this.line.organizationIds()]);
+    return this.runningOf(organizationId) * active.size < concurrency;
   }
 
   private take(organizationId: string): Slot {

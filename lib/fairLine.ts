@@ -38,6 +38,11 @@ export class FairLine<T extends FairEntry> {
     return this.lines.size;
   }
 
+  /** @returns the organizations with at least one request waiting. */
+  organizationIds(): IterableIterator<string> {
+    return this.lines.keys();
+  }
+
   /** The most requests one organization has waiting. */
   get largest(): number {
     let most = 0;

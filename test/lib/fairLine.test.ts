@@ -80,9 +80,9 @@ describe('FairLine', () => {
 describe('ExecutionAdmission between organizations', () => {
   const opened: ExecutionAdmission[] = [];
   afterEach(() => opened.splice(0).forEach((a) => a.close()));
-  function admission(concurrency: number, queue: number, weights: Record<string, number> = {}) {
+  function admission(concurrency: number, queue: number, weights: Record<string, number> = {}, headroom = 0) {
     const a = new ExecutionAdmission(
-      { concurrency, queue, waitMs: 60_000, holdMs: 600_000 },
+      { concurrency, queue, waitMs: 60_000, holdMs: 600_000, headroom },
       async () => [],
       () => undefined,
       async (org) => weights[org] ?? 1
@@ -91,6 +91,16 @@ describe('ExecutionAdmission between organizations', () => {
     return a;
   }
   const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
+  /** @returns the promise's state after the pending callbacks ran. */
+  async function settled<T>(p: Promise<T>): Promise<'pending' | 'resolved' | 'rejected'> {
+    let state: 'pending' | 'resolved' | 'rejected' = 'pending';
+    p.then(
+      () => (state = 'resolved'),
+      () => (state = 'rejected')
+    );
+    await tick();
+    return state;
+  }
 
   it("one organization's burst does not keep another waiting behind it", async () => {
     const a = admission(2, 100);
@@ -135,5 +145,35 @@ describe('ExecutionAdmission between organizations', () => {
     expect([a.waiting, a.organizationsWaiting, a.largestLine]).toEqual([3, 2, 2]);
     a.close();
     await Promise.allSettled([...waiting, b]);
+  });
+
+  it('the headroom: an organization holding its share leaves the last free slots to another, which takes one at once', async () => {
+    const a = admission(10, 100, {}, 2);
+    // Alone, A takes every slot, the headroom's included.
+    const heldA = await Promise.all(Array.from({ length: 10 }, () => a.acquire(undefined, 'A')));
+    // Each outcome is taken as it comes (the close at the end refuses the rest).
+    const flood = Array.from({ length: 20 }, () => a.acquire(undefined, 'A').catch((e: unknown) => e));
+    await tick();
+    const b1 = a.acquire(undefined, 'B');
+    await tick();
+    heldA[0].release();
+    await tick();
+    expect(await settled(b1)).toBe('resolved');
+    // A holds 9 of B's and its 2 organizations' 5 each: the next two slots that come back stay free.
+    heldA[1].release();
+    heldA[2].release();
+    await tick();
+    expect([a.admitted, a.waiting, a.runningOf('A')]).toEqual([8, 20, 7]);
+    // B's next request takes one at once, although A's wait in line.
+    const b2 = a.acquire(undefined, 'B');
+    expect(await settled(b2)).toBe('resolved');
+    expect([a.admitted, a.runningOf('B')]).toEqual([9, 2]);
+    // B done: A alone again takes every slot.
+    (await b1).release();
+    (await b2).release();
+    await tick();
+    expect([a.admitted, a.waiting, a.runningOf('A')]).toEqual([10, 17, 10]);
+    a.close();
+    await Promise.allSettled(flood);
   });
 });
