@@ -160,7 +160,10 @@ describe('with a worker in the test process', () => {
       depth: 1,
       source: 'subagent',
     });
-    const described = await stack.t.temporal.client.workflow.getHandle(executionWorkflowId(childId)).describe();
+    // The child's outcome comes before its finish's last writes and its workflow's end.
+    const childHandle = stack.t.temporal.client.workflow.getHandle(executionWorkflowId(childId));
+    await childHandle.result();
+    const described = await childHandle.describe();
     expect(described.status.name).toBe('COMPLETED');
     // Started with the same options as the parent's (workflows/executionStart.ts): a dead process is noticed within
     // EXECUTION_TASK_TIMEOUT, not the engine's default 10 s.
@@ -322,14 +325,17 @@ describe('with a worker in the test process', () => {
     );
     expect(after!.error).toEqual({ message: 'Execution cancelled', code: 'cancelled' });
     // Its stream ends with the terminal event (the finish writes it beside the record's outcome, not before it);
-    // its workflow has ended.
+    // its workflow ends.
     const last = await until(
       async () => (await readEvents(child!._id)).at(-1),
       (e) => e?.event !== 'message'
     );
     expect(last).toMatchObject({ event: 'error', data: { message: 'Execution cancelled' } });
-    const described = await stack.t.temporal.client.workflow.getHandle(executionWorkflowId(child!._id)).describe();
-    expect(described.status.name).toBe('COMPLETED');
+    // The terminal event is visible with the outcome write; the finish's last writes (the chat, service events) and
+    // the workflow's end come after it.
+    const handle = stack.t.temporal.client.workflow.getHandle(executionWorkflowId(child!._id));
+    await handle.result();
+    expect((await handle.describe()).status.name).toBe('COMPLETED');
     expect(await Execution.findById(parentId).lean<ExecutionDoc>()).toMatchObject({ status: 'cancelled' });
   }, 90_000);
 });

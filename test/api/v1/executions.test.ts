@@ -415,7 +415,10 @@ describe('operators', () => {
   it('one workflow per execution, tagged with organization, agent and kind, with a memo of ids only', async () => {
     const { token, agentId, orgId } = await setup();
     const { executionId } = (await as(token).post(`/agents/${agentId}/execute`, { message: 'tagged' })).body;
-    const description = await stack.t.temporal.client.workflow.getHandle(executionWorkflowId(executionId)).describe();
+    // The answer comes with the outcome; the finish's last writes and the workflow's end follow it.
+    const handle = stack.t.temporal.client.workflow.getHandle(executionWorkflowId(executionId));
+    await handle.result();
+    const description = await handle.describe();
     expect(description.type).toBe('agentExecution');
     expect(description.status.name).toBe('COMPLETED');
     expect(description.typedSearchAttributes.get(organizationIdKey)).toBe(orgId);
