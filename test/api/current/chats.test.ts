@@ -286,7 +286,11 @@ describe('chat lifecycle', () => {
     const sent = await s.api.post(`/chats/${s.agentChatId}/messages`, { message: 'first [chunks:2]' });
     expect(sent.status).toBe(201);
     await waitForExecution(sent.body.execution.id, 'completed');
-    const read = await s.api.get(`/chats/${s.agentChatId}/messages`);
+    // The chat's status follows the outcome: the finish writes the outcome, then frees the chat with its status.
+    const read = await until(
+      () => s.api.get(`/chats/${s.agentChatId}/messages`).then((r) => r),
+      (r) => r.body.chat?.status !== 'working'
+    );
     expect(read.body.chat).toMatchObject({ session_id: `ses_${s.agentChatId}`, status: 'done' });
     expect(read.body.messages.map((m: { content: string }) => m.content)).toEqual(['first [chunks:2]', chunks(2)]);
   });
