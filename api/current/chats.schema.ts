@@ -22,6 +22,14 @@ import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
 /** Events replayed to a client that names no position (`Last-Event-ID`): the stream's last ones. */
 export const CHAT_REPLAY_EVENTS = 100;
 
+/** `concurrency_limit` beside a `concurrency_key`: on a chat message and on a mission task's start-work. */
+export const concurrencyLimitSchema = {
+  type: 'integer',
+  minimum: 1,
+  maximum: 1000,
+  description: 'Running executions allowed for concurrency_key (default 1)',
+} as const;
+
 const chatStatus = oneOfStrings(CHAT_STATUSES, 'status');
 const nullableModel = {
   type: ['string', 'null'],
@@ -80,12 +88,7 @@ export const chatMessageBody = {
       description:
         'Executions with this key (per organization) run at most concurrency_limit at once; the others wait in order (status `queued`)',
     }),
-    concurrency_limit: {
-      type: 'integer',
-      minimum: 1,
-      maximum: 1000,
-      description: 'Running executions allowed for concurrency_key (default 1)',
-    },
+    concurrency_limit: concurrencyLimitSchema,
   },
 } as const;
 

@@ -14,6 +14,7 @@ import {
 } from '../schemas';
 import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
 import { taskCreateBody, taskSchema, taskUpdateBody } from '../v1/tasks.schema';
+import { concurrencyLimitSchema } from './chats.schema';
 import { jobSchema } from './jobs.schema';
 
 const missionStatus = oneOfStrings(MISSION_STATUSES, 'status');
@@ -182,12 +183,7 @@ export const startWorkBody = {
       description:
         'Each iteration of the job holds this key (per organization) before it runs, counted with the executions carrying it: at most concurrency_limit at once, the others wait in order (status `queued`)',
     }),
-    concurrency_limit: {
-      type: 'integer',
-      minimum: 1,
-      maximum: 1000,
-      description: 'Running executions allowed for concurrency_key (default 1)',
-    },
+    concurrency_limit: concurrencyLimitSchema,
   },
 } as const;
 
