@@ -339,7 +339,9 @@ it("a worker killed after the reply's first delta: the killed attempt's input to
   await first.exited();
   const { executionId } = JSON.parse(stream.events[0].data);
   const killed = await Execution.findById(executionId).lean();
-  const saved = Object.values(killed!.usageByAttempt as Record<string, { inputTokens: number; outputTokens: number }>);
+  const saved = Object.values(
+    (killed!.usageByAttempt ?? {}) as Record<string, { inputTokens: number; outputTokens: number }>
+  );
   expect(saved).toHaveLength(1);
   expect(saved[0].inputTokens).toBe(stack.fake.usage[billedBefore].inputTokens);
   expect(saved[0].outputTokens).toBeGreaterThanOrEqual(1);
