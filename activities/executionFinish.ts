@@ -57,10 +57,19 @@ export interface FinishInput {
   errorCode?: FailureCode;
 }
 
-/** What finishExecution recorded (histories recorded before it returned this hold nothing). */
+/**
+ * What finishExecution recorded (histories recorded before it returned this hold nothing). It is its local activity's
+ * result, kept in the workflow's history (its marker): the reply is in it only when it differs from the one the
+ * finish was given (issue 37).
+ */
 export interface FinishOutcome {
   status: 'completed' | 'failed' | 'cancelled';
-  /** The reply (completed). */
+  /**
+   * The reply as recorded (completed), when it is not the `text` the finish was given: an execution whose outcome was
+   * already recorded (the workflow task run again), or one given no text. Absent otherwise: the reply the workflow
+   * handed over is the one recorded, and is already durable on the record (`result`). Histories recorded before
+   * always hold it.
+   */
   text?: string;
 }
 
@@ -379,9 +388,12 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     // Its admission slot, when this process admitted it (lib/executionAdmission.ts), is free for the next one.
     executionEnded(exec._id);
     // The outcome as recorded: a finish that came after the execution was already terminal (the workflow task was
-    // run again because a cancel arrived as it completed) answers what the first one recorded.
+    // run again because a cancel arrived as it completed) answers what the first one recorded. The reply only when
+    // it is not the one this finish was given: the history's marker does not repeat it (the reply's marker holds it,
+    // the record too).
+    const answered = terminal ? (exec.result ?? '') : text;
     return finalStatus === 'completed'
-      ? { status: finalStatus, text: terminal ? (exec.result ?? '') : text }
+      ? { status: finalStatus, ...(answered !== input.text ? { text: answered } : {}) }
       : { status: finalStatus as 'failed' | 'cancelled' };
   };
 }

@@ -305,7 +305,10 @@ export function createGenerateReply(
             await mirrored;
             await mirrorEvent(exec, e);
           }
-        : undefined
+        : undefined,
+      // The attempt's token counts ride the head raises (the input count the first delta's): no write of their own.
+      // (`usage` is set below, before anything is written through this writer.)
+      () => usage.headFields()
     );
     const provider = createProvider({ provider: exec.provider as 'anthropic', model: exec.model }, deps.config);
     // Its built-in tools, its MCP servers' and its sub-agents (activities/executionTools.ts).
@@ -315,7 +318,7 @@ export function createGenerateReply(
     const attempt = attemptKey(ctx.info);
     // A local activity has no heartbeat of its own: the SDK heartbeats its workflow task.
     const beat = ctx.info.isLocal ? undefined : setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
-    const usage = trackUsage(executionId, attempt, log);
+    const usage = trackUsage(executionId, attempt, log, deps.config.usageSaveMs);
     // The request is aborted by a cancellation (Temporal's, or the cancel endpoint's directly), by the idle timeout
     // or by the deadline: one controller every cause aborts (plain listeners, removed at the end).
     const stop = new AbortController();

@@ -54,12 +54,34 @@ export interface LoggedEvent {
 }
 
 /**
+ * Fields of an execution's record that its stream's writer sets in the update raising the head (commands/streamHeads.ts
+ * `raiseHead`): one write of the record instead of two (the reply's token counts: activities/executionUsage.ts
+ * `headFields`).
+ */
+export interface HeadFields {
+  /** The fields and their values (`$set`). */
+  set: Record<string, unknown>;
+  /**
+   * Called once the head raise has settled.
+   * @param written false when the fields were not written (the raise failed, or the stream's head is not on an
+   *   execution record).
+   */
+  settled(written: boolean): void;
+}
+
+/**
  * Appends events with explicit, consecutive seqs, then raises the stream's head. An event whose seq already exists
  * is kept as it is (idempotent retries).
  * @param streamId the stream.
  * @param events events in seq order.
+ * @param alsoSetOnHeadRaise asked, right before the head raise (none for an append ending at seq 1), for fields of
+ *   the execution record to set in the same update.
  */
-export async function appendEvents(streamId: string, events: LoggedEvent[]): Promise<void> {
+export async function appendEvents(
+  streamId: string,
+  events: LoggedEvent[],
+  alsoSetOnHeadRaise?: () => HeadFields | undefined
+): Promise<void> {
   if (events.length === 0) return;
   const retried = await insertEvents(streamId, events);
   const last = events[events.length - 1].seq;
@@ -72,7 +94,15 @@ export async function appendEvents(streamId: string, events: LoggedEvent[]): Pro
   if (crashPointsArmed && isExecutionStream(streamId)) await crashPoint(`stream-head:exec:${last}`);
   // An append that ends at seq 1 is the stream's first event alone (an execution's `meta`, an MCP stream's first
   // message): it raises no head, since a stream without one holds its first event at most ({@link lastSeq}).
-  if (last > 1) await raiseHead(streamId, last);
+  if (last > 1) {
+    const also = alsoSetOnHeadRaise?.();
+    let written = false;
+    try {
+      written = await raiseHead(streamId, last, also?.set);
+    } finally {
+      also?.settled(written);
+    }
+  }
   wakeStream(streamId, last);
 }
 
@@ -275,6 +305,8 @@ export class CoalescingWriter {
    * @param maxChars flush early past this many buffered characters.
    * @param afterAppend called with each event once it is written, before the next one is (e.g. to mirror it into
    *   another stream, in order).
+   * @param alsoSetOnHeadRaise fields of the execution record to set in each update that raises the head over this
+   *   writer's events ({@link appendEvents}), asked for right before it.
    */
   private readonly firstSeq: number;
 
@@ -284,7 +316,8 @@ export class CoalescingWriter {
     private readonly makeDelta: (text: string) => Omit<LoggedEvent, 'seq'>,
     private readonly intervalMs = 50,
     private readonly maxChars = 4096,
-    private readonly afterAppend: (event: LoggedEvent) => Promise<void> = async () => undefined
+    private readonly afterAppend: (event: LoggedEvent) => Promise<void> = async () => undefined,
+    private readonly alsoSetOnHeadRaise?: () => HeadFields | undefined
   ) {
     this.firstSeq = nextSeq;
   }
@@ -324,7 +357,7 @@ export class CoalescingWriter {
         // After a failed write this writer writes nothing more: its attempt is failing, and a later write could
         // land after the retry read the stream, at a seq the retry then writes with differently cut text.
         if (this.failure) return;
-        await appendEvents(this.streamId, [event]);
+        await appendEvents(this.streamId, [event], this.alsoSetOnHeadRaise);
         await this.afterAppend(event);
         this.written += text;
       })
@@ -346,7 +379,7 @@ export class CoalescingWriter {
     this.chain = this.chain
       .then(async () => {
         if (this.failure) return;
-        await appendEvents(this.streamId, written);
+        await appendEvents(this.streamId, written, this.alsoSetOnHeadRaise);
         for (const e of written) await this.afterAppend(e);
       })
       .catch((err: unknown) => {

@@ -29,13 +29,21 @@ export const headRaise = (seq: number): { $max: { streamSeq: number } } => ({ $m
  * Raises a stream's head (never lowers it), once its events up to `seq` are written.
  * @param streamId the stream.
  * @param seq the new head.
+ * @param alsoSet fields of the execution record set by the same update (an execution's stream with its head on its
+ *   record only: the reply's token counts ride its head raise, activities/executionUsage.ts `headFields`).
+ * @returns whether `alsoSet` was written (false: the head is in `stream_heads`, the fields were not set).
  */
-export async function raiseHead(streamId: string, seq: number): Promise<void> {
+export async function raiseHead(streamId: string, seq: number, alsoSet?: Record<string, unknown>): Promise<boolean> {
   if (isExecutionStream(streamId)) {
-    const { matchedCount } = await updateOneDirect(Execution, { _id: streamId }, headRaise(seq));
-    if (matchedCount > 0) return;
+    const { matchedCount } = await updateOneDirect(
+      Execution,
+      { _id: streamId },
+      alsoSet ? { ...headRaise(seq), $set: alsoSet } : headRaise(seq)
+    );
+    if (matchedCount > 0) return true;
   }
   await updateOneDirect(StreamHead, { _id: streamId }, { $max: { lastSeq: seq } }, { upsert: true });
+  return false;
 }
 
 /**

@@ -75,6 +75,12 @@ export interface Config {
   logPretty: boolean;
   /** A model stream with no event for this long fails its attempt (docs/architecture.md §7). @default 60 */
   modelIdleTimeoutSeconds: number;
+  /**
+   * How often a running reply saves its token counts when no head raise of its stream carried them
+   * (activities/executionUsage.ts; docs/decisions.md "Usage"): at most what a worker crash loses of an attempt's
+   * counts (USAGE_SAVE_MS). @default 500
+   */
+  usageSaveMs: number;
   /** Longest an execution may run, every attempt included; then it fails with a terminal error. @default 600 */
   executionDeadlineSeconds: number;
   /**
@@ -480,6 +486,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     logLevel,
     logPretty: bool('LOG_PRETTY', false),
     modelIdleTimeoutSeconds: int('MODEL_IDLE_TIMEOUT_SECONDS', 60, 1, 3600),
+    usageSaveMs: int('USAGE_SAVE_MS', 500, 50, 60_000),
     executionDeadlineSeconds: int('EXECUTION_DEADLINE_SECONDS', 600, 1, 86_400),
     executionAdmission: {
       concurrency: int('EXECUTION_CONCURRENCY', 20, 1, 10_000),

@@ -91,15 +91,16 @@ type Finish = (
  * @param recorded what the finish answered (nothing in histories recorded before it answered).
  * @param fallback the outcome this run decided.
  * @returns the outcome as the record holds it: a workflow task run again (a cancel arrived as it completed) ends
- * with what the first run recorded, not with the cancellation.
+ * with what the first run recorded, not with the cancellation. The finish answers the reply only when it is not the
+ * one it was given (issue 37: its marker does not repeat it); otherwise the reply is this run's.
  */
 function asRecorded(
   recorded: FinishOutcome | undefined | void,
   fallback: AgentExecutionOutcome
 ): AgentExecutionOutcome {
-  return recorded && recorded.status
-    ? { status: recorded.status, ...(recorded.text !== undefined ? { text: recorded.text } : {}) }
-    : fallback;
+  if (!recorded || !recorded.status) return fallback;
+  const text = recorded.text ?? (recorded.status === fallback.status ? fallback.text : undefined);
+  return { status: recorded.status, ...(text !== undefined ? { text } : {}) };
 }
 
 /** Histories recorded before the shape: the finish as they recorded it. */

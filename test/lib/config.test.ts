@@ -86,6 +86,12 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ EXECUTION_DEADLINE_SECONDS: '1.5' })).toThrow(/EXECUTION_DEADLINE_SECONDS="1.5"/);
   });
 
+  it("reads USAGE_SAVE_MS, the periodic save of a running reply's token counts (default 500 ms)", () => {
+    expect(loadConfig({})).toMatchObject({ usageSaveMs: 500 });
+    expect(loadConfig({ USAGE_SAVE_MS: '2000' })).toMatchObject({ usageSaveMs: 2000 });
+    expect(() => loadConfig({ USAGE_SAVE_MS: '10' })).toThrow(/USAGE_SAVE_MS="10"/);
+  });
+
   it('outage and restart timings: defaults, values, and a maximum below the first wait refused', () => {
     expect(loadConfig({})).toMatchObject({
       dependencyTimeoutMs: 3000,

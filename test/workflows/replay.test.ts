@@ -7,8 +7,9 @@
  * temporal.api.history.v1.History). fixtures/execution-history-shape2-*.json: a completed and a cancelled execution
  * of shape 2 (the model call a regular activity), recorded by the code of 16eda23 (JSON of the History message as
  * protobufjs writes it: enums and 64-bit numbers as strings, bytes in base64). An execution started with shape 2
- * (running at an upgrade) still runs to its end. The last test records a current-shape (3) execution live and
- * replays it.
+ * (running at an upgrade) still runs to its end. fixtures/execution-history-shape3-completed.json: a completed
+ * execution of shape 3 recorded by the code of b5c037d, whose finish's marker repeated the reply (the same JSON
+ * form, its payloads opened, stored clear). The last test records a current-shape (3) execution live and replays it.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -22,6 +23,7 @@ import { executionWorkflowId } from '../../workflows/ids';
 import { recordPendingExecution } from '../../commands/executionStart';
 import { newExecutionId } from '../../lib/ids';
 import { Execution, type ExecutionDoc } from '../../models';
+import { temporalExtensions } from '../../lib/dataConverter';
 
 useTestDatabase();
 const stack = useExecutionStack('replay');
@@ -37,6 +39,13 @@ it('an execution recorded before the input shape and the payload codec (clear pa
   expect(eventTypes(history).filter((t) => t === 'EVENT_TYPE_MARKER_RECORDED').length).toBe(3);
   await Worker.runReplayHistory(replaySource(stack.t.config), history);
 }, 60_000);
+
+/**
+ * @param executionId an execution.
+ * @returns its workflow's result.
+ */
+const handleResult = (executionId: string): Promise<unknown> =>
+  stack.t.temporal.client.workflow.getHandle(executionWorkflowId(executionId)).result();
 
 /**
  * @param name the fixture's file name.
@@ -63,6 +72,20 @@ it.each(['completed', 'cancelled'])(
   },
   60_000
 );
+
+it("a completed execution of shape 3 whose finish's marker repeated the reply replays on the current code", async () => {
+  const history = jsonHistory('execution-history-shape3-completed.json');
+  // The fixture is what it says: two markers (the local reply and the local finish), the finish's result holding the
+  // reply, as the workflow's result does.
+  const markers = (history.events ?? []).filter((e) => e.markerRecordedEventAttributes);
+  expect(markers).toHaveLength(2);
+  const finishResult = JSON.parse(
+    Buffer.from(markers[1].markerRecordedEventAttributes!.details!.result!.payloads![0].data!).toString('utf8')
+  );
+  expect(finishResult).toEqual({ status: 'completed', text: 'tok1 tok2 tok3 tok4 tok5 ' });
+  expect(eventTypes(history).at(-1)).toBe('EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED');
+  await Worker.runReplayHistory(replaySource(stack.t.config), history);
+}, 60_000);
 
 it('an execution started with shape 2 before an upgrade runs to its end on the current code', async () => {
   const org = await buildOrg();
@@ -121,5 +144,12 @@ it('a current execution (shape 3) is local activities only, with no patch marker
   expect(types).not.toContain('EVENT_TYPE_TIMER_STARTED');
   // Two markers: the local reply and the local finish.
   expect(types.filter((t) => t === 'EVENT_TYPE_MARKER_RECORDED')).toHaveLength(2);
+  // The finish's marker does not repeat the reply (the reply's marker holds it, and the workflow's result): its
+  // result is the status alone.
+  const codec = temporalExtensions(stack.t.config).dataConverter.payloadCodecs![0];
+  const finishMarker = (history.events ?? []).filter((e) => e.markerRecordedEventAttributes)[1];
+  const [opened] = await codec.decode(finishMarker.markerRecordedEventAttributes!.details!.result!.payloads!);
+  expect(JSON.parse(Buffer.from(opened.data!).toString('utf8'))).toEqual({ status: 'completed' });
+  expect(await handleResult(res.body.executionId)).toEqual({ status: 'completed', text: 'tok1 tok2 tok3 tok4 tok5 ' });
   await Worker.runReplayHistory(replaySource(stack.t.config), history);
 }, 60_000);

@@ -92,8 +92,8 @@ it('a worker killed mid-stream: a new worker finishes the reply with no duplicat
   expect(resumed).toBeDefined();
   expect(expected.startsWith(String(resumed!.messages!.at(-1)!.content))).toBe(true);
 
-  // Usage counts every attempt the provider billed, the killed one included: its input tokens exactly (saved as
-  // soon as the provider reported them), its output tokens as the deltas it had received when last saved.
+  // Usage counts every attempt the provider billed, the killed one included: its input tokens exactly (saved with
+  // the head raise of its first delta), its output tokens as the deltas it had received when last saved.
   const billed = stack.fake.usage;
   const attempts = Object.values(exec!.usageByAttempt as Record<string, { inputTokens: number }>);
   expect(attempts.length).toBe(billed.length);
@@ -312,4 +312,55 @@ it('a worker killed in the finish, after the held end of the reply and the final
   expect(stack.fake.requests.filter((r) => JSON.stringify(r.messages).includes('[chunks:20][whole] hi'))).toHaveLength(
     1
   );
+}, 120_000);
+
+it("a worker killed after the reply's first delta: the killed attempt's input tokens are counted, carried by that delta's head raise", async () => {
+  await earlierWorkDone();
+  workers.forEach((w) => w.crash());
+  await Promise.all(workers.map((w) => w.exited()));
+  // No periodic save before the kill (USAGE_SAVE_MS a minute): the head raise of the first delta is the only write
+  // that can have saved the attempt's input tokens (activities/executionUsage.ts `headFields`).
+  const first = await startWorker({ USAGE_SAVE_MS: '60000' });
+  const org = await buildOrg();
+  const agent = await stack.t.request
+    .post('/api/v1/agents')
+    .set('Authorization', bearer(org.apiToken))
+    .send({ name: 'A', systemPrompt: 'p' });
+  const billedBefore = stack.fake.usage.length;
+  const stream = await openSse(`${stack.base}/api/v1/agents/${agent.body.id}/execute`, {
+    method: 'POST',
+    headers: { authorization: bearer(org.apiToken) },
+    body: { message: '[chunks:40][slow:200]', stream: true },
+  });
+  // `meta`, then the first delta: this worker wrote it and raised the head over it (the api is another process, so
+  // the client gets it after the head raise).
+  await stream.waitFor(2);
+  first.crash();
+  await first.exited();
+  const { executionId } = JSON.parse(stream.events[0].data);
+  const killed = await Execution.findById(executionId).lean();
+  const saved = Object.values(
+    (killed!.usageByAttempt ?? {}) as Record<string, { inputTokens: number; outputTokens: number }>
+  );
+  expect(saved).toHaveLength(1);
+  expect(saved[0].inputTokens).toBe(stack.fake.usage[billedBefore].inputTokens);
+  expect(saved[0].outputTokens).toBeGreaterThanOrEqual(1);
+  await startWorker();
+  await stream.ended;
+
+  const events = stream.events;
+  expect(events.at(-1)!.event).toBe('result');
+  const exec = await Execution.findById(executionId).lean();
+  expect(exec).toMatchObject({ status: 'completed', result: chunks(40) });
+  // Both attempts counted: the killed one's input tokens exactly, its output as the deltas its last head raise saw.
+  const billed = stack.fake.usage.slice(billedBefore);
+  expect(billed).toHaveLength(2);
+  expect(Object.keys(exec!.usageByAttempt as object)).toHaveLength(2);
+  expect(exec!.usage!.inputTokens).toBe(billed[0].inputTokens + billed[1].inputTokens);
+  expect(exec!.usage!.outputTokens).toBeGreaterThan(billed[1].outputTokens);
+  expect(exec!.usage!.outputTokens).toBeLessThanOrEqual(billed[0].outputTokens + billed[1].outputTokens);
+  expect(JSON.parse(events.at(-1)!.data).usage).toEqual({
+    input_tokens: exec!.usage!.inputTokens,
+    output_tokens: exec!.usage!.outputTokens,
+  });
 }, 120_000);
