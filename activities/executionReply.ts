@@ -9,7 +9,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { ToolOutcome } from '../commands/agentFileTools';
 import { turnMessagesOf } from '../commands/chatMessageReads';
-import { metaEvent } from '../commands/executionStart';
+import { metaEvent } from '../commands/executionMeta';
 import { userTurn } from '../commands/mediaTurn';
 import { recordEvent, type EventDeps } from '../commands/serviceEvents';
 import { agentWithSkills } from '../commands/skills';

@@ -3,7 +3,7 @@
  * both surfaces (POST /api/v1/agents/{id}/execute, the client library's execute) and the MCP tools share
  * (docs/architecture.md §3: what both surfaces use sits in api/ itself).
  */
-import { metaEvent } from '../commands/executionStart';
+import { metaEvent } from '../commands/executionMeta';
 import { awaitExecution } from '../commands/executions';
 import { ConflictError, ExecutionFailedError } from '../lib/errors';
 import type { LoggedEvent } from '../commands/eventLog';

@@ -19,7 +19,15 @@ import { sseConnections } from '../lib/metrics';
 import { PassThrough } from 'node:stream';
 import { check, type Schema } from '../lib/ajv';
 import { ValidationError } from '../lib/errors';
-import { EXPIRED_EVENT, lastSeq, readEvents, type EventTailer, type LoggedEvent } from '../commands/eventLog';
+import {
+  EXPIRED_EVENT,
+  lastSeq,
+  readEvents,
+  readHead,
+  type EventTailer,
+  type Head,
+  type LoggedEvent,
+} from '../commands/eventLog';
 import type { AppContext } from './context';
 import { input } from './route';
 import type { Validated } from './schemas';
@@ -155,8 +163,10 @@ export async function streamEvents(ctx: AppContext, opts: SseOptions): Promise<v
   const known = opts.afterSeq === 0 && opts.known?.length ? opts.known : undefined;
   // The head is read before anything is answered: a client that has the stream's terminal event already gets 204.
   // Events the caller wrote itself are the head so far (none of them ends the stream).
-  const head = known ? known[known.length - 1].seq : await lastSeq(opts.streamId);
-  if (!known && (await fullyRead(opts, head))) {
+  // An execution's `meta` held by its record comes with the head read (commands/executionMeta.ts).
+  const headRead: Head = known ? { seq: known[known.length - 1].seq } : await readHead(opts.streamId);
+  const head = headRead.seq;
+  if (!known && (await fullyRead(opts, headRead))) {
     ctx.status = 204;
     ctx.set('Cache-Control', 'no-store');
     return;
@@ -203,7 +213,7 @@ export async function streamEvents(ctx: AppContext, opts: SseOptions): Promise<v
   const from = Math.min(opts.afterSeq, Math.max(head - 1, 0));
   let read = from;
   // The head just read bounds the replay (events after it come through the tailer, which reads the head again).
-  for (const e of known ?? (await readEvents(opts.streamId, from, undefined, head))) {
+  for (const e of known ?? (await readEvents(opts.streamId, from, undefined, headRead))) {
     read = e.seq;
     send(e);
   }
@@ -224,13 +234,14 @@ function isTerminalAt(opts: SseOptions, e: LoggedEvent, head: number): boolean {
 
 /**
  * @param opts the stream and the client's position.
- * @param head the stream's head.
+ * @param read the stream's head as read.
  * @returns whether the client has read the whole stream: its position is at or past the head, and the event at the
  *   head ends the stream.
  */
-async function fullyRead(opts: SseOptions, head: number): Promise<boolean> {
+async function fullyRead(opts: SseOptions, read: Head): Promise<boolean> {
+  const head = read.seq;
   if (head === 0 || opts.afterSeq < head) return false;
-  const [last] = await readEvents(opts.streamId, head - 1, 1, head);
+  const [last] = await readEvents(opts.streamId, head - 1, 1, read);
   return last !== undefined && last.seq === head && isTerminalAt(opts, last, head);
 }
 

@@ -8,7 +8,9 @@
  * without a head: no head means at most event 1), and
  * events are fetched by their deterministic ids, so every read touches exactly the events it returns on MongoDB and
  * on the embedded database, which pushes down only top-level equality (a `seq` range would touch the whole stream:
- * docs/query-shapes.md). Writers insert events first and raise the head after, so a reader never sees a gap. The
+ * docs/query-shapes.md). Writers insert events first and raise the head after, so a reader never sees a gap. An
+ * execution recorded with `metaOnRecord` stores no event 1: its `meta` comes with the head read, from the record
+ * (commands/executionMeta.ts), and every reader here yields it as seq 1 and reads the stored events from seq 2. The
  * writer's own process hands its events to its readers as soon as the insert is acknowledged, before the head raise
  * (issue 37 lever 1); a writer that dies in between leaves them past the head, and the stream's next writer reads past
  * the head and carries on after them ({@link readWritten}).
@@ -31,9 +33,9 @@ import { retentionExpiry } from '../lib/expiry';
 import { isDuplicateKey } from '../lib/mongo';
 import { wakeStream, WakeupReceiver, type Wakeup } from '../lib/wakeups';
 import { StreamEvent, type StreamEventDoc } from '../models';
-import { isExecutionStream, lastSeq, raiseHead } from './streamHeads';
+import { isExecutionStream, raiseHead, readHead, type Head } from './streamHeads';
 
-export { lastSeq } from './streamHeads';
+export { lastSeq, readHead, type Head } from './streamHeads';
 
 /** The event a read puts in place of events that expired: `{from, to, message}`, with seq `to`. */
 export const EXPIRED_EVENT = 'expired';
@@ -92,8 +94,9 @@ export async function appendEvents(
   if (!retried) handToLocalReaders(streamId, events);
   // The fault tests kill a worker here: events written, head not raised (lib/crashPoints.ts; off in production).
   if (crashPointsArmed && isExecutionStream(streamId)) await crashPoint(`stream-head:exec:${last}`);
-  // An append that ends at seq 1 is the stream's first event alone (an execution's `meta`, an MCP stream's first
-  // message): it raises no head, since a stream without one holds its first event at most ({@link lastSeq}).
+  // An append that ends at seq 1 is the stream's first event alone (an MCP stream's first message; an execution's
+  // `meta` when its record does not hold it: commands/executionMeta.ts): it raises no head, since a stream without
+  // one holds its first event at most ({@link lastSeq}).
   if (last > 1) {
     const also = alsoSetOnHeadRaise?.();
     let written = false;
@@ -189,10 +192,15 @@ const localTailers = new Set<EventTailer>();
 
 /**
  * Fetches events `from..to` (inclusive) by id, READ_BATCH to a query, stopping at the first one missing.
+ * @param first the stream's event 1 when it is not stored (an execution's `meta` on its record, {@link Head}).
  * @returns events in seq order.
  */
-async function fetchRange(streamId: string, from: number, to: number): Promise<LoggedEvent[]> {
+async function fetchRange(streamId: string, from: number, to: number, first?: LoggedEvent): Promise<LoggedEvent[]> {
   const out: LoggedEvent[] = [];
+  if (first && from === 1 && to >= 1) {
+    out.push(first);
+    from = 2;
+  }
   for (let start = from; start <= to; start += READ_BATCH) {
     const seqs = Array.from({ length: Math.min(READ_BATCH, to - start + 1) }, (_, i) => start + i);
     const docs = await StreamEvent.collection
@@ -243,21 +251,16 @@ function expiredEvent(from: number, to: number): LoggedEvent {
  * @param streamId the stream.
  * @param afterSeq return events with seq greater than this.
  * @param limit most seqs to cover.
- * @param head the stream's head when the caller just read it ({@link lastSeq}): not read again.
+ * @param head the stream's head when the caller just read it ({@link readHead}): not read again.
  * @returns events in seq order.
  */
-export async function readEvents(
-  streamId: string,
-  afterSeq = 0,
-  limit = 10_000,
-  head?: number
-): Promise<LoggedEvent[]> {
-  const last = head ?? (await lastSeq(streamId));
+export async function readEvents(streamId: string, afterSeq = 0, limit = 10_000, head?: Head): Promise<LoggedEvent[]> {
+  const { seq: last, first } = head ?? (await readHead(streamId));
   if (last <= afterSeq) return [];
   const to = Math.min(last, afterSeq + limit);
   const out: LoggedEvent[] = [];
   for (let from = afterSeq + 1; from <= to;) {
-    const kept = await fetchRange(streamId, from, to);
+    const kept = await fetchRange(streamId, from, to, first);
     out.push(...kept);
     const missing = from + kept.length;
     if (missing > to) break;
@@ -278,9 +281,9 @@ export async function readEvents(
  * @returns events in seq order.
  */
 export async function readWritten(streamId: string): Promise<LoggedEvent[]> {
-  const head = await lastSeq(streamId);
+  const head = await readHead(streamId);
   const out = await readEvents(streamId, 0, Number.MAX_SAFE_INTEGER, head);
-  for (let from = head + 1; ; from += READ_BATCH) {
+  for (let from = head.seq + 1; ; from += READ_BATCH) {
     const past = await fetchRange(streamId, from, from + READ_BATCH - 1);
     out.push(...past);
     if (past.length < READ_BATCH) return out;
@@ -607,17 +610,20 @@ export class EventTailer {
         return sub ? [[id, sub] as const] : [];
       });
       // A wake-up that named its seq, close ahead of what was delivered, saves reading the head; a tick, a seq
-      // far ahead (perhaps forged) or none reads it.
+      // far ahead (perhaps forged) or none reads it, and so does an execution's stream read from its start (its
+      // event 1 may be its record's `meta`, which comes with the head).
       const heads = await Promise.all(
-        entries.map(([streamId, sub]) => {
+        entries.map(([streamId, sub]): Head | Promise<Head> => {
           const seq = tick ? undefined : woken.get(streamId);
-          return seq !== undefined && seq - sub.delivered <= READ_BATCH ? seq : lastSeq(streamId);
+          const fromStart = sub.delivered === 0 && isExecutionStream(streamId);
+          return seq !== undefined && seq - sub.delivered <= READ_BATCH && !fromStart ? { seq } : readHead(streamId);
         })
       );
       await Promise.all(
         entries.map(async ([streamId, sub], i) => {
-          if (heads[i] <= sub.delivered) return;
-          const events = await fetchRange(streamId, sub.delivered + 1, Math.min(heads[i], sub.delivered + 5000));
+          const { seq: head, first } = heads[i];
+          if (head <= sub.delivered) return;
+          const events = await fetchRange(streamId, sub.delivered + 1, Math.min(head, sub.delivered + 5000), first);
           for (const event of events) {
             // Delivered meanwhile from memory (deliverAppended): skipped, never sent twice.
             if (event.seq <= sub.delivered) continue;

@@ -1,7 +1,8 @@
 /**
  * Starting an agent execution from the api side (or a sub-agent's, from its parent's tool call): admission, the
- * conversation and its turn (commands/conversations.ts), the pending execution with its user message and `meta` event,
- * then workflow `execution-<id>` with the options of workflows/executionStart.ts (their one home).
+ * conversation and its turn (commands/conversations.ts), the pending execution with its user message (its record holds
+ * its stream's `meta` event: commands/executionMeta.ts), then workflow `execution-<id>` with the options of
+ * workflows/executionStart.ts (their one home).
  */
 import type { Client } from '@temporalio/client';
 import type { Config } from '../lib/config';
@@ -21,7 +22,8 @@ import { executionStartOptions, workPriority } from '../workflows/executionStart
 import { findVisibleAgent } from './agents';
 import { releaseTurn, resolveConversation, takeTurn, type ConversationSession } from './conversations';
 import { defaultSpaceId } from './defaultSpace';
-import { appendEvents, type LoggedEvent } from './eventLog';
+import { appendEvents, insertEvents, type LoggedEvent } from './eventLog';
+import { META_ON_RECORD } from './executionMeta';
 import { checkMediaForModel, checkMediaIds } from './media';
 import { fairnessWeight } from './fairShare';
 import { refuseWhenSpent } from './spend';
@@ -117,53 +119,36 @@ const ignoreDuplicate = (err: unknown): void => {
 };
 
 /**
- * The first event of every execution's stream, written by the api before the workflow starts: until the workflow
- * claims the pending execution, it is the stream's only event.
- * @param exec the execution's ids.
- * @returns the `meta` event (seq 1).
- */
-export function metaEvent(exec: { _id: string; chatId: string; sessionId: string }): LoggedEvent {
-  return { seq: 1, event: 'meta', data: { executionId: exec._id, chatId: exec.chatId, sessionId: exec.sessionId } };
-}
-
-/**
- * Writes a pending execution (with its user message) and its `meta` event (each by a deterministic id: a repeat, such as
- * a retried job activity, writes nothing twice). Its workflow is started by the caller.
+ * Writes a pending execution (with its user message; its record holds its stream's `meta` event:
+ * commands/executionMeta.ts), and a rerun's copied steps before it (each by a deterministic id: a repeat, such as a
+ * retried job activity, writes nothing twice). Its workflow is started by the caller.
  * @param p the execution's fields.
  * @returns the execution as stored.
  */
 export async function recordPendingExecution(p: PendingExecution): Promise<ExecutionDoc> {
   const { message, mediaIds, rerun, ...rest } = p;
   const fields = { ...rest, requestId: p.requestId ?? currentRequestId() ?? null };
-  // A rerun's stream starts with more than `meta`: its head is raised on the record (commands/streamHeads.ts), which
-  // is written first then.
-  const recorded = rerun ? insertExecution() : undefined;
-  if (recorded) await recorded;
-  // Two inserts by known ids, independent of each other: written together (each is idempotent). The user message is
-  // the record's `input.message` (commands/chatMessageReads.ts): no `chat_messages` document of its own.
-  const [stored] = await Promise.all([
-    recorded ?? insertExecution(),
-    // A rerun's copied steps follow `meta` in the same insert.
-    appendEvents(p._id, [
-      metaEvent({ _id: p._id, chatId: p.chatId, sessionId: p.sessionId }),
-      ...(rerun?.events ?? []).map((e, i) => ({ ...e, seq: i + 2 })),
-    ]),
-  ]);
+  // A rerun's stream starts with its copied steps after `meta` (seq 2 on): written first, then the record, which
+  // raises the head over them as it is inserted (events before their head, as every writer does:
+  // commands/eventLog.ts). Two writes; no reader finds the stream before its record.
+  const seeded = (rerun?.events ?? []).map((e, i) => ({ ...e, seq: i + 2 }));
+  if (seeded.length > 0) await insertEvents(p._id, seeded);
+  // The user message is the record's `input.message` (commands/chatMessageReads.ts): no `chat_messages` document of
+  // its own; its `meta` event is the record's too: nothing else is written.
+  const stored = await (
+    insertDocument(Execution, {
+      ...fields,
+      ...META_ON_RECORD,
+      input: { message, ...(mediaIds?.length ? { mediaIds } : {}) },
+      ...(rerun ? { rerunOf: { executionId: rerun.executionId, fromStep: rerun.fromStep } } : {}),
+      ...(seeded.length > 0 ? { streamSeq: seeded.length + 1 } : {}),
+    }) as Promise<ExecutionDoc>
+  ).catch(async (err: unknown) => {
+    ignoreDuplicate(err);
+    return Execution.findById(p._id).lean<ExecutionDoc>();
+  });
   if (!stored) throw new NotFoundError('Execution not found');
   return stored;
-
-  function insertExecution(): Promise<ExecutionDoc | null> {
-    return (
-      insertDocument(Execution, {
-        ...fields,
-        input: { message, ...(mediaIds?.length ? { mediaIds } : {}) },
-        ...(rerun ? { rerunOf: { executionId: rerun.executionId, fromStep: rerun.fromStep } } : {}),
-      }) as Promise<ExecutionDoc>
-    ).catch(async (err: unknown) => {
-      ignoreDuplicate(err);
-      return Execution.findById(p._id).lean<ExecutionDoc>();
-    });
-  }
 }
 
 /**

@@ -6,11 +6,24 @@
  * `streamSeq`: their heads stay in `stream_heads` and are read there; an append to an execution stream with no record
  * (none in the service; tests append to bare streams) raises a head in `stream_heads` too.
  *
- * A stream without a head (or an execution's with `streamSeq` 0) holds its first event at most: an execution's `meta`,
- * an MCP stream's first message, written alone without raising a head.
+ * A stream without a head (or an execution's with `streamSeq` 0) holds its first event at most: an MCP stream's first
+ * message, an execution's `meta` written alone without raising a head (executions recorded before `metaOnRecord`).
+ *
+ * An execution recorded with `metaOnRecord` stores no `meta` event: the head read projects what makes it
+ * (commands/executionMeta.ts), so the stream's head is at least 1 and its event 1 comes from the record, with no
+ * extra read ({@link readHead}).
  */
 import { findByIdDirect, updateOneDirect } from '../lib/driverOps';
 import { Execution, StreamEvent, StreamHead } from '../models';
+import type { LoggedEvent } from './eventLog';
+import { META_PROJECTION, recordedMeta, type MetaSource } from './executionMeta';
+
+/** A stream's head as read: its seq, and its event 1 when that is not stored but held by the record. */
+export interface Head {
+  seq: number;
+  /** The stream's first event, from its execution's record (`metaOnRecord`): the readers yield it as seq 1. */
+  first?: LoggedEvent;
+}
 
 /**
  * @param streamId a stream.
@@ -51,13 +64,27 @@ export async function raiseHead(streamId: string, seq: number, alsoSet?: Record<
  * @returns the highest seq written (0 when empty).
  */
 export async function lastSeq(streamId: string): Promise<number> {
+  return (await readHead(streamId)).seq;
+}
+
+/**
+ * Reads a stream's head; an execution's, with its `meta` event when its record holds it (the same read by id).
+ * @param streamId the stream.
+ * @returns the highest seq written (0 when empty), and the stream's event 1 when it is the record's.
+ */
+export async function readHead(streamId: string): Promise<Head> {
   if (isExecutionStream(streamId)) {
-    const exec = await findByIdDirect<{ streamSeq?: number }>(Execution, streamId, { streamSeq: 1 });
-    if (typeof exec?.streamSeq === 'number') return exec.streamSeq > 0 ? exec.streamSeq : firstOnly(streamId);
+    type Projected = Partial<MetaSource> & { _id: string; streamSeq?: number; metaOnRecord?: boolean };
+    const exec = await findByIdDirect<Projected>(Execution, streamId, { streamSeq: 1, ...META_PROJECTION });
+    const first = exec ? recordedMeta(exec) : undefined;
+    // Its `meta` on the record: event 1 is there from the record's insert on, so the head is at least 1.
+    if (first) return { seq: Math.max(exec?.streamSeq ?? 0, 1), first };
+    if (typeof exec?.streamSeq === 'number')
+      return { seq: exec.streamSeq > 0 ? exec.streamSeq : await firstOnly(streamId) };
   }
   const head = await findByIdDirect<{ lastSeq: number }>(StreamHead, streamId, { lastSeq: 1 });
-  if (head) return head.lastSeq;
-  return firstOnly(streamId);
+  if (head) return { seq: head.lastSeq };
+  return { seq: await firstOnly(streamId) };
 }
 
 /** No head yet: the stream is empty or holds only its first event, written without one. */

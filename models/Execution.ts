@@ -106,9 +106,16 @@ const schema = new mongoose.Schema(
     requestId: { type: String, default: null },
     /**
      * The head of the execution's stream (commands/streamHeads.ts): every event up to it is written; 0 while the stream
-     * holds its `meta` event at most. Absent on executions recorded before it (their heads are in `stream_heads`).
+     * holds its `meta` event at most (on a record that holds its `meta`, 0 and 1 say the same). Absent on executions
+     * recorded before it (their heads are in `stream_heads`).
      */
     streamSeq: { type: Number, default: 0 },
+    /**
+     * Its stream's `meta` event (seq 1) is made from this record (commands/executionMeta.ts), not stored: set on
+     * executions recorded since (docs/decisions.md "The stream's meta event on the execution record"). Unset on
+     * those recorded before, whose `meta` is stored.
+     */
+    metaOnRecord: { type: Boolean },
     startedAt: { type: Date, default: null },
     /**
      * When the cancel endpoint was called (unset before): what a process asked over the wake-up channel to abort

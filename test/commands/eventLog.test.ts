@@ -6,6 +6,7 @@ import {
   insertEvents,
   lastSeq,
   readEvents,
+  readWritten,
   type LoggedEvent,
 } from '../../commands/eventLog';
 import { raiseHead } from '../../commands/streamHeads';
@@ -25,7 +26,8 @@ const until = async (cond: () => boolean, timeoutMs = 5000): Promise<void> => {
 
 describe('event log', () => {
   it("an execution's stream keeps its head on its record; one recorded before reads it from stream_heads", async () => {
-    // Recorded now: `streamSeq` 0 until an append past `meta` raises it (commands/streamHeads.ts).
+    // Recorded with a stored `meta` (before `metaOnRecord`): `streamSeq` 0 until an append past `meta` raises it
+    // (commands/streamHeads.ts).
     await Execution.collection.insertOne({ _id: 'exec-new', streamSeq: 0 } as never);
     await appendEvents('exec-new', [{ seq: 1, event: 'meta', data: {} }]);
     expect(await lastSeq('exec-new')).toBe(1);
@@ -48,6 +50,64 @@ describe('event log', () => {
     // Still running when the new version took over: its next append raises the head on the record, above the old one.
     await appendEvents('exec-old', [{ seq: 3, event: 'e', data: {} }]);
     expect((await readEvents('exec-old')).map((e) => e.seq)).toEqual([1, 2, 3]);
+  });
+
+  it('an execution recorded with `metaOnRecord`: every reader yields its `meta` from the record, stored events from 2', async () => {
+    const meta = { seq: 1, event: 'meta', data: { executionId: 'exec-rec', chatId: 'cht_r', sessionId: 'ses_r' } };
+    await Execution.collection.insertOne({
+      _id: 'exec-rec',
+      chatId: 'cht_r',
+      sessionId: 'ses_r',
+      streamSeq: 0,
+      metaOnRecord: true,
+    } as never);
+    // Nothing stored, and yet the stream holds its `meta`: the head is 1 from the record's insert on.
+    expect(await StreamEvent.countDocuments({ streamId: 'exec-rec' })).toBe(0);
+    expect(await lastSeq('exec-rec')).toBe(1);
+    expect(await readEvents('exec-rec')).toEqual([meta]);
+    expect(await readEvents('exec-rec', 1)).toEqual([]);
+    // A live reader from the start gets it with the head it reads, then the appends after it.
+    const tailer = new EventTailer(60_000); // no fallback tick: the subscription's read and the appends only
+    try {
+      const got: LoggedEvent[] = [];
+      tailer.subscribe('exec-rec', 0, (e) => got.push(e));
+      await until(() => got.length === 1);
+      await appendEvents('exec-rec', [{ seq: 2, event: 'message', data: { text: 'a' } }]);
+      await until(() => got.length === 2);
+      expect(got.map((e) => e.event)).toEqual(['meta', 'message']);
+      expect(got[0]).toEqual(meta);
+    } finally {
+      await tailer.stop();
+    }
+    // A second tailer joining from the start after a wake-up that names its seq: still `meta` first (the head read).
+    const late = new EventTailer(60_000);
+    try {
+      const got: number[] = [];
+      late.subscribe('exec-rec', 0, (e) => got.push(e.seq), false);
+      late.wake([{ streamId: 'exec-rec', seq: 2 }]);
+      await until(() => got.length === 2);
+      expect(got).toEqual([1, 2]);
+    } finally {
+      await late.stop();
+    }
+    // The head is on the record; only the events after `meta` are stored.
+    expect((await Execution.collection.findOne({ _id: 'exec-rec' } as never))?.streamSeq).toBe(2);
+    expect(await StreamEvent.exists({ _id: 'exec-rec:1' })).toBeNull();
+    // Events past the head (a writer died before raising it): its next writer reads them after `meta`.
+    await insertEvents('exec-rec', [{ seq: 3, event: 'result', data: {} }]);
+    expect((await readEvents('exec-rec')).map((e) => e.seq)).toEqual([1, 2]);
+    expect((await readWritten('exec-rec')).map((e) => [e.seq, e.event])).toEqual([
+      [1, 'meta'],
+      [2, 'message'],
+      [3, 'result'],
+    ]);
+    // Its stored events expired: `meta` stays, the rest is one `expired` event from seq 2.
+    await raiseHead('exec-rec', 3);
+    await StreamEvent.deleteMany({ streamId: 'exec-rec' });
+    expect((await readEvents('exec-rec')).map((e) => [e.seq, e.event, (e.data as { from?: number }).from])).toEqual([
+      [1, 'meta', undefined],
+      [3, 'expired', 2],
+    ]);
   });
 
   it('appends idempotently: a retried append never duplicates', async () => {

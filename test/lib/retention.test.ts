@@ -58,19 +58,25 @@ describe('retention of stream events', () => {
     const head = (await Execution.findById(id).lean())!.streamSeq!;
     expect(head).toBeGreaterThanOrEqual(3); // meta, text, result at least
 
-    expect(await sweepLater()).toBeGreaterThanOrEqual(head);
+    // Its `meta` event is its record's (commands/executionMeta.ts): the stream stores the events after it.
+    expect(await StreamEvent.countDocuments({ streamId: id })).toBe(head - 1);
+    expect(await StreamEvent.exists({ _id: `${id}:1` })).toBeNull();
+    expect(await sweepLater()).toBeGreaterThanOrEqual(head - 1);
     expect(await StreamEvent.countDocuments({ streamId: id })).toBe(0);
 
-    // From the start: one `expired` event for the whole stream, and the stream ends (the execution is over).
+    // From the start: the `meta` event, kept with the record, then one `expired` event for the rest of the stream,
+    // and the stream ends (the execution is over).
     const all = await replay(`/api/v1/executions/${id}/stream`, org.apiToken);
+    const { chatId, sessionId } = (await Execution.findById(id).lean())!;
     expect(all).toEqual([
+      { id: '1', event: 'meta', data: JSON.stringify({ executionId: id, chatId, sessionId }) },
       {
         id: String(head),
         event: 'expired',
         data: JSON.stringify({
-          from: 1,
+          from: 2,
           to: head,
-          message: `Events 1 to ${head} of this stream expired and are no longer kept`,
+          message: `Events 2 to ${head} of this stream expired and are no longer kept`,
         }),
       },
     ]);

@@ -518,12 +518,18 @@ describe('GET /api/chats/{id}/events', () => {
     const chatId = await newChat(s);
     const sent = await s.api.post(`/chats/${chatId}/messages`, { message: 'logged [chunks:4]' });
     await waitForExecution(sent.body.execution.id, 'completed');
-    const deadline = Date.now() + 10_000;
-    let logged = await readEvents(chatStreamId(chatId));
-    while (logged.at(-1)?.event !== 'chat.status' && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 50));
-      logged = await readEvents(chatStreamId(chatId));
-    }
+    // The log is read once the chat has left `working`: the execution's first event is mirrored as a `chat.status`
+    // (`working`) too, and the finish mirrors the rest after the outcome the wait above saw.
+    const logged = await until(
+      () => readEvents(chatStreamId(chatId)),
+      (l) => {
+        const last = l.at(-1);
+        return last?.event === 'chat.status' && (last.data as { status?: string }).status !== 'working';
+      },
+      10_000,
+      50,
+      "the chat's status after the reply"
+    );
     const replay = await events(s, chatId, stack.base, '0');
     await replay.waitFor(logged.length);
     replay.close();
