@@ -1,6 +1,7 @@
 /**
- * An execution: one run of an agent on one user message. Written by the api at creation (pending) and then only
- * by the execution workflow's activities (running → completed | failed | cancelled).
+ * An execution: one run of an agent on one user message. Written by the api at creation (pending; running when it
+ * is started eagerly: commands/executionClaim.ts) and then only by the execution workflow's activities (running →
+ * completed | failed | cancelled).
  */
 import mongoose, { type InferSchemaType } from 'mongoose';
 
@@ -110,6 +111,11 @@ const schema = new mongoose.Schema(
      */
     streamSeq: { type: Number, default: 0 },
     startedAt: { type: Date, default: null },
+    /**
+     * Recorded `running` by an eager start, whose reply's first attempt takes the record from the api's process
+     * without a claim in the database (commands/executionClaim.ts); cleared by a claim in the database. Unset otherwise.
+     */
+    eagerClaim: { type: Boolean },
     /**
      * When the cancel endpoint was called (unset before): what a process asked over the wake-up channel to abort
      * the running reply checks, and what a reply starting after the cancel sees (lib/runningCalls.ts).

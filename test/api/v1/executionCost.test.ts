@@ -52,13 +52,14 @@ it('a JSON execution in a new conversation: its database operations and history 
     .getHandle(executionWorkflowId(res.body.executionId))
     .fetchHistory();
   const events = (history.events ?? []).map((e) => temporal.api.enums.v1.EventType[e.eventType ?? 0]);
-  // 11 operations (docs/benchmarks.md, "Cost of one execution: 20 to 17", then "the cost ledger: 17 to 19", then
+  // 10 operations (docs/benchmarks.md, "Cost of one execution: 20 to 17", then "the cost ledger: 17 to 19", then
   // "19 to 17", then this session's cuts: the spend rollup folded off the path -1, the reply's end written with the
-  // finish -2, the session on the chat -2, the reply on the execution record -1): api 3 (chat, created showing
+  // finish -2, the session on the chat -2, the reply on the execution record -1, no claim on an eager start -1): api 3 (chat, created showing
   // `working` and holding its session, taken by the execution: no session document, commands/conversations.ts; the
   // meta event, the stream's first event alone, without a head; execution, holding the user message: no chat message
-  // of its own, commands/chatMessageReads.ts), reply 3 (claim, the chat's running service event, usage; its text held
-  // back, written by the finish), finish 4 (no read of the execution: the reply handed it over; the final events
+  // of its own, commands/chatMessageReads.ts; recorded `running`: the eager start claims it), reply 2 (no claim: the
+  // api handed the record over in this process, commands/executionClaim.ts; the chat's running service event, usage;
+  // its text held back, written by the finish), finish 4 (no read of the execution: the reply handed it over; the final events
   // written beside the first writes; the outcome, holding the reply, raising their head: an execution's stream keeps
   // its head on its record, commands/streamHeads.ts; then the chat's status, the session freed and the history in
   // one write of the chat; the two service events in one insert), and the cost ledger's entry.
@@ -69,7 +70,8 @@ it('a JSON execution in a new conversation: its database operations and history 
       'stream_events.insertMany',
       // The execution, with the user message (the api's `chat_messages.insertOne` is gone).
       'executions.insertOne',
-      'executions.findOneAndUpdate',
+      // No claim (the reply's `executions.findOneAndUpdate` is gone): an eager start records the execution `running`
+      // and hands it to its reply in memory (commands/executionClaim.ts).
       'service_events.insertOne',
       // No deltas' insert and head raise of the reply's own: the reply's text, still buffered when the model's stream
       // ended, is held back and written by the finish with its final events (docs/benchmarks.md "The reply's end
