@@ -8,6 +8,11 @@ import mongoose, { type InferSchemaType } from 'mongoose';
 /** `queued`: waiting for a concurrency key (docs/fairness.md "Concurrency keys"); it becomes pending when it holds them. */
 export const EXECUTION_STATUSES = ['pending', 'queued', 'running', 'completed', 'failed', 'cancelled'] as const;
 export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
+/** What an execution's status says, for the API's description (docs/decisions.md "Executions"). */
+export const EXECUTION_STATUS_DESCRIPTION =
+  '`pending` while its workflow starts, `queued` while it waits for a concurrency key, `running` once a worker runs it ' +
+  '(from its creation when the process that took the request starts it eagerly: no concurrency key, not a rerun), ' +
+  'then `completed`, `failed` or `cancelled`';
 export const TERMINAL_EXECUTION_STATUSES: readonly ExecutionStatus[] = ['completed', 'failed', 'cancelled'];
 
 const schema = new mongoose.Schema(
