@@ -1,5 +1,5 @@
 /**
- * The model loop of an execution, generateReply: claims the execution, reads what its reply needs (agent, skills,
+ * The model loop of an execution, generateReply: claims the execution (commands/executionClaim.ts), reads what its reply needs (agent, skills,
  * session history, the stream so far), then calls the model turn by turn, streaming its text into the event log and
  * running the tools it calls (activities/executionTools.ts) until it answers without tools. A retry continues after
  * what an earlier attempt delivered; a cancel, the idle timeout or the deadline stops it, each failure in the
@@ -9,6 +9,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { ToolOutcome } from '../commands/agentFileTools';
 import { turnMessagesOf } from '../commands/chatMessageReads';
+import { claimExecution } from '../commands/executionClaim';
 import { metaEvent } from '../commands/executionMeta';
 import { userTurn } from '../commands/mediaTurn';
 import { recordEvent, type EventDeps } from '../commands/serviceEvents';
@@ -16,7 +17,7 @@ import { agentWithSkills } from '../commands/skills';
 import { composeSystemPrompt } from '../commands/systemPrompt';
 import type { Config } from '../lib/config';
 import { CoalescingWriter, followedHere, readWritten } from '../commands/eventLog';
-import { findByIdDirect, findOneAndUpdateDirect, updateOneDirect } from '../lib/driverOps';
+import { findByIdDirect, updateOneDirect } from '../lib/driverOps';
 import type { Logger } from '../lib/logger';
 import { firstDelta, repliesAbortedDirectly } from '../lib/metrics';
 import {
@@ -55,7 +56,6 @@ import { attemptKey, trackUsage, type AttemptUsage } from './executionUsage';
 import {
   Chat,
   chatStatusOf,
-  Execution,
   Session,
   TERMINAL_EXECUTION_STATUSES,
   type ExecutionDoc,
@@ -140,21 +140,6 @@ async function sessionHistory(
   });
 }
 
-/**
- * Reads the execution, moving it from pending to running on the way (one round trip on the first attempt).
- * @param executionId the execution.
- * @returns the execution, and whether this call moved it to running.
- */
-async function loadAndClaim(executionId: string): Promise<{ exec: ExecutionDoc | null; claimed: boolean }> {
-  const claimed = await findOneAndUpdateDirect<ExecutionDoc>(
-    Execution,
-    { _id: executionId, status: 'pending' },
-    { $set: { status: 'running', startedAt: new Date() } }
-  );
-  if (claimed) return { exec: claimed, claimed: true };
-  return { exec: await findByIdDirect<ExecutionDoc>(Execution, executionId), claimed: false };
-}
-
 /** Limits of a reply run as a local activity (shape 3, workflows/agentExecution.ts). */
 export interface ReplyLimits {
   /** When the execution's deadline passes (ms since the epoch): the reply stops itself then. */
@@ -230,9 +215,11 @@ export function createGenerateReply(
     limits: ReplyLimits | undefined,
     pending: Promise<unknown>[]
   ): Promise<ReplyOutcome> {
-    // Only a pending execution is claimed: the api marks one whose workflow start failed (Temporal away) as
-    // failed, and if that start reached the server after all, the workflow must not bring it back to life.
-    const { exec, claimed } = await loadAndClaim(executionId);
+    // Only a pending execution is claimed (or one its eager start recorded running: commands/executionClaim.ts, from
+    // this process's memory on the first attempt of an eager start, no round trip): the api marks one whose workflow
+    // start failed (Temporal away) as failed, and if that start reached the server after all, the workflow must not
+    // bring it back to life.
+    const { exec, claimed, fresh } = await claimExecution(executionId, ctx.info.attempt);
     if (!exec) throw ApplicationFailure.nonRetryable(`Execution ${executionId} not found`, 'ExecutionMissing');
     if (exec.error?.code === 'start_failed')
       throw ApplicationFailure.nonRetryable('The execution could not be started', 'StartFailed');
@@ -255,12 +242,12 @@ export function createGenerateReply(
       agentWithSkills(exec.agentId),
       // The first turn of a session has no history.
       exec.turn > 1 ? sessionHistory(exec) : [],
-      // The execution this call claimed has nothing in its stream yet but the api's `meta` event, and a rerun's the
-      // steps it reuses after it (commands/chatForks.ts).
+      // The execution this attempt is the first to run (`fresh`) has nothing in its stream yet but the api's `meta`
+      // event, and a rerun's the steps it reuses after it (commands/chatForks.ts).
       // An execution that was queued for a concurrency key has its `queued` event too. An attempt that follows
       // another reads past the stream's head: what a dead attempt inserted before raising the head is kept and
       // continued, never written again with other text (commands/eventLog.ts readWritten).
-      claimed && !exec.rerunOf && !exec.concurrency?.length ? [metaEvent(exec)] : readWritten(executionId),
+      fresh && !exec.rerunOf && !exec.concurrency?.length ? [metaEvent(exec)] : readWritten(executionId),
     ]);
     // A finish of this execution already wrote its final events past what the reply writes (its workflow task died
     // after them, and runs the reply again): the reply is what the stream holds, and nothing more is streamed after
@@ -358,7 +345,7 @@ export function createGenerateReply(
         // ones run (a repeated write writes the same content again), as interrupted (never sent twice). A rerun
         // from a tool call starts with that call recorded and not run (commands/chatForks.ts): its first attempt
         // runs it; a later attempt may follow a crash during it, so it too treats it as interrupted.
-        const rerunsCall = claimed && !!exec.rerunOf;
+        const rerunsCall = fresh && !!exec.rerunOf;
         await tools.runCalls(run, replay.open.calls, replay.open.results, rounds, !rerunsCall);
         conversation.push(...toolTurns(replay.open.text, replay.open.calls, replay.open.results));
       }

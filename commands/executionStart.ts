@@ -1,8 +1,9 @@
 /**
  * Starting an agent execution from the api side (or a sub-agent's, from its parent's tool call): admission, the
  * conversation and its turn (commands/conversations.ts), the pending execution with its user message (its record holds
- * its stream's `meta` event: commands/executionMeta.ts), then workflow `execution-<id>` with the options of
- * workflows/executionStart.ts (their one home).
+ * its stream's `meta` event: commands/executionMeta.ts; `running` when this process starts it eagerly:
+ * commands/executionClaim.ts), then workflow `execution-<id>` with the options of workflows/executionStart.ts (their
+ * one home).
  */
 import type { Client } from '@temporalio/client';
 import type { Config } from '../lib/config';
@@ -10,6 +11,7 @@ import { withDeadline } from '../lib/deadline';
 import { AppError, NotFoundError, ServiceUnavailableError, ValidationError } from '../lib/errors';
 import { ExecutionAdmission } from '../lib/executionAdmission';
 import { newExecutionId } from '../lib/ids';
+import { abortRunningCall } from '../lib/runningCalls';
 import { executionsStarted, executionsStartedEagerly } from '../lib/metrics';
 import { insertDocument, isDuplicateKey } from '../lib/mongo';
 import { resolveModel } from '../lib/providers';
@@ -21,6 +23,7 @@ import type { AgentExecutionWorkflow } from '../workflows/definitions';
 import { executionStartOptions, workPriority } from '../workflows/executionStart';
 import { findVisibleAgent } from './agents';
 import { releaseTurn, resolveConversation, takeTurn, type ConversationSession } from './conversations';
+import { dropHandOver, eagerClaimFields, handOver } from './executionClaim';
 import { defaultSpaceId } from './defaultSpace';
 import { appendEvents, insertEvents, type LoggedEvent } from './eventLog';
 import { META_ON_RECORD } from './executionMeta';
@@ -112,6 +115,10 @@ export interface PendingExecution {
   rerun?: RerunSeed;
   /** The concurrency keys it holds before it runs, in claim order (activities/executionConcurrency.ts). */
   concurrency?: { key: string; limit: number }[];
+  /** An eager start's: recorded `running`, claimed by its start (commands/executionClaim.ts `eagerClaimFields`). */
+  status?: 'running';
+  startedAt?: Date;
+  eagerClaim?: true;
 }
 
 const ignoreDuplicate = (err: unknown): void => {
@@ -310,6 +317,14 @@ async function startAdmitted(
       ...(agent.maxConcurrentExecutions ? [{ key: `agent:${agent._id}`, limit: agent.maxConcurrentExecutions }] : []),
       ...(input.concurrencyKey ? [{ key: `key:${input.concurrencyKey}`, limit: input.concurrencyLimit ?? 1 }] : []),
     ];
+    // An eager start claims its execution itself: recorded `running`, handed to its reply in this process (no claim
+    // round trip: commands/executionClaim.ts).
+    const { eager } = deps.temporal;
+    const claim = eagerClaimFields({
+      eager: eager !== undefined,
+      concurrency: concurrency.length > 0,
+      rerun: input.rerun !== undefined,
+    });
     const execution = await recordPendingExecution({
       _id: executionId,
       organizationId: auth.organizationId,
@@ -341,12 +356,13 @@ async function startAdmitted(
             },
           }
         : {}),
+      ...claim,
     });
+    if (claim.eagerClaim) handOver(execution);
     try {
       // Eager start when this process runs a worker (docs/architecture.md §1): the first workflow task, which runs the
       // whole reply, comes back in the start call's answer and runs here; refused (no free slot, the server's
       // limits), the execution waits for any worker. The native client has no call deadline of its own: given here.
-      const { eager } = deps.temporal;
       const client = eager ?? deps.temporal.client;
       const start = (): Promise<{ eagerlyStarted: boolean }> =>
         client.workflow.start<AgentExecutionWorkflow>('agentExecution', {
@@ -377,9 +393,18 @@ async function startAdmitted(
         'Temporal (start of the execution)'
       );
       if (handle.eagerlyStarted) executionsStartedEagerly.inc();
+      // Not eager after all (refused: no free slot, the server's limits): its first attempt may run in any process,
+      // and claims it in the database.
+      else if (claim.eagerClaim) dropHandOver(executionId);
     } catch (err) {
+      // The start failed after its first workflow task came back and its reply took the record here (the native
+      // call answered just past the request's deadline): the reply is stopped directly, and its own finish records
+      // the end (cancelled). Otherwise the record is taken back and marked failed.
+      if (claim.eagerClaim && !dropHandOver(executionId) && abortRunningCall(executionId))
+        throw new ServiceUnavailableError();
       await Execution.updateOne(
-        { _id: executionId, status: 'pending' },
+        // An eager start's record is `running` (with `eagerClaim`) until a reply claims it.
+        { _id: executionId, $or: [{ status: 'pending' }, { status: 'running', eagerClaim: true }] },
         {
           $set: {
             status: 'failed',

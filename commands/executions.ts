@@ -10,6 +10,7 @@ import { whileTemporalAnswers } from '../lib/temporal';
 import { Execution, TERMINAL_EXECUTION_STATUSES, type ExecutionDoc, type ExecutionStatus } from '../models';
 import type { AgentExecutionOutcome, AgentExecutionWorkflow } from '../workflows/definitions';
 import { executionWorkflowId } from '../workflows/ids';
+import { dropHandOver } from './executionClaim';
 import type { ExecutionDeps } from './executionStart';
 import type { AuthContext } from './tokens';
 
@@ -132,6 +133,9 @@ export async function cancelSubAgents(
  */
 export async function abortReply(executionId: string): Promise<void> {
   await Execution.updateOne({ _id: executionId }, { $set: { cancelRequestedAt: new Date() } });
+  // A reply of an eager start of this process that has not taken its record yet claims it in the database instead,
+  // and sees the cancel there (commands/executionClaim.ts); one that took it registered first, and is aborted here.
+  dropHandOver(executionId);
   if (!abortRunningCall(executionId)) await broadcastAbort(executionId);
 }
 

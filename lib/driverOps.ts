@@ -18,6 +18,8 @@ export interface DirectUpdate {
   $addToSet?: Record<string, unknown>;
   $max?: Record<string, unknown>;
   $inc?: Record<string, unknown>;
+  /** Paths removed (the value is ignored, as the server does). */
+  $unset?: Record<string, ''>;
 }
 
 /**
@@ -77,19 +79,22 @@ export async function updateOneDirect(
 }
 
 /**
- * One document's update through the driver, answering the document as it is after it.
+ * One document's update through the driver, answering the document as it is after it (or, asked, as it was before:
+ * what a conditional claim matched, e.g. commands/executionClaim.ts).
  * @param model the model.
  * @param filter equality on stored ids and typed values.
  * @param update the update.
- * @returns the updated document, or null when none matched.
+ * @param options `returnDocument`: `after` (default) or `before`.
+ * @returns the updated document (after or before the update), or null when none matched.
  */
 export async function findOneAndUpdateDirect<T>(
   model: AnyModel,
   filter: Record<string, unknown>,
-  update: DirectUpdate
+  update: DirectUpdate,
+  options: { returnDocument?: 'before' | 'after' } = {}
 ): Promise<T | null> {
   const doc = (await model.collection.findOneAndUpdate(filter as never, stamped(model, update, false) as never, {
-    returnDocument: 'after',
+    returnDocument: options.returnDocument ?? 'after',
   })) as unknown;
   return (doc ?? null) as T | null;
 }

@@ -60,6 +60,18 @@ export function broadcastAbort(executionId: string): Promise<void> {
   return broadcastInvalidations([`${ABORT_PREFIX}${executionId}`]);
 }
 
+/**
+ * Tells a listener of every abort request this process hears from another process, before any check: what it does
+ * must be harmless when the request is forged (commands/executionClaim.ts drops a hand-over: a claim in the database
+ * instead).
+ * @param listener called with the execution named.
+ */
+export function onAbortMessage(listener: (executionId: string) => void): void {
+  onInvalidation((message) => {
+    if (message.startsWith(ABORT_PREFIX)) listener(message.slice(ABORT_PREFIX.length));
+  });
+}
+
 let confirmHandler: ((executionId: string) => Promise<boolean>) | undefined;
 
 /**

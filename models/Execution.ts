@@ -1,12 +1,18 @@
 /**
- * An execution: one run of an agent on one user message. Written by the api at creation (pending) and then only
- * by the execution workflow's activities (running → completed | failed | cancelled).
+ * An execution: one run of an agent on one user message. Written by the api at creation (pending; running when it
+ * is started eagerly: commands/executionClaim.ts) and then only by the execution workflow's activities (running →
+ * completed | failed | cancelled).
  */
 import mongoose, { type InferSchemaType } from 'mongoose';
 
 /** `queued`: waiting for a concurrency key (docs/fairness.md "Concurrency keys"); it becomes pending when it holds them. */
 export const EXECUTION_STATUSES = ['pending', 'queued', 'running', 'completed', 'failed', 'cancelled'] as const;
 export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
+/** What an execution's status says, for the API's description (docs/decisions.md "Executions"). */
+export const EXECUTION_STATUS_DESCRIPTION =
+  '`pending` while its workflow starts, `queued` while it waits for a concurrency key, `running` once a worker runs it ' +
+  '(from its creation when the process that took the request starts it eagerly: no concurrency key, not a rerun), ' +
+  'then `completed`, `failed` or `cancelled`';
 export const TERMINAL_EXECUTION_STATUSES: readonly ExecutionStatus[] = ['completed', 'failed', 'cancelled'];
 
 const schema = new mongoose.Schema(
@@ -117,6 +123,11 @@ const schema = new mongoose.Schema(
      */
     metaOnRecord: { type: Boolean },
     startedAt: { type: Date, default: null },
+    /**
+     * Recorded `running` by an eager start, whose reply's first attempt takes the record from the api's process
+     * without a claim in the database (commands/executionClaim.ts); cleared by a claim in the database. Unset otherwise.
+     */
+    eagerClaim: { type: Boolean },
     /**
      * When the cancel endpoint was called (unset before): what a process asked over the wake-up channel to abort
      * the running reply checks, and what a reply starting after the cancel sees (lib/runningCalls.ts).

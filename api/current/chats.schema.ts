@@ -1,7 +1,7 @@
 /** JSON Schemas of the current surface's /api/chats (requests, responses, and the chat stream's events). */
 import type { Schema } from '../../lib/ajv';
 import { CHAT_STATUSES } from '../../models/Chat';
-import { EXECUTION_STATUSES } from '../../models/Execution';
+import { EXECUTION_STATUS_DESCRIPTION, EXECUTION_STATUSES } from '../../models/Execution';
 import { JOB_STATUSES } from '../../models/Job';
 import {
   expiredEvent,
@@ -176,7 +176,10 @@ export const chatMessagesResponse: Schema = record({
 });
 export const chatMessageCreatedResponse: Schema = record({
   message: chatMessageSchema,
-  execution: record({ id: { type: 'string' }, status: { type: 'string', enum: [...EXECUTION_STATUSES] } }),
+  execution: record({
+    id: { type: 'string' },
+    status: { type: 'string', enum: [...EXECUTION_STATUSES], description: EXECUTION_STATUS_DESCRIPTION },
+  }),
 });
 /** POST /api/chats/{id}/fork [docs/decisions.md "Fork and rerun"]. */
 export const chatForkBody = {
@@ -196,7 +199,10 @@ export const chatForkBody = {
 export const chatForkResponse: Schema = record(
   {
     chat: chatSchema,
-    execution: record({ id: { type: 'string' }, status: { type: 'string', enum: [...EXECUTION_STATUSES] } }),
+    execution: record({
+      id: { type: 'string' },
+      status: { type: 'string', enum: [...EXECUTION_STATUSES], description: EXECUTION_STATUS_DESCRIPTION },
+    }),
   },
   ['execution']
 );

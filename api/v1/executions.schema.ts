@@ -1,6 +1,6 @@
 /** JSON Schemas of agent execution and /api/v1/executions. */
 import type { Schema } from '../../lib/ajv';
-import { EXECUTION_STATUSES } from '../../models/Execution';
+import { EXECUTION_STATUS_DESCRIPTION, EXECUTION_STATUSES } from '../../models/Execution';
 import { mediaIdList } from './media.schema';
 import {
   expiredEvent,
@@ -161,7 +161,7 @@ const usage = record({ input_tokens: { type: 'integer' }, output_tokens: { type:
 export const executionSchema: Schema = record({
   id: { type: 'string' },
   executionId: { type: 'string', pattern: '^exec-\\d+-[a-z0-9]+$' },
-  status: { type: 'string', enum: [...EXECUTION_STATUSES] },
+  status: { type: 'string', enum: [...EXECUTION_STATUSES], description: EXECUTION_STATUS_DESCRIPTION },
   agentId: { type: 'string' },
   userId: { type: 'string' },
   chatId: { type: 'string' },

@@ -88,3 +88,27 @@ it('an update sets updatedAt, and findOneAndUpdate answers the document after it
   expect(await findByIdDirect(Execution, 'x1', { status: 1 })).toEqual({ _id: 'x1', status: 'running' });
   expect(await findByIdDirect(Execution, 'none')).toBeNull();
 });
+
+it('findOneAndUpdate answers the document as it was before when asked, and $unset removes a path', async () => {
+  await Execution.collection.insertOne({ _id: 'x2', status: 'running', eagerClaim: true } as never);
+  const before = await findOneAndUpdateDirect<{ status: string; eagerClaim?: boolean }>(
+    Execution,
+    { _id: 'x2', $or: [{ status: 'pending' }, { status: 'running', eagerClaim: true }] },
+    { $set: { status: 'running' }, $unset: { eagerClaim: '' } },
+    { returnDocument: 'before' }
+  );
+  expect(before).toMatchObject({ status: 'running', eagerClaim: true });
+  const after = await findByIdDirect<Record<string, unknown>>(Execution, 'x2');
+  expect(after).toMatchObject({ status: 'running' });
+  expect(after).not.toHaveProperty('eagerClaim');
+  expect(after!.updatedAt).toBeInstanceOf(Date);
+  // The flag gone, the same filter matches no more.
+  expect(
+    await findOneAndUpdateDirect(
+      Execution,
+      { _id: 'x2', $or: [{ status: 'pending' }, { status: 'running', eagerClaim: true }] },
+      { $set: { status: 'running' } },
+      { returnDocument: 'before' }
+    )
+  ).toBeNull();
+});

@@ -266,6 +266,69 @@ it('a service process killed after its own client got a delta, before the head w
   );
 }, 150_000);
 
+it("a service process killed right after its reply took the eager start's record: another worker claims it in the database and runs it", async () => {
+  await earlierWorkDone();
+  workers.forEach((w) => w.crash());
+  await Promise.all(workers.map((w) => w.exited()));
+  // A service process starts the execution eagerly: the record is `running` from its creation and handed to the reply
+  // in memory (commands/executionClaim.ts). The process dies once the reply took it, the only claim in its memory.
+  const port = await freePort();
+  const service = spawnScript(
+    'worker/service.ts',
+    childTestEnv({
+      ...stack.env,
+      MONGODB_URI: db.uri,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      WAKEUP_HOST: '127.0.0.1',
+      WORKFLOW_BUNDLE: process.env.AAS_WORKFLOW_BUNDLE ?? '',
+      AAS_TEST_CRASH_POINT: 'claim:eager',
+    })
+  );
+  workers.push(service);
+  await service.waitFor(/worker started/, 90_000);
+  await service.waitFor(/api listening/, 90_000);
+  const org = await buildOrg();
+  const agent = await stack.t.request
+    .post('/api/v1/agents')
+    .set('Authorization', bearer(org.apiToken))
+    .send({ name: 'A', systemPrompt: 'p' });
+  const first = await openSse(`http://127.0.0.1:${port}/api/v1/agents/${agent.body.id}/execute`, {
+    method: 'POST',
+    headers: { authorization: bearer(org.apiToken) },
+    body: { message: '[chunks:20][slow:10]', stream: true },
+  });
+  expect(await service.exited()).toMatchObject({ signal: 'SIGKILL' });
+  expect(service.output()).toMatch(/crash point claim:eager reached/);
+  await first.ended;
+  const received = first.events.filter((e) => e.id);
+  const { executionId } = JSON.parse(received[0].data);
+  // Nothing was written past `meta`, and the record still says an eager start claimed it.
+  expect(received.map((e) => e.id)).toEqual(['1']);
+  expect(await Execution.findById(executionId).lean()).toMatchObject({ status: 'running', eagerClaim: true });
+
+  await startWorker();
+  const resumed = await openSse(`${stack.base}/api/v1/executions/${executionId}/stream`, {
+    headers: { authorization: bearer(org.apiToken), 'last-event-id': '1' },
+  });
+  expect(resumed.status).toBe(200);
+  await resumed.ended;
+  const all = [...received, ...resumed.events.filter((e) => e.id)];
+  expect(all.map((e) => Number(e.id))).toEqual(all.map((_, i) => i + 1));
+  const text = all
+    .filter((e) => e.event === 'message')
+    .map((e) => JSON.parse(e.data))
+    .filter((d) => d.messageType === 'stream_event')
+    .map((d) => d.delta.text)
+    .join('');
+  expect(text).toBe(chunks(20));
+  expect(all.at(-1)!.event).toBe('result');
+  // The new worker claimed it in the database (the flag cleared) and ran it to the end.
+  const exec = await Execution.findById(executionId).lean();
+  expect(exec).toMatchObject({ status: 'completed', result: chunks(20) });
+  expect((exec as { eagerClaim?: boolean }).eagerClaim).toBeUndefined();
+}, 150_000);
+
 it('a worker killed in the finish, after the held end of the reply and the final events were written: nothing lost or repeated', async () => {
   await earlierWorkDone();
   workers.forEach((w) => w.crash());

@@ -52,18 +52,20 @@ it('a JSON execution in a new conversation: its database operations and history 
     .getHandle(executionWorkflowId(res.body.executionId))
     .fetchHistory();
   const events = (history.events ?? []).map((e) => temporal.api.enums.v1.EventType[e.eventType ?? 0]);
-  // 9 operations (docs/benchmarks.md, "Cost of one execution: 20 to 17", then "the cost ledger: 17 to 19", then "19 to
+  // 8 operations (docs/benchmarks.md, "Cost of one execution: 20 to 17", then "the cost ledger: 17 to 19", then "19 to
   // 17", then the cuts of 2026-12-02/03: the spend rollup folded off the path -1, the reply's end written with the
   // finish -2, the session on the chat -2, the reply on the execution record -1, the input tokens with the head raise
-  // -1, the meta event on the record -1): api 2 (chat, created showing `working` and holding its session, taken by the
-  // execution: no session document, commands/conversations.ts; execution, holding the user message: no chat message of
-  // its own, commands/chatMessageReads.ts, and its stream's `meta` event: none stored, commands/executionMeta.ts), reply
-  // 2 (claim, the chat's running service event; its text held back, written by the finish; its token counts, no save
-  // of their own: they ride the first head raise of a reply that writes deltas, activities/executionUsage.ts
-  // `headFields`, and go with the finish here), finish 4 (no read of the execution: the reply handed it over; the final
-  // events written beside the first writes; the outcome, holding the reply, raising their head: an execution's stream
-  // keeps its head on its record, commands/streamHeads.ts; then the chat's status, the session freed and the history
-  // in one write of the chat; the two service events in one insert), and the cost ledger's entry.
+  // -1, the meta event on the record -1, no claim on an eager start -1): api 2 (chat, created showing `working` and
+  // holding its session, taken by the execution: no session document, commands/conversations.ts; execution, holding
+  // the user message: no chat message of its own, commands/chatMessageReads.ts, and its stream's `meta` event: none
+  // stored, commands/executionMeta.ts; recorded `running`: the eager start claims it), reply 1 (no claim: the api
+  // handed the record over in this process, commands/executionClaim.ts; the chat's running service event; its text
+  // held back, written by the finish; its token counts, no save of their own: they ride the first head raise of a
+  // reply that writes deltas, activities/executionUsage.ts `headFields`, and go with the finish here), finish 4 (no
+  // read of the execution: the reply handed it over; the final events written beside the first writes; the outcome,
+  // holding the reply, raising their head: an execution's stream keeps its head on its record,
+  // commands/streamHeads.ts; then the chat's status, the session freed and the history in one write of the chat; the
+  // two service events in one insert), and the cost ledger's entry.
   expect(counted.sort()).toEqual(
     [
       // The chat, holding its session (the api's `sessions.insertOne` is gone).
@@ -71,7 +73,8 @@ it('a JSON execution in a new conversation: its database operations and history 
       // The execution, with the user message (the api's `chat_messages.insertOne` is gone) and its stream's `meta`
       // event (the api's `stream_events.insertMany` is gone: commands/executionMeta.ts).
       'executions.insertOne',
-      'executions.findOneAndUpdate',
+      // No claim (the reply's `executions.findOneAndUpdate` is gone): an eager start records the execution `running`
+      // and hands it to its reply in memory (commands/executionClaim.ts).
       'service_events.insertOne',
       // No deltas' insert and head raise of the reply's own: the reply's text, still buffered when the model's stream
       // ended, is held back and written by the finish with its final events (docs/benchmarks.md "The reply's end
