@@ -134,7 +134,11 @@ export function metaEvent(exec: { _id: string; chatId: string; sessionId: string
  */
 export async function recordPendingExecution(p: PendingExecution): Promise<ExecutionDoc> {
   const { message, mediaIds, rerun, ...rest } = p;
-  const fields = { ...rest, requestId: p.requestId ?? currentRequestId() ?? null };
+  // Optional fields without a value are left out, not stored as null (models/Execution.ts): readers read a missing one
+  // as null.
+  const fields = Object.fromEntries(
+    Object.entries({ ...rest, requestId: p.requestId ?? currentRequestId() }).filter(([, v]) => v != null)
+  );
   // A rerun's stream starts with more than `meta`: its head is raised on the record (commands/streamHeads.ts), which
   // is written first then.
   const recorded = rerun ? insertExecution() : undefined;
