@@ -2,6 +2,7 @@ import { expiryFields } from '../../lib/expiry';
 import {
   appendEvents,
   CoalescingWriter,
+  eventKey,
   EventTailer,
   insertEvents,
   lastSeq,
@@ -60,9 +61,25 @@ describe('event log', () => {
       { seq: 3, event: 'result', data: {} },
     ]);
     expect((await readEvents('s-idem')).map((e) => e.seq)).toEqual([1, 2, 3]);
-    expect(await StreamEvent.countDocuments({ streamId: 's-idem' })).toBe(3);
+    expect(await StreamEvent.collection.countDocuments({ _id: { $regex: '^s-idem:' } } as never)).toBe(3);
+    // The stream and the seq are the halves of `_id`, not stored again (models/StreamEvent.ts).
+    expect(Object.keys((await StreamEvent.collection.findOne({ _id: 's-idem:2' } as never))!).sort()).toEqual(
+      ['_id', 'createdAt', 'data', 'event', 'expiresAt', 'expiryBucket'].sort()
+    );
     expect(await lastSeq('s-idem')).toBe(3);
     expect(await lastSeq('s-none')).toBe(0);
+  });
+
+  it("reads the stream and the seq back from an event's `_id`, a stream id with colons too", async () => {
+    expect(eventKey('chat:cht_1:12')).toEqual({ streamId: 'chat:cht_1', seq: 12 });
+    await appendEvents('chat:cht_1', [
+      { seq: 1, event: 'meta', data: {} },
+      { seq: 2, event: 'message', data: { text: 'a' } },
+    ]);
+    expect(await readEvents('chat:cht_1')).toEqual([
+      { seq: 1, event: 'meta', data: {} },
+      { seq: 2, event: 'message', data: { text: 'a' } },
+    ]);
   });
 
   it('coalesces text deltas: many tokens become few events, text intact and in order', async () => {
@@ -131,8 +148,6 @@ describe('event log', () => {
         // head untouched
         seqs.map((seq) => ({
           _id: `s-seq:${seq}`,
-          streamId: 's-seq',
-          seq,
           event: 'm',
           data: {},
           ...expiryFields(new Date()),

@@ -200,7 +200,7 @@ beforeAll(async () => {
       Array.from({ length: 50 * EVENTS_PER_STREAM }, (_, k) => {
         const streamId = `exec-${s + Math.floor(k / EVENTS_PER_STREAM)}`;
         const seq = (k % EVENTS_PER_STREAM) + 1;
-        return { _id: `${streamId}:${seq}`, streamId, seq, event: 'message', data: { text: 'x' }, ...expiring(k) };
+        return { _id: `${streamId}:${seq}`, event: 'message', data: { text: 'x' }, ...expiring(k) };
       }) as never[],
       { ordered: false }
     );
