@@ -215,15 +215,18 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
           $set: {
             status: input.status,
             result: text,
-            error:
-              input.status === 'failed'
-                ? {
+            // A completed execution stores no `error` (read as null: models/Execution.ts); a terminal one is never
+            // written again, so none is there to clear.
+            ...(input.status === 'failed'
+              ? {
+                  error: {
                     message: input.error ?? FAILURES.internal.message,
                     code: input.errorCode ?? FAILURES.internal.code,
-                  }
-                : input.status === 'cancelled'
-                  ? { message: 'Execution cancelled', code: 'cancelled' }
-                  : null,
+                  },
+                }
+              : input.status === 'cancelled'
+                ? { error: { message: 'Execution cancelled', code: 'cancelled' } }
+                : {}),
             usage,
             ...(usageAttempt !== undefined ? { [`usageByAttempt.${usageAttempt}`]: attemptCounts } : {}),
             completedAt: now,

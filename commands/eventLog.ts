@@ -48,6 +48,18 @@ const READ_BATCH = 100;
 
 const eventId = (streamId: string, seq: number): string => `${streamId}:${seq}`;
 
+/**
+ * The stream and the seq an event's `_id` names: its two halves (`<streamId>:<seq>`; a stream id may hold colons
+ * itself, `chat:<chatId>`, the seq never does). Events store no `streamId` and `seq` fields of their own
+ * (models/StreamEvent.ts).
+ * @param id an event's `_id`.
+ * @returns its stream and seq.
+ */
+export function eventKey(id: string): { streamId: string; seq: number } {
+  const at = id.lastIndexOf(':');
+  return { streamId: id.slice(0, at), seq: Number(id.slice(at + 1)) };
+}
+
 /** An event as streamed to clients. */
 export interface LoggedEvent {
   seq: number;
@@ -127,8 +139,6 @@ export async function insertEvents(streamId: string, events: LoggedEvent[]): Pro
     await StreamEvent.collection.insertMany(
       events.map((e) => ({
         _id: eventId(streamId, e.seq),
-        streamId,
-        seq: e.seq,
         event: e.event,
         data: e.data,
         createdAt,
@@ -143,7 +153,7 @@ export async function insertEvents(streamId: string, events: LoggedEvent[]): Pro
     for (const e of events) {
       await StreamEvent.updateOne(
         { _id: eventId(streamId, e.seq) },
-        { $setOnInsert: { streamId, seq: e.seq, event: e.event, data: e.data, ...expiry } },
+        { $setOnInsert: { event: e.event, data: e.data, ...expiry } },
         { upsert: true }
       );
     }
@@ -206,11 +216,11 @@ async function fetchRange(streamId: string, from: number, to: number, first?: Lo
     const docs = await StreamEvent.collection
       .find<StreamEventDoc>({ $or: seqs.map((seq) => ({ _id: eventId(streamId, seq) })) } as never)
       .toArray();
-    const bySeq = new Map(docs.map((d) => [d.seq, d]));
+    const bySeq = new Map(docs.map((d) => [eventKey(d._id).seq, d]));
     for (const seq of seqs) {
       const d = bySeq.get(seq);
       if (!d) return out; // never deliver past a missing event
-      out.push({ seq: d.seq, event: d.event, data: d.data as Record<string, unknown> });
+      out.push({ seq, event: d.event, data: d.data as Record<string, unknown> });
     }
   }
   return out;

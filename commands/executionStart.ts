@@ -134,7 +134,11 @@ const ignoreDuplicate = (err: unknown): void => {
  */
 export async function recordPendingExecution(p: PendingExecution): Promise<ExecutionDoc> {
   const { message, mediaIds, rerun, ...rest } = p;
-  const fields = { ...rest, requestId: p.requestId ?? currentRequestId() ?? null };
+  // Optional fields without a value are left out, not stored as null (models/Execution.ts): readers read a missing one
+  // as null.
+  const fields = Object.fromEntries(
+    Object.entries({ ...rest, requestId: p.requestId ?? currentRequestId() }).filter(([, v]) => v != null)
+  );
   // A rerun's stream starts with its copied steps after `meta` (seq 2 on): written first, then the record, which
   // raises the head over them as it is inserted (events before their head, as every writer does:
   // commands/eventLog.ts). Two writes; no reader finds the stream before its record.

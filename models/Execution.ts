@@ -2,6 +2,11 @@
  * An execution: one run of an agent on one user message. Written by the api at creation (pending; running when it
  * is started eagerly: commands/executionClaim.ts) and then only by the execution workflow's activities (running →
  * completed | failed | cancelled).
+ *
+ * Optional fields without a value (`error`, `modelNote`, `parentExecutionId`, `parentToolCallId`, `taskId`, `rerunOf`,
+ * `jobId`) are not stored: no `null` default, and commands/executionStart.ts `recordPendingExecution` leaves them
+ * out; every reader (presenters/execution.ts among them) reads a missing one as null, as MongoDB's `{field: null}`
+ * matches it. A FerretDB row stores each field's name twice (the value, and its type in `$s`).
  */
 import mongoose, { type InferSchemaType } from 'mongoose';
 
@@ -35,11 +40,12 @@ const schema = new mongoose.Schema(
     },
     /** Final reply; on failure or cancellation, the partial text delivered so far. */
     result: { type: String, default: null },
-    error: { type: new mongoose.Schema({ message: String, code: String }, { _id: false }), default: null },
+    /** Why it failed or was cancelled; absent while it has not (read as null). */
+    error: { type: new mongoose.Schema({ message: String, code: String }, { _id: false }) },
     provider: { type: String, required: true },
     model: { type: String, required: true },
     /** Why the built-in provider was used, when it was a fallback. */
-    modelNote: { type: String, default: null },
+    modelNote: { type: String },
     /** Token usage per provider attempt, keyed by attempt number (idempotent under activity retries). */
     usageByAttempt: { type: mongoose.Schema.Types.Mixed, default: {} },
     usage: {
@@ -50,10 +56,10 @@ const schema = new mongoose.Schema(
      * The execution above this one in the tree: the execution whose `delegate_to_agent` call started it (a
      * sub-agent, commands/subAgents.ts), or a job's previous iteration.
      */
-    parentExecutionId: { type: String, default: null },
+    parentExecutionId: { type: String },
     rootExecutionId: { type: String, required: true },
     /** A sub-agent's: the parent's tool call that started it (its `toolUseId`). */
-    parentToolCallId: { type: String, default: null },
+    parentToolCallId: { type: String },
     /** How many sub-agent delegations lie between this execution and a top-level one (0: started by a client). */
     depth: { type: Number, default: 0 },
     /**
@@ -61,7 +67,7 @@ const schema = new mongoose.Schema(
      * [docs/decisions.md "Sub-agents"].
      */
     childUsage: { type: mongoose.Schema.Types.Mixed, default: undefined },
-    taskId: { type: String, default: null },
+    taskId: { type: String },
     /**
      * The concurrency keys it must hold before it runs, claimed in this order (models/ConcurrencySlot.ts): the
      * agent's limit first, then the caller's key. Absent: none.
@@ -77,12 +83,9 @@ const schema = new mongoose.Schema(
      * steps before it were copied into this execution's stream and are replayed, not run again
      * [docs/decisions.md "Fork and rerun"]. Null otherwise.
      */
-    rerunOf: {
-      type: new mongoose.Schema({ executionId: String, fromStep: Number }, { _id: false }),
-      default: null,
-    },
+    rerunOf: { type: new mongoose.Schema({ executionId: String, fromStep: Number }, { _id: false }) },
     /** The job whose iteration this execution is (source `job`). */
-    jobId: { type: String, default: null },
+    jobId: { type: String },
     /** The mission whose run's job this execution is an iteration of (its budgets apply: docs/spend.md). */
     missionId: { type: String, default: undefined },
     /**

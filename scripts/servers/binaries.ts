@@ -259,7 +259,7 @@ export async function ensureMongoServer(tools: ToolConfig, say: Say): Promise<Mo
   // A binary placed in .tools/bin by hand (a regular file, not our link into the cache) is used as it is.
   const local = path.join(toolsBinDir(), 'ferretdb');
   if (isExecutable(local) && !lstatSync(local).isSymbolicLink()) return { kind: 'ferretdb', path: local };
-  const files = ['go.mod', 'go.sum', 'main.go', 'build.sh', 'pushdown.patch', 'atomic-update.patch'];
+  const files = ['go.mod', 'go.sum', 'main.go', 'build.sh', 'pushdown.patch', 'atomic-update.patch', 'indexes.patch'];
   const key = `ferretdb-${FERRETDB_VERSION}-${sourceKey('ferretdb', files)}`;
   const built = await buildCached({
     tools,

@@ -2,6 +2,7 @@ import { expiryFields } from '../../lib/expiry';
 import {
   appendEvents,
   CoalescingWriter,
+  eventKey,
   EventTailer,
   insertEvents,
   lastSeq,
@@ -62,7 +63,7 @@ describe('event log', () => {
       metaOnRecord: true,
     } as never);
     // Nothing stored, and yet the stream holds its `meta`: the head is 1 from the record's insert on.
-    expect(await StreamEvent.countDocuments({ streamId: 'exec-rec' })).toBe(0);
+    expect(await StreamEvent.collection.countDocuments({ _id: { $regex: '^exec-rec:' } } as never)).toBe(0);
     expect(await lastSeq('exec-rec')).toBe(1);
     expect(await readEvents('exec-rec')).toEqual([meta]);
     expect(await readEvents('exec-rec', 1)).toEqual([]);
@@ -103,7 +104,7 @@ describe('event log', () => {
     ]);
     // Its stored events expired: `meta` stays, the rest is one `expired` event from seq 2.
     await raiseHead('exec-rec', 3);
-    await StreamEvent.deleteMany({ streamId: 'exec-rec' });
+    await StreamEvent.collection.deleteMany({ _id: { $regex: '^exec-rec:' } } as never);
     expect((await readEvents('exec-rec')).map((e) => [e.seq, e.event, (e.data as { from?: number }).from])).toEqual([
       [1, 'meta', undefined],
       [3, 'expired', 2],
@@ -120,9 +121,25 @@ describe('event log', () => {
       { seq: 3, event: 'result', data: {} },
     ]);
     expect((await readEvents('s-idem')).map((e) => e.seq)).toEqual([1, 2, 3]);
-    expect(await StreamEvent.countDocuments({ streamId: 's-idem' })).toBe(3);
+    expect(await StreamEvent.collection.countDocuments({ _id: { $regex: '^s-idem:' } } as never)).toBe(3);
+    // The stream and the seq are the halves of `_id`, not stored again (models/StreamEvent.ts).
+    expect(Object.keys((await StreamEvent.collection.findOne({ _id: 's-idem:2' } as never))!).sort()).toEqual(
+      ['_id', 'createdAt', 'data', 'event', 'expiresAt', 'expiryBucket'].sort()
+    );
     expect(await lastSeq('s-idem')).toBe(3);
     expect(await lastSeq('s-none')).toBe(0);
+  });
+
+  it("reads the stream and the seq back from an event's `_id`, a stream id with colons too", async () => {
+    expect(eventKey('chat:cht_1:12')).toEqual({ streamId: 'chat:cht_1', seq: 12 });
+    await appendEvents('chat:cht_1', [
+      { seq: 1, event: 'meta', data: {} },
+      { seq: 2, event: 'message', data: { text: 'a' } },
+    ]);
+    expect(await readEvents('chat:cht_1')).toEqual([
+      { seq: 1, event: 'meta', data: {} },
+      { seq: 2, event: 'message', data: { text: 'a' } },
+    ]);
   });
 
   it('coalesces text deltas: many tokens become few events, text intact and in order', async () => {
@@ -191,8 +208,6 @@ describe('event log', () => {
         // head untouched
         seqs.map((seq) => ({
           _id: `s-seq:${seq}`,
-          streamId: 's-seq',
-          seq,
           event: 'm',
           data: {},
           ...expiryFields(new Date()),

@@ -49,7 +49,7 @@ it('an execution is recorded alone: its `meta` event is its record’s, read fir
   const ops = await opsOf(() => recordPendingExecution(pending('exec-m1')));
   expect(ops).toEqual(['executions.insertOne']);
   expect(await Execution.findById('exec-m1').lean()).toMatchObject({ metaOnRecord: true, streamSeq: 0 });
-  expect(await StreamEvent.countDocuments({ streamId: 'exec-m1' })).toBe(0);
+  expect(await StreamEvent.collection.countDocuments({ _id: { $regex: '^exec-m1:' } } as never)).toBe(0);
   // The same event on the wire as when it was stored.
   const meta = {
     seq: 1,
@@ -74,10 +74,10 @@ it('a rerun writes its copied steps, then its record raising the head over them:
     steps.map((e, i) => ({ ...e, seq: i + 2 }))
   );
   expect(await readEvents('exec-m2')).toEqual(expected);
-  expect(await StreamEvent.countDocuments({ streamId: 'exec-m2' })).toBe(2);
+  expect(await StreamEvent.collection.countDocuments({ _id: { $regex: '^exec-m2:' } } as never)).toBe(2);
   // A repeat (a retried job activity) writes nothing twice and reads the same.
   await recordPendingExecution({ ...pending('exec-m2'), ...seed });
-  expect(await StreamEvent.countDocuments({ streamId: 'exec-m2' })).toBe(2);
+  expect(await StreamEvent.collection.countDocuments({ _id: { $regex: '^exec-m2:' } } as never)).toBe(2);
   expect(await readEvents('exec-m2')).toEqual(expected);
 });
 

@@ -59,10 +59,11 @@ describe('retention of stream events', () => {
     expect(head).toBeGreaterThanOrEqual(3); // meta, text, result at least
 
     // Its `meta` event is its record's (commands/executionMeta.ts): the stream stores the events after it.
-    expect(await StreamEvent.countDocuments({ streamId: id })).toBe(head - 1);
+    const stored = () => StreamEvent.collection.countDocuments({ _id: { $regex: `^${id}:` } } as never);
+    expect(await stored()).toBe(head - 1);
     expect(await StreamEvent.exists({ _id: `${id}:1` })).toBeNull();
     expect(await sweepLater()).toBeGreaterThanOrEqual(head - 1);
-    expect(await StreamEvent.countDocuments({ streamId: id })).toBe(0);
+    expect(await stored()).toBe(0);
 
     // From the start: the `meta` event, kept with the record, then one `expired` event for the rest of the stream,
     // and the stream ends (the execution is over).

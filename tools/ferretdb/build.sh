@@ -3,7 +3,10 @@
 # - pushdown.patch: the sort / limit / range / count pushdown of docs/decisions.md "Sort, limit, range and count
 #   pushdown" (the patch's new file internal/backends/postgresql/aas_pushdown.go says what and why);
 # - atomic-update.patch: one document's updates atomic, as on MongoDB (docs/decisions.md "Atomic updates on the
-#   embedded database"; handler/common/update.go `updateAtomically` says how).
+#   embedded database"; handler/common/update.go `updateAtomically` says how);
+# - indexes.patch: no duplicate index when an index is created twice at once (its name was looked up database-wide),
+#   and `_id` equality as `=`, served by the `_id_` btree (docs/decisions.md "Indexes of the embedded database: no
+#   duplicates, `_id` from its own index").
 # The module's source is copied out of Go's
 # module cache (which must not be modified), patched, and used through a `replace` in a temporary copy of go.mod
 # (-modfile), so the checked-in go.mod stays plain.
@@ -20,7 +23,7 @@ SRC=$("$GO" mod download -json github.com/FerretDB/FerretDB | sed -n 's/^[[:spac
 cp -R "$SRC" "$WORK/src"
 chmod -R u+w "$WORK/src"
 # git apply as a plain patch program: no repository is looked for above the copied source.
-for patch in pushdown.patch atomic-update.patch; do
+for patch in pushdown.patch atomic-update.patch indexes.patch; do
   (cd "$WORK/src" && GIT_CEILING_DIRECTORIES="$WORK" git apply -p1 "$HERE/$patch")
 done
 cp go.mod "$WORK/build.mod"

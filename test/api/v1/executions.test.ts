@@ -68,8 +68,16 @@ describe('POST /api/v1/agents/{id}/execute (JSON)', () => {
       model: 'claude-test',
       usage: { input_tokens: Math.ceil(('You are terse.'.length + 'hello there'.length) / 4), output_tokens: 5 },
       parentExecutionId: null,
+      parentToolCallId: null,
+      modelNote: null,
+      taskId: null,
+      rerunOf: null,
     });
     expect(read.body.execution.durationMs).toBeGreaterThanOrEqual(0);
+    // Optional fields without a value are not stored, not even as null (models/Execution.ts): read as null above.
+    const stored = await Execution.collection.findOne({ _id: res.body.executionId } as never);
+    const optional = ['error', 'modelNote', 'parentExecutionId', 'parentToolCallId', 'taskId', 'rerunOf', 'jobId'];
+    expect(Object.keys(stored!).filter((k) => optional.includes(k))).toEqual([]);
   });
 
   it('continues a conversation with sessionId + chatId: earlier turns reach the model in order', async () => {
