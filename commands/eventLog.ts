@@ -32,7 +32,7 @@ import { crashPoint, crashPointsArmed } from '../lib/crashPoints';
 import { retentionExpiry } from '../lib/expiry';
 import { isDuplicateKey } from '../lib/mongo';
 import { wakeStream, WakeupReceiver, type Wakeup } from '../lib/wakeups';
-import { StreamEvent, type StreamEventDoc } from '../models';
+import { StreamEvent, type LoggedEvent, type StreamEventDoc } from '../models';
 import { isExecutionStream, raiseHead, readHead, type Head } from './streamHeads';
 
 export { lastSeq, readHead, type Head } from './streamHeads';
@@ -61,11 +61,7 @@ export function eventKey(id: string): { streamId: string; seq: number } {
 }
 
 /** An event as streamed to clients. */
-export interface LoggedEvent {
-  seq: number;
-  event: string;
-  data: Record<string, unknown>;
-}
+export type { LoggedEvent } from '../models';
 
 /**
  * Fields of an execution's record that its stream's writer sets in the update raising the head (commands/streamHeads.ts

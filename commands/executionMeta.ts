@@ -7,7 +7,7 @@
  * instead of three. Executions recorded before keep their stored `meta` and are read as before (docs/decisions.md
  * "The stream's meta event on the execution record").
  */
-import type { LoggedEvent } from './eventLog';
+import type { LoggedEvent } from '../models';
 
 /** The fields of an execution record the `meta` event is made of. */
 export interface MetaSource {

@@ -149,6 +149,8 @@ export async function recordPendingExecution(p: PendingExecution): Promise<Execu
   const stored = await (
     insertDocument(Execution, {
       ...fields,
+      // An eager start's record is created running: created when it started, never after.
+      ...(p.startedAt ? { createdAt: p.startedAt } : {}),
       ...META_ON_RECORD,
       input: { message, ...(mediaIds?.length ? { mediaIds } : {}) },
       ...(rerun ? { rerunOf: { executionId: rerun.executionId, fromStep: rerun.fromStep } } : {}),

@@ -14,8 +14,7 @@
  * extra read ({@link readHead}).
  */
 import { findByIdDirect, updateOneDirect } from '../lib/driverOps';
-import { Execution, StreamEvent, StreamHead } from '../models';
-import type { LoggedEvent } from './eventLog';
+import { Execution, StreamEvent, StreamHead, type LoggedEvent } from '../models';
 import { META_PROJECTION, recordedMeta, type MetaSource } from './executionMeta';
 
 /** A stream's head as read: its seq, and its event 1 when that is not stored but held by the record. */

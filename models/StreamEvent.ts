@@ -22,5 +22,12 @@ const schema = new mongoose.Schema(
 );
 expiringSchema(schema);
 
+/** An event of a stream as its writers append it and its readers yield it (commands/eventLog.ts). */
+export interface LoggedEvent {
+  seq: number;
+  event: string;
+  data: Record<string, unknown>;
+}
+
 export type StreamEventDoc = InferSchemaType<typeof schema> & { _id: string; createdAt: Date };
 export const StreamEvent = registerExpiring(mongoose.model('StreamEvent', schema, 'stream_events'));

@@ -83,7 +83,8 @@ it('the review loop: run → awaiting_review → iterate → awaiting_review →
   expect(lineage.body.iterations).toHaveLength(2);
   expect(next.parent_execution_id).toBe(first.execution_id);
   const execs = await Execution.find({ jobId: id }).sort({ turn: 1 }).lean();
-  expect(execs.map((e) => [e._id, e.status, e.parentExecutionId, e.rootExecutionId, e.source])).toEqual([
+  // An optional field without a value is not stored (models/Execution.ts): read as null.
+  expect(execs.map((e) => [e._id, e.status, e.parentExecutionId ?? null, e.rootExecutionId, e.source])).toEqual([
     [first.execution_id, 'completed', null, first.execution_id, 'job'],
     [next.execution_id, 'completed', first.execution_id, first.execution_id, 'job'],
   ]);
