@@ -6,7 +6,7 @@
  */
 import { Alert, Group, Loader, Paper, Stack, Text, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
-import { useId } from 'react';
+import { useEffect, useId, useRef } from 'react';
 import { useParams } from 'react-router';
 import { ApiError } from '../api/client';
 import { jobKeys, readJob, type Job } from '../api/jobs';
@@ -77,6 +77,22 @@ export function JobPage() {
   const { jobId = '' } = useParams();
   const job = useQuery({ queryKey: jobKeys.one(jobId), queryFn: () => readJob(jobId) });
   const { live, connection } = useJobStream(jobId, job.isSuccess);
+  // The job stream's `job.status` is appended before the record is written (activities/jobs.ts: events first, the
+  // record after), so the read it triggers can still find the previous status: read again, a few times at most,
+  // until the record has caught up with the stream.
+  const lagging = job.isSuccess && live.status !== undefined && job.data.status !== live.status && !job.isFetching;
+  const retries = useRef(0);
+  useEffect(() => {
+    retries.current = 0;
+  }, [live.status]);
+  useEffect(() => {
+    if (!lagging || retries.current >= 20) return;
+    const timer = setTimeout(() => {
+      retries.current += 1;
+      void job.refetch();
+    }, 250);
+    return () => clearTimeout(timer);
+  }, [lagging, job.dataUpdatedAt]);
 
   if (job.isPending) return <Loader aria-label="Loading the job" />;
   if (job.isError && job.error instanceof ApiError && (job.error.status === 404 || job.error.status === 400)) {
