@@ -5,10 +5,14 @@
  * stack's own processes, so it holds even when other work shares the machine, unlike the rate.
  * QUICK_TOTAL (300), QUICK_CONCURRENCY (20), QUICK_MESSAGE ('[chunks:200] hi': a 200-delta reply), QUICK_SCENARIO
  * (`create`: agents created instead of executions, the yardstick's create phase); BENCH_CPU_PROF=<dir>
- * for CPU profiles of the api and the worker (scripts/bench/stack.ts). Ends with the api's and the worker's resident
- * memory (VmRSS, and its peak).
+ * for CPU profiles of the api and the worker (scripts/bench/stack.ts), with `window.json` there: the measured run's
+ * start and end on the profiles' clock (the monotonic clock in µs, as a `.cpuprofile`'s sample times), so that a
+ * profile can be read for that window alone. Ends with the api's and the worker's resident memory (VmRSS, and its
+ * peak).
  */
+import { writeFileSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { bootstrapOrganization } from '../../commands/bootstrap';
 import { connectMongo, disconnectMongo } from '../../lib/mongo';
 import { memoryOf } from '../lib/proc';
@@ -40,9 +44,14 @@ async function main(): Promise<void> {
         ? inLanes(total, CONCURRENCY, () => createAgentOnce(client))
         : throughput(client, agent.body.id, total, CONCURRENCY, MESSAGE);
     await run(40);
+    const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
     const before = cpuSecondsByProcess(stack, 'bench');
+    const fromUs = monotonicUs();
     const tp = await run(TOTAL);
+    const toUs = monotonicUs();
     const after = cpuSecondsByProcess(stack, 'bench');
+    const profDir = process.env.BENCH_CPU_PROF;
+    if (profDir) writeFileSync(path.join(profDir, 'window.json'), JSON.stringify({ fromUs, toUs }));
     const done = tp.total - tp.failures.length;
     const what = CREATE ? 'agents created' : 'executions';
     say(
