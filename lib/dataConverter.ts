@@ -14,7 +14,6 @@ import {
   createHash,
   createSecretKey,
   hkdfSync,
-  randomBytes,
   type KeyObject,
 } from 'node:crypto';
 import { type DataConverter, type Payload, type PayloadCodec } from '@temporalio/common';
@@ -30,6 +29,7 @@ import {
 import type { WorkerOptions } from '@temporalio/worker';
 import type { Config } from './config';
 import { requestIdActivityInterceptors, requestIdClientInterceptor } from './requestContext';
+import { pooledRandomBytes } from './randomPool';
 import { activeTracing } from './tracing';
 
 /** `metadata.encoding` of a sealed payload (the name the Temporal samples and UI know). */
@@ -66,7 +66,7 @@ export class EncryptionCodec implements PayloadCodec {
 
   async encode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((payload) => {
-      const iv = randomBytes(IV_BYTES);
+      const iv = pooledRandomBytes(IV_BYTES); // an IV never repeats: each is fresh bytes of the CSPRNG
       const cipher = createCipheriv('aes-256-gcm', this.key, iv);
       const clear = temporal.api.common.v1.Payload.encode(payload).finish();
       const sealed = Buffer.concat([iv, cipher.update(clear), cipher.final(), cipher.getAuthTag()]);

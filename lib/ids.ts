@@ -2,19 +2,20 @@
  * Identifiers (docs/architecture.md §4): tasks `task-<ms>-<random>`, executions `exec-<ms>-<random>`, every other
  * resource a short prefix + `_` + random base62.
  */
-import { randomBytes } from 'node:crypto';
+import { pooledRandomBytes } from './randomPool';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
 /**
- * Random base62 string from a CSPRNG (rejection sampling, so every character is uniform).
+ * Random base62 string from a CSPRNG (rejection sampling, so every character is uniform; drawn from the pool of
+ * lib/randomPool.ts).
  * @param length number of characters.
  * @returns the string.
  */
 export function randomBase62(length: number): string {
   let out = '';
   while (out.length < length) {
-    for (const b of randomBytes(length * 2)) {
+    for (const b of pooledRandomBytes(length * 2)) {
       if (b < 248) out += ALPHABET[b % 62];
       if (out.length === length) break;
     }
