@@ -10,6 +10,10 @@
  * - A read that started before an invalidation of its cache does not store what it read, so a slow read cannot put a
  *   value back that an invalidation removed meanwhile.
  * - Nothing negative is kept: a miss that finds nothing reads the database again next time.
+ * - Concurrent misses of one key share one read: under load, requests that found an entry expired used to read the
+ *   record each (at c20 about three times as many reads as entries expired, docs/benchmarks.md "The service
+ *   process's CPU per execution, again"). A miss that comes after an invalidation never joins a read that started
+ *   before it, so a client still reads its own writes.
  *
  * Entries belong to a group (an organization), which is what an invalidation names.
  */
@@ -22,6 +26,13 @@ interface Entry<V> {
   value: V;
   group: string;
   expiresAt: number;
+}
+
+/** What a cache's load reads: the value and its group (kept unless `keep` is false). */
+interface Loaded<V> {
+  value: V;
+  group: string;
+  keep?: boolean;
 }
 
 const caches = new Map<string, SharedCache<unknown>>();
@@ -37,6 +48,8 @@ export class SharedCache<V> {
   private readonly groups = new Map<string, Set<string>>();
   /** Bumped by every invalidation: a read that started under another generation does not store its value. */
   private generation = 0;
+  /** The read in progress of each key, and the generation it started under. */
+  private readonly loading = new Map<string, { generation: number; read: Promise<Loaded<V> | undefined> }>();
 
   /**
    * @param name the cache's name in invalidation messages (unique per process).
@@ -56,16 +69,24 @@ export class SharedCache<V> {
    *   none (not kept).
    * @returns the cached or loaded value, or undefined.
    */
-  async get(
-    key: string,
-    load: () => Promise<{ value: V; group: string; keep?: boolean } | undefined>
-  ): Promise<V | undefined> {
+  async get(key: string, load: () => Promise<Loaded<V> | undefined>): Promise<V | undefined> {
     const now = Date.now();
     const hit = this.entries.get(key);
     if (hit && hit.expiresAt > now) return hit.value;
     if (hit) this.drop(key, hit.group);
     const generation = this.generation;
-    const loaded = await load();
+    // A read of this key already under way, started under this generation (no invalidation since): its answer.
+    // (Caches off, every call reads.)
+    const pending = this.loading.get(key);
+    if (pending && pending.generation === generation && ttlMs > 0) return (await pending.read)?.value;
+    const read = load();
+    if (ttlMs > 0) this.loading.set(key, { generation, read });
+    let loaded: Loaded<V> | undefined;
+    try {
+      loaded = await read;
+    } finally {
+      if (this.loading.get(key)?.read === read) this.loading.delete(key);
+    }
     if (loaded === undefined) return undefined;
     if (loaded.keep !== false && generation === this.generation && ttlMs > 0)
       this.put(key, loaded.value, loaded.group, Date.now() + ttlMs);

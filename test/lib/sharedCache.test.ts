@@ -78,6 +78,53 @@ it('a read that started before an invalidation does not keep what it read', asyn
   expect(await cache.get('k', c.load)).toBe('fresh1'); // but nobody after it
 });
 
+it('concurrent misses of one key share one read; a miss after an invalidation does not join a read from before it', async () => {
+  const cache = fresh();
+  let calls = 0;
+  let release!: () => void;
+  const gate = (): Promise<void> => new Promise<void>((r) => (release = r));
+  const load = async (): Promise<{ value: string; group: string }> => {
+    const n = ++calls;
+    await gate();
+    return { value: `v${n}`, group: 'org_a' };
+  };
+  // Twenty requests find the key missing at once: one read, every one gets its value.
+  const together = Array.from({ length: 20 }, () => cache.get('k', load));
+  await sleep(5);
+  release();
+  expect(await Promise.all(together)).toEqual(Array.from({ length: 20 }, () => 'v1'));
+  expect(calls).toBe(1);
+  expect(await cache.get('k', load)).toBe('v1'); // kept
+
+  // A read under way when the group is invalidated: a request after the invalidation reads again (its own write).
+  await invalidate(cache.name, 'org_a');
+  const before = cache.get('k', load);
+  await sleep(5);
+  const releaseBefore = release;
+  await invalidate(cache.name, 'org_a');
+  const after = cache.get('k', load);
+  await sleep(5);
+  releaseBefore();
+  release();
+  expect(await before).toBe('v2');
+  expect(await after).toBe('v3');
+  expect(calls).toBe(3);
+
+  // A failed read fails the requests that shared it, and the next request reads again.
+  let fail = true;
+  const failing = async (): Promise<{ value: string; group: string }> => {
+    calls++;
+    await sleep(5);
+    if (fail) throw new Error('database away');
+    return { value: 'back', group: 'org_a' };
+  };
+  const shared = [cache.get('f', failing), cache.get('f', failing)];
+  await expect(Promise.all(shared)).rejects.toThrow('database away');
+  fail = false;
+  expect(await cache.get('f', failing)).toBe('back');
+  expect(calls).toBe(5);
+});
+
 it('keeps no refusal and no miss', async () => {
   const cache = fresh();
   let calls = 0;
@@ -105,6 +152,9 @@ it('a lifetime of 0 turns the cache off', async () => {
   await cache.get('k', c.load);
   await cache.get('k', c.load);
   expect(c.calls()).toBe(2);
+  // Off, concurrent misses each read too.
+  await Promise.all([cache.get('k', c.load), cache.get('k', c.load)]);
+  expect(c.calls()).toBe(4);
 });
 
 it('an invalidation datagram from another process clears the group; a garbled or unknown one changes nothing', async () => {
