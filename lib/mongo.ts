@@ -151,9 +151,87 @@ async function documentFor(
   fields: Record<string, unknown>
 ): Promise<Record<string, unknown>> {
   const doc = model.applyTimestamps(model.applyDefaults(model.castObject(fields))) as Record<string, unknown>;
-  await model.validate(doc);
+  await validateCast(model, doc);
   if (model.schema.get('minimize') !== false) minimize(doc);
   return doc;
+}
+
+/** A path of a schema whose value is checked before an insert, and how. */
+interface PathCheck {
+  path: string[];
+  /** Its schema type; `doValidateSync` is mongoose's (untyped) synchronous run of the type's validators. */
+  type: mongoose.SchemaType & {
+    doValidateSync(value: unknown, scope: unknown, options: { path: string }): mongoose.Error.ValidatorError | null;
+  };
+  /**
+   * Its value, when set, is validated by mongoose's own `Model.validate` (a subdocument, an array of subdocuments
+   * or of validated elements, a map): rare on the hot paths, and not worth a copy of mongoose's rules here.
+   */
+  nested: boolean;
+}
+
+/** The checks of a schema; `null` when the schema has a validator of its own (always `Model.validate`). */
+const checksBySchema = new WeakMap<mongoose.Schema, PathCheck[] | null>();
+
+/** The validators mongoose defines itself (`user defined` is a schema's own, possibly asynchronous, function). */
+const BUILT_IN_VALIDATORS = new Set(['required', 'enum', 'min', 'max', 'minlength', 'maxlength', 'regexp']);
+
+function checksOf(schema: mongoose.Schema): PathCheck[] | null {
+  let checks = checksBySchema.get(schema);
+  if (checks !== undefined) return checks;
+  checks = [];
+  for (const [path, type] of Object.entries(schema.paths)) {
+    const t = type as mongoose.SchemaType & {
+      validators: { type?: string }[];
+      caster?: { validators?: unknown[]; $isMongooseArray?: boolean; $isSingleNested?: boolean };
+      $isSingleNested?: boolean;
+      $isMongooseArray?: boolean;
+      $isMongooseDocumentArray?: boolean;
+      $isSchemaMap?: boolean;
+    };
+    if (t.validators.some((v) => !BUILT_IN_VALIDATORS.has(v.type ?? ''))) {
+      checks = null;
+      break;
+    }
+    const caster = t.$isMongooseArray ? t.caster : undefined;
+    const nested =
+      t.$isSingleNested === true ||
+      t.$isMongooseDocumentArray === true ||
+      t.$isSchemaMap === true ||
+      (caster !== undefined &&
+        ((caster.validators?.length ?? 0) > 0 || caster.$isMongooseArray === true || caster.$isSingleNested === true));
+    if (nested || t.validators.length > 0) checks.push({ path: path.split('.'), type: t as PathCheck['type'], nested });
+  }
+  checksBySchema.set(schema, checks);
+  return checks;
+}
+
+/**
+ * Validates a document that `castObject` already cast, as `Model.validate` does (the same validators, the same
+ * ValidationError), without casting it a second time and without a validation call for every path and every array
+ * element that has no validator: `Model.validate` was most of what an insert cost the api (docs/benchmarks.md
+ * "Creating an agent: validation and ids"). A document that sets a subdocument, a map or an array of validated
+ * elements, and a schema with a validator of its own, go through `Model.validate`.
+ * @param model the model.
+ * @param doc the cast document, with its defaults.
+ * @throws mongoose's ValidationError naming every path that failed.
+ */
+function validateCast(
+  model: mongoose.Model<any>, // eslint-disable-line @typescript-eslint/no-explicit-any
+  doc: Record<string, unknown>
+): void | Promise<unknown> {
+  const checks = checksOf(model.schema);
+  if (checks === null) return model.validate(doc);
+  let error: mongoose.Error.ValidationError | undefined;
+  for (const check of checks) {
+    let value: unknown = doc;
+    for (const key of check.path) value = (value as Record<string, unknown> | null | undefined)?.[key];
+    if (check.nested && value != null && !(Array.isArray(value) && value.length === 0)) return model.validate(doc);
+    const path = check.path.join('.');
+    const err = check.type.doValidateSync(value, doc, { path });
+    if (err) (error ??= new mongoose.Error.ValidationError()).addError(path, err);
+  }
+  if (error) throw error;
 }
 
 /** Removes empty objects, nested ones included, as mongoose's `minimize` does when it saves a document. */

@@ -15,6 +15,7 @@ import type { Config } from '../../lib/config';
 import { TOKEN_PREFIX } from '../../lib/crypto';
 import { OAuthError } from '../../lib/errors';
 import type { AppContext } from '../context';
+import { bindRequestLog } from '../middlewares/requestId';
 
 /**
  * @param config APP_URL (the only origin a browser page may call from) and the signing key.
@@ -61,7 +62,7 @@ export function mcpAuthenticate(config: Readonly<Config>) {
       );
     ctx.state.auth = caller.auth;
     ctx.state.mcpClientId = caller.clientId;
-    ctx.state.log = ctx.state.log.child({ org: caller.auth.organizationId, user: caller.auth.userId });
+    bindRequestLog(ctx, { org: caller.auth.organizationId, user: caller.auth.userId });
     await next();
   };
 }

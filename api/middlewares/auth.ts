@@ -33,6 +33,7 @@ import {
 import type { IdentityProviders } from '../../lib/oidc';
 import type { Scope } from '../../models';
 import type { AppContext } from '../context';
+import { bindRequestLog } from './requestId';
 import { hasOwnOrigin, isSafeMethod, sessionSecret, type CookieSessions } from '../sessionCookie';
 
 /**
@@ -85,7 +86,7 @@ async function idTokenCaller(identity: IdentityProviders, token: string): Promis
 
 async function authenticated(ctx: AppContext, auth: AuthContext, next: Next): Promise<void> {
   ctx.state.auth = auth;
-  ctx.state.log = ctx.state.log.child({ org: auth.organizationId, user: auth.userId });
+  bindRequestLog(ctx, { org: auth.organizationId, user: auth.userId });
   await next();
 }
 

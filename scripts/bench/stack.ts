@@ -91,6 +91,8 @@ function serviceUnit(
     args: [
       ...serviceNodeArgs(env),
       ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+      // BENCH_NODE_ARGS: more node flags for both (e.g. `--trace-gc`, which NODE_OPTIONS does not take).
+      ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
       ...(process.env.BENCH_TSX === '1'
         ? ['--import', 'tsx', path.join(projectRoot(), script)]
         : [path.join(transpileForDev(projectRoot()).outDir, script.replace(/\.ts$/, '.js'))]),

@@ -36,6 +36,11 @@ const cases: Array<[string, AnyModel, Record<string, unknown>]> = [
     },
   ],
   ['chat', Chat, { organizationId: 'o', spaceId: 's', agentId: 'a', ownerId: 'u', title: 't' }],
+  [
+    'chat with a subdocument',
+    Chat,
+    { organizationId: 'o', spaceId: 's', ownerId: 'u', forkedFrom: { chatId: 'c0', messageId: 'm', executionId: 'e' } },
+  ],
   ['space agent', SpaceAgent, { organizationId: 'o', spaceId: 's', agentId: 'a' }],
   ['session', Session, { organizationId: 'o', chatId: 'c', agentId: 'a', activeExecutionId: 'e', turns: 1 }],
   [
@@ -62,12 +67,12 @@ const cases: Array<[string, AnyModel, Record<string, unknown>]> = [
   ],
 ];
 
-it.each(cases)('%s: stored as Model.create stores it', async (_name, model, fields) => {
-  const created = (await model.create({ _id: 'by-create', ...fields })).toObject();
-  const inserted = await insertDocument(model, { _id: 'by-insert', ...fields });
+it.each(cases)('%s: stored as Model.create stores it', async (name, model, fields) => {
+  const created = (await model.create({ _id: `by-create ${name}`, ...fields })).toObject();
+  const inserted = await insertDocument(model, { _id: `by-insert ${name}`, ...fields });
   const [a, b] = await Promise.all([
-    model.collection.findOne({ _id: 'by-create' } as never),
-    model.collection.findOne({ _id: 'by-insert' } as never),
+    model.collection.findOne({ _id: `by-create ${name}` } as never),
+    model.collection.findOne({ _id: `by-insert ${name}` } as never),
   ]);
   expect(shape(b)).toBe(shape(a));
   expect(b!.createdAt).toBeInstanceOf(Date);
@@ -80,4 +85,54 @@ it('refuses what Model.create refuses: a missing required field, a value outside
     insertDocument(ChatMessage, { organizationId: 'o', chatId: 'c', sessionId: 's', role: 'nobody', content: 'x' })
   ).rejects.toThrow(/validation failed/i);
   expect(await Chat.findById('refused').lean()).toBeNull();
+});
+
+it('refuses as Model.validate refuses: the same paths, kinds and messages', async () => {
+  const cases: Array<[AnyModel, Record<string, unknown>]> = [
+    [Chat, { organizationId: 'o', status: 'asleep' }],
+    [
+      Agent,
+      {
+        organizationId: 'o',
+        userId: 'u',
+        ownerId: 'u',
+        name: 'n',
+        systemPrompt: 'p',
+        spaceId: 's',
+        chatId: 'c',
+        maxConcurrentExecutions: 0,
+      },
+    ],
+    [
+      Agent,
+      {
+        organizationId: 'o',
+        userId: 'u',
+        name: 'n',
+        systemPrompt: 'p',
+        spaceId: 's',
+        chatId: 'c',
+        visibility: 'secret',
+        maxConcurrentExecutions: 1001,
+      },
+    ],
+  ];
+  for (const [model, fields] of cases) {
+    const expected = await model.validate({ ...fields }).then(
+      () => undefined,
+      (err: mongoose.Error.ValidationError) => err
+    );
+    const got = await insertDocument(model, { ...fields }).then(
+      () => undefined,
+      (err: mongoose.Error.ValidationError) => err
+    );
+    expect(expected).toBeDefined();
+    expect(got).toBeInstanceOf(Error);
+    const summary = (err: mongoose.Error.ValidationError | undefined) =>
+      Object.entries(err?.errors ?? {})
+        .map(([path, e]) => [path, e.kind, e.message])
+        .sort();
+    expect(summary(got)).toEqual(summary(expected));
+    expect(got!.name).toBe('ValidationError');
+  }
 });
