@@ -3,12 +3,19 @@
  * migrate"): what a database and a Temporal namespace need before the service runs on them, namely the collections
  * and indexes the models declare, the TTL indexes of expiring records (lib/expiry.ts), and the custom search
  * attributes of workflows/searchAttributes.ts, without which a workflow start that sets them fails.
- * Everything is created only when missing and nothing is dropped, so migrate can run at every deployment.
+ * Everything is created only when missing, and only the indexes lib/indexes.ts lists as retired (replaced by others)
+ * are dropped, so migrate can run at every deployment.
  */
 import type { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { ensureExpiryIndexes, missingExpiryIndexes } from '../lib/expiry';
-import { createMissingCollections, createMissingIndexes, declaredIndexes, missingIndexes } from '../lib/indexes';
+import {
+  createMissingCollections,
+  createMissingIndexes,
+  declaredIndexes,
+  dropRetiredIndexes,
+  missingIndexes,
+} from '../lib/indexes';
 import mongoose from 'mongoose';
 import '../models';
 import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes';
@@ -28,7 +35,8 @@ export interface NamespaceRef {
 /** What `admin migrate` did. */
 export interface MigrateReport {
   collections: { created: string[] };
-  indexes: { created: string[]; declared: number };
+  /** `dropped`: retired indexes (lib/indexes.ts RETIRED_INDEXES) the database still held. */
+  indexes: { created: string[]; dropped: string[]; declared: number };
   ttlIndexes: { created: string[]; supported: boolean };
   searchAttributes: { namespace: string; created: string[]; present: string[] };
 }
@@ -116,12 +124,13 @@ async function serverKeepsTtlIndexes(): Promise<boolean> {
 export async function migrate(target: NamespaceRef): Promise<MigrateReport> {
   const collections = await createMissingCollections();
   const indexes = await createMissingIndexes();
+  const dropped = await dropRetiredIndexes();
   const ttlMissing = await missingExpiryIndexes();
   const supported = await ensureExpiryIndexes();
   const searchAttributes = await registerSearchAttributes(target);
   return {
     collections: { created: collections },
-    indexes: { created: indexes.map((i) => i.ref), declared: declaredIndexes().length },
+    indexes: { created: indexes.map((i) => i.ref), dropped, declared: declaredIndexes().length },
     ttlIndexes: { created: supported ? ttlMissing.map((c) => `${c}.expiresAt_ttl`) : [], supported },
     searchAttributes: { namespace: target.namespace, ...searchAttributes },
   };

@@ -1,8 +1,8 @@
 /**
  * The indexes the models declare, compared with what the database holds (docs/decisions.md "Indexes in production:
  * admin migrate"). In development and tests every process builds them when it connects (mongoose `autoIndex`); in
- * production nothing is built at start: `admin migrate` creates them (never dropping an index the schemas do not
- * declare), `admin check` verifies them, and the api and the worker refuse to start without the unique ones.
+ * production nothing is built at start: `admin migrate` creates them (dropping only the indexes listed as retired,
+ * never another index the schemas do not declare), `admin check` verifies them, and the api and the worker refuse to start without the unique ones.
  * Works on every model registered on the default connection (the caller imports models/).
  */
 import mongoose from 'mongoose';
@@ -21,6 +21,15 @@ export interface DeclaredIndex {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyModel = mongoose.Model<any>;
 type IndexSpec = [Record<string, unknown>, Record<string, unknown>];
+
+/**
+ * Indexes the models declared once and replaced since: `admin migrate` drops each where the database still holds it
+ * (by name), since an index nothing reads still costs every write its entry. Never an index a schema declares.
+ */
+export const RETIRED_INDEXES: ReadonlyArray<{ collection: string; name: string; replacedBy: string }> = [
+  // issue 37 (database bytes): its order served no query; the count by space is bounded by `{spaceId}`.
+  { collection: 'chats', name: 'organizationId_1_spaceId_1_createdAt_-1', replacedBy: 'spaceId_1' },
+];
 
 /** @returns every model registered on the default connection, by collection name. */
 function registeredModels(): AnyModel[] {
@@ -91,6 +100,37 @@ export async function createMissingIndexes(): Promise<DeclaredIndex[]> {
     await model.createIndexes({ toCreate: [...toCreate] } as never); // mongoose empties the list it is given
   }
   return created;
+}
+
+/**
+ * Drops the {@link RETIRED_INDEXES} the database still holds, after the indexes that replace them exist (the
+ * caller creates the missing declared indexes first).
+ * @returns the indexes dropped, as `collection.name`.
+ */
+export async function dropRetiredIndexes(): Promise<string[]> {
+  const db = mongoose.connection.db;
+  if (!db) throw new Error('MongoDB is not connected');
+  const declared = new Set(declaredIndexes().map((i) => i.ref));
+  const dropped: string[] = [];
+  for (const { collection, name } of RETIRED_INDEXES) {
+    if (declared.has(`${collection}.${name}`)) throw new Error(`${collection}.${name} is both declared and retired`);
+    const held = await db
+      .collection(collection)
+      .listIndexes()
+      .toArray()
+      .catch((err: { code?: number }) => {
+        if (err.code === 26) return []; // NamespaceNotFound
+        throw err;
+      });
+    if (!held.some((i) => i.name === name)) continue;
+    try {
+      await db.collection(collection).dropIndex(name);
+    } catch (err) {
+      if ((err as { code?: number }).code !== 27) throw err; // IndexNotFound: dropped meanwhile
+    }
+    dropped.push(`${collection}.${name}`);
+  }
+  return dropped;
 }
 
 /**

@@ -76,7 +76,9 @@ const schema = new mongoose.Schema(
   },
   { timestamps: true, versionKey: false }
 );
-schema.index({ organizationId: 1, spaceId: 1, createdAt: -1 });
+// A space's chats, counted (commands/spaces.ts `chatCount`): the space bounds the count. It replaced
+// `{organizationId, spaceId, createdAt}`, whose order no query used (lib/indexes.ts RETIRED_INDEXES drops it).
+schema.index({ spaceId: 1 });
 // GET /api/chats: the organization's open chats, optionally by status or agent (docs/query-shapes.md).
 schema.index({ organizationId: 1, closed: 1, createdAt: -1, _id: -1 });
 schema.index({ organizationId: 1, status: 1, createdAt: -1, _id: -1 });

@@ -12,9 +12,10 @@
  *   member add --org <orgId> --email <email> [--name <display name>] [--role owner|admin|member]
  *       → {organizationId,userId,role,created}
  *   migrate
- *       → {collections:{created},indexes:{created,declared},ttlIndexes:{created,supported},
+ *       → {collections:{created},indexes:{created,dropped,declared},ttlIndexes:{created,supported},
  *          searchAttributes:{namespace,created,present}}: creates what the database and the Temporal namespace lack
- *         (the models' collections and indexes, the TTL indexes, the custom search attributes); drops nothing
+ *         (the models' collections and indexes, the TTL indexes, the custom search attributes); drops only the
+ *         retired indexes (lib/indexes.ts RETIRED_INDEXES: replaced by others)
  *   check
  *       → {mongodb:{ok,indexes},temporal:{address,namespace,security,apiKey,searchAttributes}}: reaches MongoDB and
  *         the Temporal namespace with the configured settings (TLS, mTLS, API key) and finds every index and search

@@ -7,6 +7,9 @@
  * - an `_id` equality (alone, or the `$or` of `_id`s the event log reads) is answered from FerretDB's unique `_id_`
  *   btree, and the wrapper keeps no GIN mirror of `_id` (tools/ferretdb/main.go): before, `_id` was compared with
  *   `@>`, which only the GIN mirror could serve.
+ * - FerretDB's btree of a non-unique index holds no rows (`WHERE false`: no query of the patched FerretDB reads it);
+ *   a unique one keeps them, and pages, equalities and uniqueness still work (docs/decisions.md "FerretDB's btrees
+ *   of non-unique indexes hold no rows").
  * PostgreSQL only: skipped on a real mongod, failing where the test servers are FerretDB but it is not.
  */
 import mongoose from 'mongoose';
@@ -136,6 +139,98 @@ describe("the embedded database's indexes", () => {
           .map((d) => d._id)
           .sort()
       ).toEqual(['doc-1', 'doc-2']);
+    },
+    60_000
+  );
+
+  itOnFerretDb(
+    "a non-unique index's btree holds no rows, a unique one's all; pages, equalities and uniqueness are as before",
+    async () => {
+      await expectFerretDb();
+      expect(postgresUrl).toBeTruthy();
+      type Doc = { _id: string; k: number; u: string; org: string; at: Date; task?: string };
+      const coll = mongoose.connection.collection<Doc>('sparse');
+      await coll.createIndex({ k: 1 });
+      await coll.createIndex({ u: 1 }, { unique: true });
+      await coll.createIndex({ task: 1, org: 1, at: -1, _id: -1 });
+      // 5,000 documents, 1 in 50 with a task (as executions and their `taskId`).
+      for (let b = 0; b < 5; b++) {
+        await coll.insertMany(
+          Array.from({ length: 1000 }, (_, i) => {
+            const n = b * 1000 + i;
+            return {
+              _id: `doc-${n}`,
+              k: n % 10,
+              u: `u-${n}`,
+              org: `org-${n % 3}`,
+              at: new Date(1_700_000_000_000 + n * 1000),
+              ...(n % 50 === 0 ? { task: `task-${(n / 50) % 2}` } : {}),
+            };
+          })
+        );
+      }
+      const table = `${pg.escapeIdentifier(dbName)}.${pg.escapeIdentifier(await tableOf('sparse'))}`;
+      // The wrapper's pass (every second) empties the btrees and makes the mirrors: wait until it has.
+      const entries = async (): Promise<Record<string, number>> => {
+        await client!.query(`VACUUM ANALYZE ${table}`);
+        const { rows } = await client!.query<{ name: string; def: string; tuples: number }>(
+          `SELECT c.relname AS name, pg_get_indexdef(c.oid) AS def, c.reltuples::int AS tuples
+             FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = $1::regclass`,
+          [table]
+        );
+        const label = (r: { name: string; def: string }): string =>
+          r.name.endsWith('_aasord')
+            ? 'ordered'
+            : r.name.endsWith('_aasgin')
+              ? `gin ${r.def.match(/_jsonb -> '(\w+)'/)![1]}`
+              : r.name.endsWith('_aasarr')
+                ? `arrays ${r.def.match(/-> '(\w+)'::text\) ->> 't'/)![1]}`
+                : `${r.def.startsWith('CREATE UNIQUE') ? 'unique ' : ''}btree ${r.def.match(/_jsonb -> '(\w+)'/)![1]}${/ WHERE false$/.test(r.def) ? ' (empty)' : ''}`;
+        return Object.fromEntries(rows.map((r) => [label(r), r.tuples]));
+      };
+      const deadline = Date.now() + 15_000;
+      let found = await entries();
+      while (Object.keys(found).length < 11 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 300));
+        found = await entries();
+      }
+      expect(found).toEqual({
+        'unique btree _id': 5000,
+        'unique btree u': 5000,
+        'btree k (empty)': 0,
+        'btree task (empty)': 0,
+        'gin k': expect.any(Number),
+        'gin u': expect.any(Number),
+        'gin task': expect.any(Number),
+        'arrays task': 0,
+        'arrays org': 0,
+        'arrays at': 0,
+        ordered: 5000,
+      });
+      // The listed indexes are FerretDB's as before.
+      const listed = await coll.listIndexes().toArray();
+      expect(listed.map((l) => l.name).sort()).toEqual(['_id_', 'k_1', 'task_1_org_1_at_-1__id_-1', 'u_1']);
+
+      // A page of one task's documents, from the mirrors.
+      const filter = { task: 'task-0', org: 'org-0' };
+      const explained = await mongoose.connection.db!.command({
+        explain: { find: 'sparse', filter, sort: { at: -1, _id: -1 }, limit: 5 },
+      });
+      const plan = JSON.stringify(explained.queryPlanner);
+      expect(plan).not.toContain('Seq Scan');
+      const page = await coll.find(filter).sort({ at: -1, _id: -1 }).limit(5).toArray();
+      const all = Array.from({ length: 5000 }, (_, n) => n).filter((n) => n % 100 === 0 && n % 3 === 0);
+      expect(page.map((d) => d._id)).toEqual(
+        all
+          .reverse()
+          .slice(0, 5)
+          .map((n) => `doc-${n}`)
+      );
+      // Equalities on the emptied btrees' fields are still answered (GIN mirror), and the unique index still holds.
+      expect(await coll.countDocuments({ k: 7 })).toBe(500);
+      await expect(coll.insertOne({ _id: 'dup', k: 1, u: 'u-1', org: 'org-0', at: new Date() })).rejects.toMatchObject({
+        code: 11000,
+      });
     },
     60_000
   );

@@ -562,12 +562,12 @@ beforeAll(async () => {
       // The leading field of each index but `_id` (the patched FerretDB reads `_id` from its own unique btree:
       // tools/ferretdb/indexes.patch): agents organizationId; stream_events expiryBucket; rate_windows and
       // idempotency_records expiryBucket; control k; FerretDB's metadata table; chat_messages organizationId, chatId;
-      // chats organizationId; webhook_deliveries and service_events organizationId, expiryBucket; skills
+      // chats organizationId, spaceId; webhook_deliveries and service_events organizationId, expiryBucket; skills
       // organizationId; skill_versions skillId; media organizationId; mcp_servers organizationId; oauth_clients
       // expiryBucket, tokenId, organizationId; oauth_grants expiryBucket, tokenId, familyId, organizationId;
       // workspace_reservations spaceId, expiryBucket; executions organizationId, rootExecutionId, parentExecutionId;
       // ledger_entries rootExecutionId, organizationId, pending.
-      if (Number(rows[0].n) >= 34 || Date.now() > deadline) break;
+      if (Number(rows[0].n) >= 35 || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 200));
     }
     await client.query(`ANALYZE`); // as autovacuum would after a bulk load; plans then reflect the data
@@ -901,6 +901,9 @@ if (postgresUrl) {
       // The sub-agent and tree shapes fetched about their trees' rows (3 reads of 9 or 10), not the organization's
       // executions: their own indexes bound them, not `organizationId`.
       expect(after.executions.idxFetched - before.executions.idxFetched).toBeLessThan(10 * TREE);
+      // The space's chat count fetched about the space's chats (40; 82 rows measured), fewer than its organization's
+      // 200 (what the organization's index fetched per read): `{spaceId}` bounds it.
+      expect(after.chats.idxFetched - before.chats.idxFetched).toBeLessThan(SPACE_ROWS / ORGS);
     }, 90_000);
   });
 } else {
@@ -930,6 +933,7 @@ if (postgresUrl) {
         StreamEvent.find({ expiryBucket: 1 }).explain('queryPlanner'),
         WebhookDelivery.find({ expiryBucket: 1 }).explain('queryPlanner'),
         ServiceEvent.find({ expiryBucket: 1 }).explain('queryPlanner'),
+        Chat.find({ organizationId: 'org_7', spaceId: 'spc_7' }).explain('queryPlanner'),
         Execution.find({ parentExecutionId: 'exec-1-70', organizationId: 'org_7' }).explain('queryPlanner'),
         Execution.find({ organizationId: 'org_7', rootExecutionId: 'exec-1-70' })
           .sort({ createdAt: 1 })

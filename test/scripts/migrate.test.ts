@@ -113,7 +113,7 @@ it('on an empty database and a new namespace: check says what is missing, migrat
   expect(again.status).toBe(0);
   expect(JSON.parse(again.stdout.trim())).toMatchObject({
     collections: { created: [] },
-    indexes: { created: [], declared: report.indexes.declared },
+    indexes: { created: [], dropped: [], declared: report.indexes.declared },
     ttlIndexes: { created: [] },
     searchAttributes: { namespace, created: [], present: Object.keys(SEARCH_ATTRIBUTES) },
   });
@@ -137,6 +137,30 @@ it('an index the schemas do not declare is left alone; a missing one is named by
   expect(JSON.parse(migrated.stdout.trim()).indexes.created).toEqual(['memberships.userId_1']);
   const names = (await db.collection('users').listIndexes().toArray()).map((i) => i.name);
   expect(names).toContain('operator_own');
+  expect((await admin({ MONGODB_URI: uri }, 'check')).status).toBe(0);
+}, 180_000);
+
+it('a retired index (replaced by another) is dropped by migrate, once; check does not ask for it', async () => {
+  const uri = emptyDatabase();
+  const dbName = new URL(uri).pathname.slice(1);
+  const first = await admin({ MONGODB_URI: uri }, 'migrate');
+  expect(first.status).toBe(0);
+  expect(JSON.parse(first.stdout.trim()).indexes.dropped).toEqual([]);
+  const chats = mongoose.connection.getClient().db(dbName).collection('chats');
+  // A database migrated before the chats' `{organizationId, spaceId, createdAt}` was replaced by `{spaceId}`.
+  await chats.createIndex({ organizationId: 1, spaceId: 1, createdAt: -1 });
+  const names = async (): Promise<string[]> => (await chats.listIndexes().toArray()).map((i) => String(i.name)).sort();
+  expect(await names()).toContain('organizationId_1_spaceId_1_createdAt_-1');
+
+  const migrated = await admin({ MONGODB_URI: uri }, 'migrate');
+  expect([migrated.status, migrated.stderr]).toEqual([0, '']);
+  expect(JSON.parse(migrated.stdout.trim()).indexes).toMatchObject({
+    created: [],
+    dropped: ['chats.organizationId_1_spaceId_1_createdAt_-1'],
+  });
+  expect(await names()).not.toContain('organizationId_1_spaceId_1_createdAt_-1');
+  expect(await names()).toContain('spaceId_1');
+  expect(JSON.parse((await admin({ MONGODB_URI: uri }, 'migrate')).stdout.trim()).indexes.dropped).toEqual([]);
   expect((await admin({ MONGODB_URI: uri }, 'check')).status).toBe(0);
 }, 180_000);
 

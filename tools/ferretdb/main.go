@@ -18,6 +18,8 @@
 //     the next ones, a limit) is read in order from the index and stops at the limit (pushdown.patch
 //     orderedLimitQuery), plus, for each of its fields but the last, a partial index holding only the rows where
 //     that field is an array (what `=` cannot match; empty, usually);
+//   - empties FerretDB's own btree of every non-unique index (`WHERE false`): the queries above read the mirrors,
+//     never that btree, which every insert and update still wrote (emptyBtrees); unique ones and `_id_` stay whole;
 //   - a loop does it for collections and indexes created later too, and drops a mirror no index needs any more.
 //
 // Application code stays plain MongoDB: it declares indexes and never knows which server answers.
@@ -167,7 +169,25 @@ JOIN pg_class ic ON ic.oid = i.indexrelid
 JOIN pg_am am ON am.oid = ic.relam
 WHERE am.amname = 'btree' AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')
   AND ic.relname NOT LIKE '%` + mirrorSuffix + `' AND ic.relname NOT LIKE '%` + orderedSuffix + `'
-  AND ic.relname NOT LIKE '%` + arraySuffix + `' AND i.indpred IS NULL`
+  AND ic.relname NOT LIKE '%` + arraySuffix + `'
+  AND (i.indpred IS NULL OR (NOT i.indisunique AND pg_get_expr(i.indpred, i.indrelid) = 'false'))`
+
+// wholeBtrees lists FerretDB's non-unique btrees that still hold every row, with their definitions: emptyBtrees
+// makes each an empty one (`WHERE false`). Mirrors are excluded by name; FerretDB's indexes of fields have only
+// `_jsonb -> 'field'` keys (checked in Go against topLevelKey).
+const wholeBtrees = `
+SELECT n.nspname, ic.relname, pg_get_indexdef(i.indexrelid),
+  array(SELECT pg_get_indexdef(i.indexrelid, k, true) FROM generate_series(1, i.indnkeyatts) k ORDER BY k)
+FROM pg_index i
+JOIN pg_class t ON t.oid = i.indrelid
+JOIN pg_namespace n ON n.oid = t.relnamespace
+JOIN pg_class ic ON ic.oid = i.indexrelid
+JOIN pg_am am ON am.oid = ic.relam
+WHERE am.amname = 'btree' AND NOT i.indisunique AND i.indpred IS NULL
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')
+  AND ic.relname NOT LIKE '%` + mirrorSuffix + `' AND ic.relname NOT LIKE '%` + orderedSuffix + `'
+  AND ic.relname NOT LIKE '%` + arraySuffix + `'
+  AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = t.oid AND a.attname = '_jsonb' AND NOT a.attisdropped)`
 
 // mirrorIndexes lists the indexes this wrapper made, each with whether it is valid (and, for GIN, made without
 // fastupdate).
@@ -228,6 +248,9 @@ func mirrorOnce(ctx context.Context, conn *pgx.Conn) error {
 		}
 		want[ref][name] = m
 	}
+	if err := emptyBtrees(ctx, conn); err != nil {
+		return err
+	}
 	rows, err := conn.Query(ctx, btreeKeys)
 	if err != nil {
 		return fmt.Errorf("listing indexes: %w", err)
@@ -276,6 +299,11 @@ func mirrorOnce(ctx context.Context, conn *pgx.Conn) error {
 		if !sortable {
 			continue
 		}
+		// Whole, not partial: an ordered mirror holding only the rows whose leading field has a value (`WHERE rank
+		// <> 1`, which every page's `rank = n` implies) would spare the executions without `taskId` or
+		// `parentExecutionId` their entries, but PostgreSQL then misjudges a partial mirror's cost and walks an
+		// organization's executions in order for a tree query the GIN mirror of `rootExecutionId` answers in 10 rows
+		// (measured: docs/decisions.md "FerretDB's btrees of non-unique indexes hold no rows").
 		what := "ordered\x00" + strings.Join(cols, ", ")
 		add(ref, mirrorName(table, what, orderedSuffix), mirror{"(" + strings.Join(cols, ", ") + ")", strings.Join(fields, ", ")})
 		for _, f := range fields[:len(fields)-1] {
@@ -357,4 +385,61 @@ type mirror struct{ using, what string }
 // quoteLiteral quotes s as a PostgreSQL string literal.
 func quoteLiteral(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// emptyBtrees replaces every non-unique btree FerretDB made for a declared index by an empty one of the same name
+// and keys (`WHERE false`), in one transaction. No query of the patched FerretDB reads such a btree: an equality is
+// `_jsonb->'f' @> v` (the GIN mirror), a sorted page compares and orders by the type bracket and value (the ordered
+// mirror), a range also matches the rows where the field is an array (`OR ... = 'array'`), and upstream sorts only by
+// the record id; `_id` and unique indexes (which enforce uniqueness) keep their rows. Each kept whole, it was written
+// by every insert for nothing (docs/decisions.md "FerretDB's btrees of non-unique indexes hold no rows"). The empty
+// index stays what FerretDB knows (listIndexes, dropIndexes) and what the mirrors are derived from.
+func emptyBtrees(ctx context.Context, conn *pgx.Conn) error {
+	type whole struct{ schema, name, def string }
+	var found []whole
+	rows, err := conn.Query(ctx, wholeBtrees)
+	if err != nil {
+		return fmt.Errorf("listing FerretDB's btrees: %w", err)
+	}
+	for rows.Next() {
+		var w whole
+		var keys []string
+		if err := rows.Scan(&w.schema, &w.name, &w.def, &keys); err != nil {
+			rows.Close()
+			return err
+		}
+		fieldKeys := len(keys) > 0
+		for _, k := range keys {
+			fieldKeys = fieldKeys && topLevelKey.MatchString(k)
+		}
+		if fieldKeys {
+			found = append(found, w)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, w := range found {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		drop := fmt.Sprintf("DROP INDEX %s", pgx.Identifier{w.schema, w.name}.Sanitize())
+		_, err = tx.Exec(ctx, drop)
+		if err == nil {
+			_, err = tx.Exec(ctx, w.def+" WHERE false")
+		}
+		if err == nil {
+			err = tx.Commit(ctx)
+		}
+		if err != nil {
+			_ = tx.Rollback(ctx)
+			// Dropped meanwhile (its collection or index): the next pass no longer sees it.
+			fmt.Fprintf(os.Stderr, "mirror: emptying %s.%s: %v\n", w.schema, w.name, err)
+			continue
+		}
+		fmt.Fprintf(os.Stdout, "mirror: emptied %s.%s (FerretDB's btree of a non-unique index: no query reads it)\n", w.schema, w.name)
+	}
+	return nil
 }
