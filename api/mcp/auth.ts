@@ -15,7 +15,7 @@ import type { Config } from '../../lib/config';
 import { TOKEN_PREFIX } from '../../lib/crypto';
 import { OAuthError } from '../../lib/errors';
 import type { AppContext } from '../context';
-import { bindRequestLog } from '../middlewares/requestId';
+import { bindRequestLog } from '../requestLog';
 
 /**
  * @param config APP_URL (the only origin a browser page may call from) and the signing key.

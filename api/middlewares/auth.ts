@@ -33,7 +33,7 @@ import {
 import type { IdentityProviders } from '../../lib/oidc';
 import type { Scope } from '../../models';
 import type { AppContext } from '../context';
-import { bindRequestLog } from './requestId';
+import { bindRequestLog } from '../requestLog';
 import { hasOwnOrigin, isSafeMethod, sessionSecret, type CookieSessions } from '../sessionCookie';
 
 /**

@@ -2,10 +2,7 @@
  * Gives every request an id (an incoming `x-request-id` when well-formed, else a new UUID), echoes it on the
  * response, attaches a child logger, and logs one line per request (4xx warn, 5xx error).
  *
- * The child logger is made when something first logs through it (`ctx.state.log`), with every binding added until
- * then ({@link bindRequestLog}: the caller, once authenticated): a pino child serializes its bindings when it is
- * made, and most requests log nothing below the configured level (docs/benchmarks.md "Creating an agent:
- * validation and ids").
+ * The child logger is made when something first logs through it (api/requestLog.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { Next } from 'koa';
@@ -15,26 +12,9 @@ import { observeHttp } from '../../lib/metrics';
 import { runWithRequestId } from '../../lib/requestContext';
 import { traceHttpRequest } from '../../lib/tracing';
 import { CODEC_TOKEN_PATH } from '../codec';
+import { installRequestLog } from '../requestLog';
 
 const ACCEPTED_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-
-/** A request's logger, made on first use. */
-interface LazyLog {
-  bindings: Record<string, unknown>;
-  made?: Logger;
-}
-const lazyLogs = new WeakMap<object, LazyLog>();
-
-/**
- * Adds bindings to every line the request logs from now on (`ctx.state.log`).
- * @param ctx the request.
- * @param bindings e.g. the caller's organization and user.
- */
-export function bindRequestLog(ctx: AppContext, bindings: Record<string, unknown>): void {
-  const lazy = lazyLogs.get(ctx.state);
-  if (lazy && !lazy.made) Object.assign(lazy.bindings, bindings);
-  else ctx.state.log = ctx.state.log.child(bindings);
-}
 
 /**
  * @param ctx the request.
@@ -51,14 +31,7 @@ export function requestId(logger: Logger) {
     const incoming = ctx.get('x-request-id');
     const id = ACCEPTED_ID.test(incoming) ? incoming : randomUUID();
     ctx.state.requestId = id;
-    const lazy: LazyLog = { bindings: { reqId: id } };
-    lazyLogs.set(ctx.state, lazy);
-    Object.defineProperty(ctx.state, 'log', {
-      configurable: true,
-      enumerable: true,
-      get: () => (lazy.made ??= logger.child(lazy.bindings)),
-      set: (value: Logger) => void (lazy.made = value),
-    });
+    installRequestLog(ctx, logger, { reqId: id });
     ctx.set('x-request-id', id);
     const started = process.hrtime.bigint();
     try {
