@@ -1,6 +1,7 @@
 /**
  * The last activity of an execution, finishExecution: records its outcome once (final status, result, usage, the
- * final stream events, the chat's messages and status, the webhook events) and releases its session. Idempotent: a
+ * final stream events: made from the record since `finalFrom`, commands/executionFinal.ts; the chat's messages and
+ * status, the webhook events) and releases its session. Idempotent: a
  * retried finish writes the same things at the same keys, and one that comes after the execution was terminal
  * answers what the first recorded.
  */
@@ -21,7 +22,8 @@ import type { Logger } from '../lib/logger';
 import { executionDuration, executionsFinished } from '../lib/metrics';
 import { FAILURES, type FailureCode } from '../workflows/failures';
 import { chatRangeEnd, chatStatusAfter, mirrorsToChat, mirrorToChat } from './chatStream';
-import { deliveredText, textDeltaEvent } from './executionEvents';
+import { deliveredText, isFinishEvent, textDeltaEvent } from './executionEvents';
+import { finalEvents } from '../commands/executionFinal';
 import { totalUsage, type AttemptUsage } from './executionUsage';
 import {
   Chat,
@@ -158,13 +160,43 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     };
     const usage = withChildUsage(totalUsage(byAttempt), exec.childUsage);
     const now = new Date();
+    // Why it failed or was cancelled, as recorded (a completed execution stores no `error`).
+    const error =
+      input.status === 'completed'
+        ? undefined
+        : input.status === 'cancelled'
+          ? { message: 'Execution cancelled', code: 'cancelled' }
+          : { message: input.error ?? FAILURES.internal.message, code: input.errorCode ?? FAILURES.internal.code };
 
-    // Final events, each written once (a retried finish sees what an earlier attempt already wrote).
+    // Final events, each written once (a retried finish sees what an earlier attempt already wrote). An execution
+    // recorded with its `meta` on the record stores none: the outcome write marks the record with the seq they start
+    // at, and every reader makes them from it (commands/executionFinal.ts). One finished before (its record without
+    // `metaOnRecord`), or one an earlier finish of an older process left some stored final events for, stores them as
+    // before.
     let seq = (known ? input.lastSeq! : (events.at(-1)?.seq ?? 0)) + 1;
     const has = (pred: (e: LoggedEvent) => boolean): boolean => events.some(pred);
+    const onRecord = !terminal && exec.metaOnRecord === true && isExecutionStream(exec._id) && !has(isFinishEvent);
     const final: LoggedEvent[] = [];
+    /** The final events to store (none when the record holds them, but an end of the reply it cannot). */
+    let stored = final;
+    /** The record's mark of the final events it holds (`finalFrom`, `heldFrom`: commands/executionFinal.ts). */
+    let finalMark: { finalFrom: number; heldFrom?: number } | undefined;
     if (terminal) {
-      // Written before the outcome was (below): nothing to add.
+      // Written before the outcome was (below), or held by the record: nothing to add.
+    } else if (onRecord) {
+      const held = known && input.held ? input.held : '';
+      // The reply's held-back end is the end of the reply (generateReply): the record's `result` holds it.
+      const heldOnRecord = held !== '' && text.endsWith(held);
+      stored = held !== '' && !heldOnRecord ? [{ seq: seq++, ...textDeltaEvent(held) }] : [];
+      finalMark = { finalFrom: seq, ...(heldOnRecord ? { heldFrom: text.length - held.length } : {}) };
+      final.push(
+        ...stored,
+        ...finalEvents(
+          { _id: exec._id, sessionId: exec.sessionId, status: input.status, usage, error, ...finalMark },
+          text
+        )
+      );
+      seq = final.at(-1)!.seq + 1;
     } else if (input.status === 'completed') {
       if (known && input.held) final.push({ seq: seq++, ...textDeltaEvent(input.held) });
       if (!has((e) => e.event === 'message' && (e.data as { messageType?: string }).messageType === 'assistant')) {
@@ -217,19 +249,12 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
             result: text,
             // A completed execution stores no `error` (read as null: models/Execution.ts); a terminal one is never
             // written again, so none is there to clear.
-            ...(input.status === 'failed'
-              ? {
-                  error: {
-                    message: input.error ?? FAILURES.internal.message,
-                    code: input.errorCode ?? FAILURES.internal.code,
-                  },
-                }
-              : input.status === 'cancelled'
-                ? { error: { message: 'Execution cancelled', code: 'cancelled' } }
-                : {}),
+            ...(error ? { error } : {}),
             usage,
             ...(usageAttempt !== undefined ? { [`usageByAttempt.${usageAttempt}`]: attemptCounts } : {}),
             completedAt: now,
+            // The final events this record holds from now on (none stored): commands/executionFinal.ts.
+            ...finalMark,
           },
         }
       );
@@ -267,11 +292,12 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     const release = {
       $set: { activeExecutionId: null, ...(ownsChatRange ? { chatStreamSeq: chatRangeEnd(exec, seq - 1) } : {}) },
     };
-    // The final events are written at once, beside the first writes, without raising the stream's head: no reader
-    // sees them before the write that raises it, after the terminal status (for an execution's stream, the outcome
-    // write itself: commands/streamHeads.ts). A finish retried after they were written writes the same events at the
-    // same seqs (kept as they are).
-    const finalWritten = insertEvents(exec._id, final);
+    // Final events to store (none, mostly: the record holds them) are written at once, beside the first writes,
+    // without raising the stream's head: no reader sees them before the write that raises it, after the terminal
+    // status (for an execution's stream, the outcome write itself: commands/streamHeads.ts; the same write that marks
+    // the final events the record holds). A finish retried after they were written writes the same events at the
+    // same seqs (kept as they are); `insertEvents` of none makes no round trip.
+    const finalWritten = insertEvents(exec._id, stored);
     finalWritten.catch(() => undefined); // awaited below, with the first writes
     if (exec.sessionOnChat) {
       // The session is on the chat (commands/conversations.ts), and the reply on the record (`result`: no message
