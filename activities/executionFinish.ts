@@ -307,9 +307,11 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
       // took over meanwhile (a terminal execution's session counts free: conversations.ts `takeTurn`, which writes
       // what this write would, should this finish never come).
       await allDone([finalWritten] as const);
-      // The fault tests kill a worker here: final events written, no head over them, the chat held.
-      if (crashPointsArmed) await crashPoint('finish:final-events');
       await outcome();
+      // The fault tests kill a worker here: the final events part of the stream (made from the record the outcome
+      // wrote: commands/executionFinal.ts), the chat held. The workflow task runs again: its reply finds the
+      // execution ended (no model call), its finish frees the chat.
+      if (crashPointsArmed) await crashPoint('finish:final-events');
       await updateOneDirect(
         Chat,
         { _id: exec.chatId, activeExecutionId: exec._id },
