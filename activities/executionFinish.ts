@@ -11,7 +11,7 @@ import { withChildUsage } from '../commands/subAgents';
 import { recordEvents, type EventDeps } from '../commands/serviceEvents';
 import { cancelSubAgents } from '../commands/executions';
 import { finishTaskRun } from '../commands/taskRuns';
-import { announceAppended, insertEvents, readWritten, type LoggedEvent } from '../commands/eventLog';
+import { announceAppended, insertEvents, readWritten } from '../commands/eventLog';
 import { wakeStream } from '../lib/wakeups';
 import { headRaise, isExecutionStream, raiseHead } from '../commands/streamHeads';
 import { executionEnded } from '../lib/executionAdmission';
@@ -22,8 +22,8 @@ import type { Logger } from '../lib/logger';
 import { executionDuration, executionsFinished } from '../lib/metrics';
 import { FAILURES, type FailureCode } from '../workflows/failures';
 import { chatRangeEnd, chatStatusAfter, mirrorsToChat, mirrorToChat } from './chatStream';
-import { deliveredText, isFinishEvent, textDeltaEvent } from './executionEvents';
-import { finalEvents } from '../commands/executionFinal';
+import { deliveredText } from './executionEvents';
+import { planFinalEvents } from './executionFinalEvents';
 import { totalUsage, type AttemptUsage } from './executionUsage';
 import {
   Chat,
@@ -168,65 +168,23 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
           ? { message: 'Execution cancelled', code: 'cancelled' }
           : { message: input.error ?? FAILURES.internal.message, code: input.errorCode ?? FAILURES.internal.code };
 
-    // Final events, each written once (a retried finish sees what an earlier attempt already wrote). An execution
-    // recorded with its `meta` on the record stores none: the outcome write marks the record with the seq they start
-    // at, and every reader makes them from it (commands/executionFinal.ts). One finished before (its record without
-    // `metaOnRecord`), or one an earlier finish of an older process left some stored final events for, stores them as
-    // before.
-    let seq = (known ? input.lastSeq! : (events.at(-1)?.seq ?? 0)) + 1;
-    const has = (pred: (e: LoggedEvent) => boolean): boolean => events.some(pred);
-    const onRecord = !terminal && exec.metaOnRecord === true && isExecutionStream(exec._id) && !has(isFinishEvent);
-    const final: LoggedEvent[] = [];
-    /** The final events to store (none when the record holds them, but an end of the reply it cannot). */
-    let stored = final;
-    /** The record's mark of the final events it holds (`finalFrom`, `heldFrom`: commands/executionFinal.ts). */
-    let finalMark: { finalFrom: number; heldFrom?: number } | undefined;
-    if (terminal) {
-      // Written before the outcome was (below), or held by the record: nothing to add.
-    } else if (onRecord) {
-      const held = known && input.held ? input.held : '';
-      // The reply's held-back end is the end of the reply (generateReply): the record's `result` holds it.
-      const heldOnRecord = held !== '' && text.endsWith(held);
-      stored = held !== '' && !heldOnRecord ? [{ seq: seq++, ...textDeltaEvent(held) }] : [];
-      finalMark = { finalFrom: seq, ...(heldOnRecord ? { heldFrom: text.length - held.length } : {}) };
-      final.push(
-        ...stored,
-        ...finalEvents(
-          { _id: exec._id, sessionId: exec.sessionId, status: input.status, usage, error, ...finalMark },
-          text
-        )
-      );
-      seq = final.at(-1)!.seq + 1;
-    } else if (input.status === 'completed') {
-      if (known && input.held) final.push({ seq: seq++, ...textDeltaEvent(input.held) });
-      if (!has((e) => e.event === 'message' && (e.data as { messageType?: string }).messageType === 'assistant')) {
-        final.push({
-          seq: seq++,
-          event: 'message',
-          data: { messageType: 'assistant', content: [{ type: 'text', text }] },
-        });
-      }
-      if (!has((e) => e.event === 'result' || e.event === 'error')) {
-        final.push({
-          seq: seq++,
-          event: 'result',
-          data: {
-            sessionId: exec.sessionId,
-            usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
-          },
-        });
-      }
-    } else if (!has((e) => e.event === 'result' || e.event === 'error')) {
-      final.push({
-        seq: seq++,
-        event: 'error',
-        data: {
-          message: input.status === 'cancelled' ? 'Execution cancelled' : (input.error ?? FAILURES.internal.message),
-          // A run a spent budget stopped says so (docs/spend.md).
-          ...(input.errorCode === FAILURES.budgetReached.code ? { reason: FAILURES.budgetReached.code } : {}),
-        },
-      });
-    }
+    // Final events, each written once (activities/executionFinalEvents.ts): made from the record the outcome marks
+    // (commands/executionFinal.ts), or stored as before.
+    const {
+      final,
+      stored,
+      mark: finalMark,
+      next: seq,
+    } = planFinalEvents({
+      exec,
+      input,
+      events,
+      known,
+      terminal,
+      text,
+      usage,
+      error,
+    });
     const ownsChatRange = mirrorsToChat(exec);
     const chatAfter = chatStatusAfter(exec, recordedStatus, text);
 

@@ -10,7 +10,9 @@
  * on the embedded database, which pushes down only top-level equality (a `seq` range would touch the whole stream:
  * docs/query-shapes.md). Writers insert events first and raise the head after, so a reader never sees a gap. An
  * execution recorded with `metaOnRecord` stores no event 1: its `meta` comes with the head read, from the record
- * (commands/executionMeta.ts), and every reader here yields it as seq 1 and reads the stored events from seq 2. The
+ * (commands/executionMeta.ts), and every reader here yields it as seq 1 and reads the stored events from seq 2; a
+ * finished one marked with `finalFrom` stores no final events either (commands/executionFinal.ts): the readers yield
+ * them from the head read after the stored events, reading the reply only when a range covers an event holding it. The
  * writer's own process hands its events to its readers as soon as the insert is acknowledged, before the head raise
  * (issue 37 lever 1); a writer that dies in between leaves them past the head, and the stream's next writer reads past
  * the head and carries on after them ({@link readWritten}).
