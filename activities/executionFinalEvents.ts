@@ -10,9 +10,8 @@ import { finalEvents } from '../commands/executionFinal';
 import { isExecutionStream } from '../commands/streamHeads';
 import type { LoggedEvent } from '../commands/eventLog';
 import type { ExecutionDoc } from '../models';
-import { FAILURES } from '../workflows/failures';
+import { FAILURES, type FailureCode } from '../workflows/failures';
 import { isFinishEvent, textDeltaEvent } from './executionEvents';
-import type { FinishInput } from './executionFinish';
 
 /** What the finish adds to the stream. */
 export interface FinalPlan {
@@ -33,7 +32,14 @@ export interface FinalPlan {
  */
 export function planFinalEvents(f: {
   exec: Pick<ExecutionDoc, '_id' | 'sessionId' | 'metaOnRecord'>;
-  input: FinishInput;
+  /** The finish's input (activities/executionFinish.ts `FinishInput`): what of it the final events are made of. */
+  input: {
+    status: 'completed' | 'failed' | 'cancelled';
+    lastSeq?: number;
+    held?: string;
+    error?: string;
+    errorCode?: FailureCode;
+  };
   events: LoggedEvent[];
   known: boolean;
   terminal: boolean;
