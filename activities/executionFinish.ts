@@ -1,6 +1,7 @@
 /**
  * The last activity of an execution, finishExecution: records its outcome once (final status, result, usage, the
- * final stream events, the chat's messages and status, the webhook events) and releases its session. Idempotent: a
+ * final stream events: made from the record since `finalFrom`, commands/executionFinal.ts; the chat's messages and
+ * status, the webhook events) and releases its session. Idempotent: a
  * retried finish writes the same things at the same keys, and one that comes after the execution was terminal
  * answers what the first recorded.
  */
@@ -10,7 +11,7 @@ import { withChildUsage } from '../commands/subAgents';
 import { recordEvents, type EventDeps } from '../commands/serviceEvents';
 import { cancelSubAgents } from '../commands/executions';
 import { finishTaskRun } from '../commands/taskRuns';
-import { announceAppended, insertEvents, readWritten, type LoggedEvent } from '../commands/eventLog';
+import { announceAppended, insertEvents, readWritten } from '../commands/eventLog';
 import { wakeStream } from '../lib/wakeups';
 import { headRaise, isExecutionStream, raiseHead } from '../commands/streamHeads';
 import { executionEnded } from '../lib/executionAdmission';
@@ -21,7 +22,8 @@ import type { Logger } from '../lib/logger';
 import { executionDuration, executionsFinished } from '../lib/metrics';
 import { FAILURES, type FailureCode } from '../workflows/failures';
 import { chatRangeEnd, chatStatusAfter, mirrorsToChat, mirrorToChat } from './chatStream';
-import { deliveredText, textDeltaEvent } from './executionEvents';
+import { deliveredText } from './executionEvents';
+import { planFinalEvents } from './executionFinalEvents';
 import { totalUsage, type AttemptUsage } from './executionUsage';
 import {
   Chat,
@@ -158,43 +160,31 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     };
     const usage = withChildUsage(totalUsage(byAttempt), exec.childUsage);
     const now = new Date();
+    // Why it failed or was cancelled, as recorded (a completed execution stores no `error`).
+    const error =
+      input.status === 'completed'
+        ? undefined
+        : input.status === 'cancelled'
+          ? { message: 'Execution cancelled', code: 'cancelled' }
+          : { message: input.error ?? FAILURES.internal.message, code: input.errorCode ?? FAILURES.internal.code };
 
-    // Final events, each written once (a retried finish sees what an earlier attempt already wrote).
-    let seq = (known ? input.lastSeq! : (events.at(-1)?.seq ?? 0)) + 1;
-    const has = (pred: (e: LoggedEvent) => boolean): boolean => events.some(pred);
-    const final: LoggedEvent[] = [];
-    if (terminal) {
-      // Written before the outcome was (below): nothing to add.
-    } else if (input.status === 'completed') {
-      if (known && input.held) final.push({ seq: seq++, ...textDeltaEvent(input.held) });
-      if (!has((e) => e.event === 'message' && (e.data as { messageType?: string }).messageType === 'assistant')) {
-        final.push({
-          seq: seq++,
-          event: 'message',
-          data: { messageType: 'assistant', content: [{ type: 'text', text }] },
-        });
-      }
-      if (!has((e) => e.event === 'result' || e.event === 'error')) {
-        final.push({
-          seq: seq++,
-          event: 'result',
-          data: {
-            sessionId: exec.sessionId,
-            usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
-          },
-        });
-      }
-    } else if (!has((e) => e.event === 'result' || e.event === 'error')) {
-      final.push({
-        seq: seq++,
-        event: 'error',
-        data: {
-          message: input.status === 'cancelled' ? 'Execution cancelled' : (input.error ?? FAILURES.internal.message),
-          // A run a spent budget stopped says so (docs/spend.md).
-          ...(input.errorCode === FAILURES.budgetReached.code ? { reason: FAILURES.budgetReached.code } : {}),
-        },
-      });
-    }
+    // Final events, each written once (activities/executionFinalEvents.ts): made from the record the outcome marks
+    // (commands/executionFinal.ts), or stored as before.
+    const {
+      final,
+      stored,
+      mark: finalMark,
+      next: seq,
+    } = planFinalEvents({
+      exec,
+      input,
+      events,
+      known,
+      terminal,
+      text,
+      usage,
+      error,
+    });
     const ownsChatRange = mirrorsToChat(exec);
     const chatAfter = chatStatusAfter(exec, recordedStatus, text);
 
@@ -217,19 +207,12 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
             result: text,
             // A completed execution stores no `error` (read as null: models/Execution.ts); a terminal one is never
             // written again, so none is there to clear.
-            ...(input.status === 'failed'
-              ? {
-                  error: {
-                    message: input.error ?? FAILURES.internal.message,
-                    code: input.errorCode ?? FAILURES.internal.code,
-                  },
-                }
-              : input.status === 'cancelled'
-                ? { error: { message: 'Execution cancelled', code: 'cancelled' } }
-                : {}),
+            ...(error ? { error } : {}),
             usage,
             ...(usageAttempt !== undefined ? { [`usageByAttempt.${usageAttempt}`]: attemptCounts } : {}),
             completedAt: now,
+            // The final events this record holds from now on (none stored): commands/executionFinal.ts.
+            ...finalMark,
           },
         }
       );
@@ -267,11 +250,12 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
     const release = {
       $set: { activeExecutionId: null, ...(ownsChatRange ? { chatStreamSeq: chatRangeEnd(exec, seq - 1) } : {}) },
     };
-    // The final events are written at once, beside the first writes, without raising the stream's head: no reader
-    // sees them before the write that raises it, after the terminal status (for an execution's stream, the outcome
-    // write itself: commands/streamHeads.ts). A finish retried after they were written writes the same events at the
-    // same seqs (kept as they are).
-    const finalWritten = insertEvents(exec._id, final);
+    // Final events to store (none, mostly: the record holds them) are written at once, beside the first writes,
+    // without raising the stream's head: no reader sees them before the write that raises it, after the terminal
+    // status (for an execution's stream, the outcome write itself: commands/streamHeads.ts; the same write that marks
+    // the final events the record holds). A finish retried after they were written writes the same events at the
+    // same seqs (kept as they are); `insertEvents` of none makes no round trip.
+    const finalWritten = insertEvents(exec._id, stored);
     finalWritten.catch(() => undefined); // awaited below, with the first writes
     if (exec.sessionOnChat) {
       // The session is on the chat (commands/conversations.ts), and the reply on the record (`result`: no message
@@ -281,9 +265,11 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
       // took over meanwhile (a terminal execution's session counts free: conversations.ts `takeTurn`, which writes
       // what this write would, should this finish never come).
       await allDone([finalWritten] as const);
-      // The fault tests kill a worker here: final events written, no head over them, the chat held.
-      if (crashPointsArmed) await crashPoint('finish:final-events');
       await outcome();
+      // The fault tests kill a worker here: the final events part of the stream (made from the record the outcome
+      // wrote: commands/executionFinal.ts), the chat held. The workflow task runs again: its reply finds the
+      // execution ended (no model call), its finish frees the chat.
+      if (crashPointsArmed) await crashPoint('finish:final-events');
       await updateOneDirect(
         Chat,
         { _id: exec.chatId, activeExecutionId: exec._id },

@@ -10,7 +10,9 @@
  * on the embedded database, which pushes down only top-level equality (a `seq` range would touch the whole stream:
  * docs/query-shapes.md). Writers insert events first and raise the head after, so a reader never sees a gap. An
  * execution recorded with `metaOnRecord` stores no event 1: its `meta` comes with the head read, from the record
- * (commands/executionMeta.ts), and every reader here yields it as seq 1 and reads the stored events from seq 2. The
+ * (commands/executionMeta.ts), and every reader here yields it as seq 1 and reads the stored events from seq 2; a
+ * finished one marked with `finalFrom` stores no final events either (commands/executionFinal.ts): the readers yield
+ * them from the head read after the stored events, reading the reply only when a range covers an event holding it. The
  * writer's own process hands its events to its readers as soon as the insert is acknowledged, before the head raise
  * (issue 37 lever 1); a writer that dies in between leaves them past the head, and the stream's next writer reads past
  * the head and carries on after them ({@link readWritten}).
@@ -197,18 +199,28 @@ export function followedHere(streamId: string): boolean {
 const localTailers = new Set<EventTailer>();
 
 /**
- * Fetches events `from..to` (inclusive) by id, READ_BATCH to a query, stopping at the first one missing.
- * @param first the stream's event 1 when it is not stored (an execution's `meta` on its record, {@link Head}).
+ * Fetches events `from..to` (inclusive) by id, READ_BATCH to a query, stopping at the first one missing; the events
+ * the head read brought from the execution's record (its `meta`, its final events) are yielded at their seqs.
+ * @param head the stream's head as read, when it holds events that are not stored ({@link Head} `first`, `final`).
  * @returns events in seq order.
  */
-async function fetchRange(streamId: string, from: number, to: number, first?: LoggedEvent): Promise<LoggedEvent[]> {
+async function fetchRange(
+  streamId: string,
+  from: number,
+  to: number,
+  head?: Pick<Head, 'first' | 'final'>
+): Promise<LoggedEvent[]> {
   const out: LoggedEvent[] = [];
-  if (first && from === 1 && to >= 1) {
-    out.push(first);
-    from = 2;
+  const final = head?.final;
+  // Stored: up to the record's final events, if it holds them.
+  const storedTo = final ? Math.min(to, final.from - 1) : to;
+  let start = from;
+  if (head?.first && start === 1 && storedTo >= 1) {
+    out.push(head.first);
+    start = 2;
   }
-  for (let start = from; start <= to; start += READ_BATCH) {
-    const seqs = Array.from({ length: Math.min(READ_BATCH, to - start + 1) }, (_, i) => start + i);
+  for (; start <= storedTo; start += READ_BATCH) {
+    const seqs = Array.from({ length: Math.min(READ_BATCH, storedTo - start + 1) }, (_, i) => start + i);
     const docs = await StreamEvent.collection
       .find<StreamEventDoc>({ $or: seqs.map((seq) => ({ _id: eventId(streamId, seq) })) } as never)
       .toArray();
@@ -219,6 +231,7 @@ async function fetchRange(streamId: string, from: number, to: number, first?: Lo
       out.push({ seq, event: d.event, data: d.data as Record<string, unknown> });
     }
   }
+  if (final && to >= final.from) out.push(...(await final.events(Math.max(from, final.from), to)));
   return out;
 }
 
@@ -261,17 +274,20 @@ function expiredEvent(from: number, to: number): LoggedEvent {
  * @returns events in seq order.
  */
 export async function readEvents(streamId: string, afterSeq = 0, limit = 10_000, head?: Head): Promise<LoggedEvent[]> {
-  const { seq: last, first } = head ?? (await readHead(streamId));
+  const read = head ?? (await readHead(streamId));
+  const last = read.seq;
   if (last <= afterSeq) return [];
   const to = Math.min(last, afterSeq + limit);
+  // The last stored event: the final events the record holds never expire (they last as long as the record).
+  const lastStored = read.final ? read.final.from - 1 : last;
   const out: LoggedEvent[] = [];
   for (let from = afterSeq + 1; from <= to;) {
-    const kept = await fetchRange(streamId, from, to, first);
+    const kept = await fetchRange(streamId, from, to, read);
     out.push(...kept);
     const missing = from + kept.length;
     if (missing > to) break;
     // Below the head every event was written (writers raise the head after their events): this one expired.
-    const next = await firstKept(streamId, missing + 1, last);
+    const next = await firstKept(streamId, missing + 1, lastStored);
     out.push(expiredEvent(missing, next - 1));
     from = next;
   }
@@ -618,18 +634,30 @@ export class EventTailer {
       // A wake-up that named its seq, close ahead of what was delivered, saves reading the head; a tick, a seq
       // far ahead (perhaps forged) or none reads it, and so does an execution's stream read from its start (its
       // event 1 may be its record's `meta`, which comes with the head).
+      const named = new Set<number>();
       const heads = await Promise.all(
-        entries.map(([streamId, sub]): Head | Promise<Head> => {
+        entries.map(([streamId, sub], i): Head | Promise<Head> => {
           const seq = tick ? undefined : woken.get(streamId);
           const fromStart = sub.delivered === 0 && isExecutionStream(streamId);
-          return seq !== undefined && seq - sub.delivered <= READ_BATCH && !fromStart ? { seq } : readHead(streamId);
+          if (seq === undefined || seq - sub.delivered > READ_BATCH || fromStart) return readHead(streamId);
+          named.add(i);
+          return { seq };
         })
       );
       await Promise.all(
         entries.map(async ([streamId, sub], i) => {
-          const { seq: head, first } = heads[i];
+          const { seq: head } = heads[i];
           if (head <= sub.delivered) return;
-          const events = await fetchRange(streamId, sub.delivered + 1, Math.min(head, sub.delivered + 5000), first);
+          const to = Math.min(head, sub.delivered + 5000);
+          let events = await fetchRange(streamId, sub.delivered + 1, to, heads[i]);
+          const got = events.at(-1)?.seq ?? sub.delivered;
+          // Read by the seq a wake-up named, without the head: an execution's final events are not stored but made
+          // from its record (commands/executionFinal.ts), so a read that stops short of that seq reads the head and
+          // goes on with what it brings.
+          if (got < to && named.has(i) && isExecutionStream(streamId)) {
+            const read = await readHead(streamId);
+            if (read.final) events = events.concat(await fetchRange(streamId, got + 1, Math.min(read.seq, to), read));
+          }
           for (const event of events) {
             // Delivered meanwhile from memory (deliverAppended): skipped, never sent twice.
             if (event.seq <= sub.delivered) continue;

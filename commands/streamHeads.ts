@@ -11,10 +11,12 @@
  *
  * An execution recorded with `metaOnRecord` stores no `meta` event: the head read projects what makes it
  * (commands/executionMeta.ts), so the stream's head is at least 1 and its event 1 comes from the record, with no
- * extra read ({@link readHead}).
+ * extra read ({@link readHead}). A finished one recorded with `finalFrom` stores no final events either: the same read
+ * projects what makes them (commands/executionFinal.ts), the reply's text apart, read only by a reader that reaches it.
  */
 import { findByIdDirect, updateOneDirect } from '../lib/driverOps';
 import { Execution, StreamEvent, StreamHead, type LoggedEvent } from '../models';
+import { FINAL_PROJECTION, recordedFinal, type FinalSource, type RecordedFinal } from './executionFinal';
 import { META_PROJECTION, recordedMeta, type MetaSource } from './executionMeta';
 
 /** A stream's head as read: its seq, and its event 1 when that is not stored but held by the record. */
@@ -22,6 +24,11 @@ export interface Head {
   seq: number;
   /** The stream's first event, from its execution's record (`metaOnRecord`): the readers yield it as seq 1. */
   first?: LoggedEvent;
+  /**
+   * The stream's final events, from its execution's record (`finalFrom`: commands/executionFinal.ts): the readers
+   * yield them at their seqs, up to the head, instead of reading them from `stream_events`.
+   */
+  final?: RecordedFinal;
 }
 
 /**
@@ -67,17 +74,27 @@ export async function lastSeq(streamId: string): Promise<number> {
 }
 
 /**
- * Reads a stream's head; an execution's, with its `meta` event when its record holds it (the same read by id).
+ * Reads a stream's head; an execution's, with its `meta` event and final events when its record holds them (the same
+ * read by id).
  * @param streamId the stream.
- * @returns the highest seq written (0 when empty), and the stream's event 1 when it is the record's.
+ * @returns the highest seq written (0 when empty), the stream's event 1 when it is the record's, and its final events
+ *   when they are the record's.
  */
 export async function readHead(streamId: string): Promise<Head> {
   if (isExecutionStream(streamId)) {
-    type Projected = Partial<MetaSource> & { _id: string; streamSeq?: number; metaOnRecord?: boolean };
-    const exec = await findByIdDirect<Projected>(Execution, streamId, { streamSeq: 1, ...META_PROJECTION });
+    type Projected = Partial<MetaSource> & FinalSource & { _id: string; streamSeq?: number; metaOnRecord?: boolean };
+    const exec = await findByIdDirect<Projected>(Execution, streamId, {
+      streamSeq: 1,
+      ...META_PROJECTION,
+      ...FINAL_PROJECTION,
+    });
     const first = exec ? recordedMeta(exec) : undefined;
-    // Its `meta` on the record: event 1 is there from the record's insert on, so the head is at least 1.
-    if (first) return { seq: Math.max(exec?.streamSeq ?? 0, 1), first };
+    // Its `meta` on the record: event 1 is there from the record's insert on, so the head is at least 1. Its final
+    // events, once its finish recorded the outcome (the same write raised the head over them).
+    if (first) {
+      const final = recordedFinal(exec!);
+      return { seq: Math.max(exec?.streamSeq ?? 0, 1), first, ...(final ? { final } : {}) };
+    }
     if (typeof exec?.streamSeq === 'number')
       return { seq: exec.streamSeq > 0 ? exec.streamSeq : await firstOnly(streamId) };
   }

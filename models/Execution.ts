@@ -125,6 +125,15 @@ const schema = new mongoose.Schema(
      * those recorded before, whose `meta` is stored.
      */
     metaOnRecord: { type: Boolean },
+    /**
+     * The seq of its stream's first final event (the reply's held-back end, the assistant message and `result`; or
+     * `error`), which are made from this record (commands/executionFinal.ts), not stored: set by the finish of an
+     * execution recorded with `metaOnRecord` (docs/decisions.md "The stream's final events on the execution record").
+     * Unset while it runs, and on executions finished before, whose final events are stored.
+     */
+    finalFrom: { type: Number },
+    /** Where, in `result`, the text delta made of the reply's held-back end starts (with `finalFrom`; unset: none). */
+    heldFrom: { type: Number },
     startedAt: { type: Date, default: null },
     /**
      * Recorded `running` by an eager start, whose reply's first attempt takes the record from the api's process

@@ -6,7 +6,7 @@
  */
 import { EXPIRY_BUCKET_MS, retentionExpiry } from '../../lib/expiry';
 import { sweepExpired } from '../../commands/expirySweeps';
-import { readEvents, appendEvents } from '../../commands/eventLog';
+import { readEvents, appendEvents, type LoggedEvent } from '../../commands/eventLog';
 import { recordEvent } from '../../commands/serviceEvents';
 import { Execution, ExpirySweep, ServiceEvent, StreamEvent, StreamHead, WebhookDelivery } from '../../models';
 import { bearer, buildOrg } from '../helpers/factories';
@@ -51,40 +51,53 @@ describe('retention of stream events', () => {
     const org = await buildOrg();
     const as = v1As(stack.t, org.apiToken);
     const agent = await as.post('/agents', { name: 'Echo', systemPrompt: 'Be brief.' });
-    const done = await as.post(`/agents/${agent.body.id}/execute`, { message: 'keep me briefly' });
+    // Chunks a while apart: the reply's first delta is stored as it comes (the rest is held back to the finish).
+    const done = await as.post(`/agents/${agent.body.id}/execute`, { message: '[slow:40] keep me briefly' });
     expect(done.status).toBe(200);
     const id = done.body.executionId as string;
-    // The head of an execution's stream is on its record (commands/streamHeads.ts).
-    const head = (await Execution.findById(id).lean())!.streamSeq!;
-    expect(head).toBeGreaterThanOrEqual(3); // meta, text, result at least
+    // The head of an execution's stream is on its record (commands/streamHeads.ts), and so are its final events from
+    // `finalFrom` on (commands/executionFinal.ts).
+    const rec = (await Execution.findById(id).lean())! as { streamSeq: number; finalFrom: number };
+    const head = rec.streamSeq;
+    const fin = rec.finalFrom;
+    expect(fin).toBeGreaterThanOrEqual(3); // meta, a text delta at least
+    expect(head).toBeGreaterThanOrEqual(fin + 1); // the assistant message and `result` at least
 
-    // Its `meta` event is its record's (commands/executionMeta.ts): the stream stores the events after it.
+    // Its `meta` event is its record's (commands/executionMeta.ts), its final events too: the stream stores the
+    // events between them.
     const stored = () => StreamEvent.collection.countDocuments({ _id: { $regex: `^${id}:` } } as never);
-    expect(await stored()).toBe(head - 1);
+    expect(await stored()).toBe(fin - 2);
     expect(await StreamEvent.exists({ _id: `${id}:1` })).toBeNull();
-    expect(await sweepLater()).toBeGreaterThanOrEqual(head - 1);
+    const final = await readEvents(id, fin - 1);
+    expect(final.map((e) => e.event).slice(-2)).toEqual(['message', 'result']);
+    expect(await sweepLater()).toBeGreaterThanOrEqual(fin - 2);
     expect(await stored()).toBe(0);
 
-    // From the start: the `meta` event, kept with the record, then one `expired` event for the rest of the stream,
-    // and the stream ends (the execution is over).
+    // From the start: the `meta` event and the final events, kept with the record, around one `expired` event for
+    // the events stored between them, and the stream ends (the execution is over).
     const all = await replay(`/api/v1/executions/${id}/stream`, org.apiToken);
     const { chatId, sessionId } = (await Execution.findById(id).lean())!;
+    const sent = (events: LoggedEvent[]) =>
+      events.map((e) => ({ id: String(e.seq), event: e.event, data: JSON.stringify(e.data) }));
     expect(all).toEqual([
       { id: '1', event: 'meta', data: JSON.stringify({ executionId: id, chatId, sessionId }) },
       {
-        id: String(head),
+        id: String(fin - 1),
         event: 'expired',
-        data: JSON.stringify({
-          from: 2,
-          to: head,
-          message: `Events 2 to ${head} of this stream expired and are no longer kept`,
-        }),
+        data: JSON.stringify(
+          fin - 1 === 2
+            ? { from: 2, to: 2, message: 'Event 2 of this stream expired and is no longer kept' }
+            : { from: 2, to: fin - 1, message: `Events 2 to ${fin - 1} of this stream expired and are no longer kept` }
+        ),
       },
+      ...sent(final),
     ]);
     // Resuming after the first event: the rest, said the same way.
     const resumed = await replay(`/api/v1/executions/${id}/stream`, org.apiToken, 1);
-    expect(resumed.map((e) => [e.id, e.event, JSON.parse(e.data).from])).toEqual([[String(head), 'expired', 2]]);
-    // Resuming at the expired event: the stream is over and the client has read it to the end (204).
+    expect(resumed).toEqual(all.slice(1));
+    // Resuming at the expired event: the final events.
+    expect(await replay(`/api/v1/executions/${id}/stream`, org.apiToken, fin - 1)).toEqual(sent(final));
+    // Resuming at the last event: the stream is over and the client has read it to the end (204).
     const after = await openSse(`${stack.base}/api/v1/executions/${id}/stream`, {
       headers: { Authorization: bearer(org.apiToken), 'Last-Event-ID': String(head) },
     });
@@ -93,7 +106,7 @@ describe('retention of stream events', () => {
 
     // Records stay: the execution, its result and its usage.
     const record = await as.get(`/executions/${id}`);
-    expect(record.body.execution).toMatchObject({ status: 'completed', result: 'Echo: keep me briefly' });
+    expect(record.body.execution).toMatchObject({ status: 'completed', result: 'Echo: [slow:40] keep me briefly' });
     const usage = await stack.t.request
       .get(`/api/usage/organization/${org.organizationId}`)
       .set('Authorization', bearer(org.serviceToken));

@@ -329,13 +329,13 @@ it("a service process killed right after its reply took the eager start's record
   expect((exec as { eagerClaim?: boolean }).eagerClaim).toBeUndefined();
 }, 150_000);
 
-it('a worker killed in the finish, after the held end of the reply and the final events were written: nothing lost or repeated', async () => {
+it('a worker killed in the finish, after the outcome made the final events, the chat held: nothing lost or repeated', async () => {
   await earlierWorkDone();
   workers.forEach((w) => w.crash());
   await Promise.all(workers.map((w) => w.exited()));
-  // The reply (`[whole]`: it arrives in one piece) is held back and written by the finish with its final events;
-  // the worker dies once they are written, before the session is freed and the outcome raises the head
-  // (lib/crashPoints.ts).
+  // The reply (`[whole]`: it arrives in one piece) is held back and handed to the finish, whose outcome write makes
+  // it and the final events part of the stream (made from the record: commands/executionFinal.ts); the worker dies
+  // right after it, before the chat is freed (lib/crashPoints.ts).
   const first = await startWorker({ AAS_TEST_CRASH_POINT: 'finish:final-events' });
   const org = await buildOrg();
   const agent = await stack.t.request
@@ -351,10 +351,14 @@ it('a worker killed in the finish, after the held end of the reply and the final
   expect(first.output()).toMatch(/crash point finish:final-events reached/);
   await stream.waitFor(1);
   const { executionId } = JSON.parse(stream.events[0].data);
-  // The dead finish wrote the reply's one delta and the final events, past the head.
-  expect(await lastSeq(executionId)).toBe(1);
+  // The dead finish stored none of the stream: the reply's end and the final events came with the outcome, which
+  // raised the head over them; the chat is still held.
+  expect(await lastSeq(executionId)).toBe(4);
   const left = await readWritten(executionId);
   expect(left.map((e) => e.event)).toEqual(['meta', 'message', 'message', 'result']);
+  expect(await StreamEvent.collection.countDocuments({ _id: { $regex: `^${executionId}:` } } as never)).toBe(0);
+  const { chatId } = (await Execution.findById(executionId).lean())!;
+  expect(await Chat.findById(chatId).lean()).toMatchObject({ activeExecutionId: executionId });
   await startWorker();
   await stream.ended;
 
@@ -365,13 +369,22 @@ it('a worker killed in the finish, after the held end of the reply and the final
   expect(data[1]).toEqual({ messageType: 'stream_event', delta: { type: 'text_delta', text: expected } });
   expect(data[2]).toMatchObject({ messageType: 'assistant', content: [{ type: 'text', text: expected }] });
   expect(events[3].event).toBe('result');
-  // The stored stream is what the client read, and the retry called the model no more (the reply found the finish's
-  // events and returned what the stream holds).
+  // The stream as read is what the client read, the end of the reply and the final events made from the record
+  // (none stored); the task run again found the execution ended (no model call) and its finish freed the chat.
   const stored = await readWritten(executionId);
   expect(stored.map((e) => ({ id: String(e.seq), event: e.event, data: e.data }))).toEqual(
     events.map((e, i) => ({ id: e.id, event: e.event, data: data[i] }))
   );
-  expect(await Execution.findById(executionId).lean()).toMatchObject({ status: 'completed', result: expected });
+  expect(await Execution.findById(executionId).lean()).toMatchObject({
+    status: 'completed',
+    result: expected,
+    finalFrom: 2,
+    heldFrom: 0,
+  });
+  expect(await StreamEvent.collection.countDocuments({ _id: { $regex: `^${executionId}:` } } as never)).toBe(0);
+  for (let i = 0; i < 300 && (await Chat.findById(chatId).lean())?.activeExecutionId !== null; i++)
+    await new Promise((r) => setTimeout(r, 100));
+  expect(await Chat.findById(chatId).lean()).toMatchObject({ activeExecutionId: null, history: [executionId] });
   expect(stack.fake.requests.filter((r) => JSON.stringify(r.messages).includes('[chunks:20][whole] hi'))).toHaveLength(
     1
   );

@@ -52,20 +52,21 @@ it('a JSON execution in a new conversation: its database operations and history 
     .getHandle(executionWorkflowId(res.body.executionId))
     .fetchHistory();
   const events = (history.events ?? []).map((e) => temporal.api.enums.v1.EventType[e.eventType ?? 0]);
-  // 8 operations (docs/benchmarks.md, "Cost of one execution: 20 to 17", then "the cost ledger: 17 to 19", then "19 to
+  // 7 operations (docs/benchmarks.md, "Cost of one execution: 20 to 17", then "the cost ledger: 17 to 19", then "19 to
   // 17", then the cuts of 2026-12-02/03: the spend rollup folded off the path -1, the reply's end written with the
   // finish -2, the session on the chat -2, the reply on the execution record -1, the input tokens with the head raise
-  // -1, the meta event on the record -1, no claim on an eager start -1): api 2 (chat, created showing `working` and
+  // -1, the meta event on the record -1, no claim on an eager start -1, the final events on the record -1): api 2 (chat, created showing `working` and
   // holding its session, taken by the execution: no session document, commands/conversations.ts; execution, holding
   // the user message: no chat message of its own, commands/chatMessageReads.ts, and its stream's `meta` event: none
   // stored, commands/executionMeta.ts; recorded `running`: the eager start claims it), reply 1 (no claim: the api
   // handed the record over in this process, commands/executionClaim.ts; the chat's running service event; its text
-  // held back, written by the finish; its token counts, no save of their own: they ride the first head raise of a
-  // reply that writes deltas, activities/executionUsage.ts `headFields`, and go with the finish here), finish 4 (no
-  // read of the execution: the reply handed it over; the final events written beside the first writes; the outcome,
-  // holding the reply, raising their head: an execution's stream keeps its head on its record,
-  // commands/streamHeads.ts; then the chat's status, the session freed and the history in one write of the chat; the
-  // two service events in one insert), and the cost ledger's entry.
+  // held back, handed to the finish; its token counts, no save of their own: they ride the first head raise of a
+  // reply that writes deltas, activities/executionUsage.ts `headFields`, and go with the finish here), finish 3 (no
+  // read of the execution: the reply handed it over; no final events stored, the reply's held end among them; the
+  // outcome, holding the reply, marking the final events it holds (commands/executionFinal.ts) and raising their
+  // head: an execution's stream keeps its head on its record, commands/streamHeads.ts; then the chat's status, the
+  // session freed and the history in one write of the chat; the two service events in one insert), and the cost
+  // ledger's entry.
   expect(counted.sort()).toEqual(
     [
       // The chat, holding its session (the api's `sessions.insertOne` is gone).
@@ -77,16 +78,17 @@ it('a JSON execution in a new conversation: its database operations and history 
       // and hands it to its reply in memory (commands/executionClaim.ts).
       'service_events.insertOne',
       // No deltas' insert and head raise of the reply's own: the reply's text, still buffered when the model's stream
-      // ended, is held back and written by the finish with its final events (docs/benchmarks.md "The reply's end
-      // written with the finish"). No usage save either (the reply's `executions.updateOne` is gone): the input
+      // ended, is held back and handed to the finish with its final events (docs/benchmarks.md "The reply's end
+      // written with the finish"), which are all made from the record (commands/executionFinal.ts). No usage save either (the reply's `executions.updateOne` is gone): the input
       // tokens ride a head raise, here the finish's outcome (docs/benchmarks.md "The input tokens with the head
       // raise").
       // The chat's status, its session freed, the history (the finish's `sessions.updateOne` is gone).
       'chats.updateOne',
       // The outcome, holding the reply (the finish's `chat_messages.updateOne` is gone), raising the head of the
       // final events (the finish's `stream_heads.updateOne` is gone).
+      // The outcome marks the final events its record holds, the reply's held-back end with them (the finish's
+      // `stream_events.insertMany` is gone: commands/executionFinal.ts).
       'executions.updateOne',
-      'stream_events.insertMany',
       'service_events.insertMany',
       // The cost ledger (issue 39, docs/spend.md): the model call's entry (its own collection, keyed by execution
       // and call so a retry never doubles it). The day's rollup the usage report and the budgets read is folded
