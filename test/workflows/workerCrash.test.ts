@@ -52,6 +52,53 @@ async function earlierWorkDone(): Promise<void> {
   );
 }
 
+/**
+ * Stops every worker of the earlier tests, then starts a service process (HTTP and worker in one, executions started
+ * eagerly in it) armed with a crash point, and opens a streamed execution of a new agent on it.
+ * @param crashPoint where the service process dies (lib/crashPoints.ts).
+ * @param message the execution's message (the fake model's directives).
+ * @returns the service process, the organization and the client's stream.
+ */
+async function streamOnCrashingService(
+  crashPoint: string,
+  message: string
+): Promise<{
+  service: Spawned;
+  org: Awaited<ReturnType<typeof buildOrg>>;
+  first: Awaited<ReturnType<typeof openSse>>;
+}> {
+  await earlierWorkDone();
+  workers.forEach((w) => w.crash());
+  await Promise.all(workers.map((w) => w.exited()));
+  const port = await freePort();
+  const service = spawnScript(
+    'worker/service.ts',
+    childTestEnv({
+      ...stack.env,
+      MONGODB_URI: db.uri,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      WAKEUP_HOST: '127.0.0.1',
+      WORKFLOW_BUNDLE: process.env.AAS_WORKFLOW_BUNDLE ?? '',
+      AAS_TEST_CRASH_POINT: crashPoint,
+    })
+  );
+  workers.push(service);
+  await service.waitFor(/worker started/, 90_000);
+  await service.waitFor(/api listening/, 90_000);
+  const org = await buildOrg();
+  const agent = await stack.t.request
+    .post('/api/v1/agents')
+    .set('Authorization', bearer(org.apiToken))
+    .send({ name: 'A', systemPrompt: 'p' });
+  const first = await openSse(`http://127.0.0.1:${port}/api/v1/agents/${agent.body.id}/execute`, {
+    method: 'POST',
+    headers: { authorization: bearer(org.apiToken) },
+    body: { message, stream: true },
+  });
+  return { service, org, first };
+}
+
 it('a worker killed mid-stream: a new worker finishes the reply with no duplicated or missing text', async () => {
   const first = await startWorker();
 
@@ -204,37 +251,9 @@ it("a worker killed between a delta's insert and its head raise: the retry conti
 }, 120_000);
 
 it('a service process killed after its own client got a delta, before the head was raised: the client resumes elsewhere with no gap or repeat', async () => {
-  await earlierWorkDone();
-  workers.forEach((w) => w.crash());
-  await Promise.all(workers.map((w) => w.exited()));
   // A service process (HTTP and worker in one, executions started eagerly in it): its client reads the stream from
   // the process's memory. It dies once event 3 is inserted, before raising the head over it (lib/crashPoints.ts).
-  const port = await freePort();
-  const service = spawnScript(
-    'worker/service.ts',
-    childTestEnv({
-      ...stack.env,
-      MONGODB_URI: db.uri,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      WAKEUP_HOST: '127.0.0.1',
-      WORKFLOW_BUNDLE: process.env.AAS_WORKFLOW_BUNDLE ?? '',
-      AAS_TEST_CRASH_POINT: 'stream-head:exec:3',
-    })
-  );
-  workers.push(service);
-  await service.waitFor(/worker started/, 90_000);
-  await service.waitFor(/api listening/, 90_000);
-  const org = await buildOrg();
-  const agent = await stack.t.request
-    .post('/api/v1/agents')
-    .set('Authorization', bearer(org.apiToken))
-    .send({ name: 'A', systemPrompt: 'p' });
-  const first = await openSse(`http://127.0.0.1:${port}/api/v1/agents/${agent.body.id}/execute`, {
-    method: 'POST',
-    headers: { authorization: bearer(org.apiToken) },
-    body: { message: '[chunks:40][slow:10]', stream: true },
-  });
+  const { service, org, first } = await streamOnCrashingService('stream-head:exec:3', '[chunks:40][slow:10]');
   expect(await service.exited()).toMatchObject({ signal: 'SIGKILL' });
   await first.ended;
   const received = first.events.filter((e) => e.id);
@@ -267,37 +286,9 @@ it('a service process killed after its own client got a delta, before the head w
 }, 150_000);
 
 it("a service process killed right after its reply took the eager start's record: another worker claims it in the database and runs it", async () => {
-  await earlierWorkDone();
-  workers.forEach((w) => w.crash());
-  await Promise.all(workers.map((w) => w.exited()));
   // A service process starts the execution eagerly: the record is `running` from its creation and handed to the reply
   // in memory (commands/executionClaim.ts). The process dies once the reply took it, the only claim in its memory.
-  const port = await freePort();
-  const service = spawnScript(
-    'worker/service.ts',
-    childTestEnv({
-      ...stack.env,
-      MONGODB_URI: db.uri,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      WAKEUP_HOST: '127.0.0.1',
-      WORKFLOW_BUNDLE: process.env.AAS_WORKFLOW_BUNDLE ?? '',
-      AAS_TEST_CRASH_POINT: 'claim:eager',
-    })
-  );
-  workers.push(service);
-  await service.waitFor(/worker started/, 90_000);
-  await service.waitFor(/api listening/, 90_000);
-  const org = await buildOrg();
-  const agent = await stack.t.request
-    .post('/api/v1/agents')
-    .set('Authorization', bearer(org.apiToken))
-    .send({ name: 'A', systemPrompt: 'p' });
-  const first = await openSse(`http://127.0.0.1:${port}/api/v1/agents/${agent.body.id}/execute`, {
-    method: 'POST',
-    headers: { authorization: bearer(org.apiToken) },
-    body: { message: '[chunks:20][slow:10]', stream: true },
-  });
+  const { service, org, first } = await streamOnCrashingService('claim:eager', '[chunks:20][slow:10]');
   expect(await service.exited()).toMatchObject({ signal: 'SIGKILL' });
   expect(service.output()).toMatch(/crash point claim:eager reached/);
   await first.ended;
