@@ -53,50 +53,59 @@ async function earlierWorkDone(): Promise<void> {
 }
 
 /**
- * Stops every worker of the earlier tests, then starts a service process (HTTP and worker in one, executions started
- * eagerly in it) armed with a crash point, and opens a streamed execution of a new agent on it.
- * @param crashPoint where the service process dies (lib/crashPoints.ts).
+ * Stops every worker of the earlier tests, then starts one process armed with a crash point, either a worker or a
+ * service process (HTTP and worker in one, executions started eagerly in it), and opens a streamed execution of a new
+ * agent (through that service process, else through the test's api).
+ * @param kind which process.
+ * @param crashPoint where it dies (lib/crashPoints.ts).
  * @param message the execution's message (the fake model's directives).
- * @returns the service process, the organization and the client's stream.
+ * @returns the dying process, the organization and the client's stream.
  */
-async function streamOnCrashingService(
+async function streamWithCrashPoint(
+  kind: 'worker' | 'service',
   crashPoint: string,
   message: string
 ): Promise<{
-  service: Spawned;
+  dying: Spawned;
   org: Awaited<ReturnType<typeof buildOrg>>;
-  first: Awaited<ReturnType<typeof openSse>>;
+  stream: Awaited<ReturnType<typeof openSse>>;
 }> {
   await earlierWorkDone();
   workers.forEach((w) => w.crash());
   await Promise.all(workers.map((w) => w.exited()));
-  const port = await freePort();
-  const service = spawnScript(
-    'worker/service.ts',
-    childTestEnv({
-      ...stack.env,
-      MONGODB_URI: db.uri,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      WAKEUP_HOST: '127.0.0.1',
-      WORKFLOW_BUNDLE: process.env.AAS_WORKFLOW_BUNDLE ?? '',
-      AAS_TEST_CRASH_POINT: crashPoint,
-    })
-  );
-  workers.push(service);
-  await service.waitFor(/worker started/, 90_000);
-  await service.waitFor(/api listening/, 90_000);
+  let dying: Spawned;
+  let base = stack.base;
+  if (kind === 'worker') dying = await startWorker({ AAS_TEST_CRASH_POINT: crashPoint });
+  else {
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    dying = spawnScript(
+      'worker/service.ts',
+      childTestEnv({
+        ...stack.env,
+        MONGODB_URI: db.uri,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        WAKEUP_HOST: '127.0.0.1',
+        WORKFLOW_BUNDLE: process.env.AAS_WORKFLOW_BUNDLE ?? '',
+        AAS_TEST_CRASH_POINT: crashPoint,
+      })
+    );
+    workers.push(dying);
+    await dying.waitFor(/worker started/, 90_000);
+    await dying.waitFor(/api listening/, 90_000);
+  }
   const org = await buildOrg();
   const agent = await stack.t.request
     .post('/api/v1/agents')
     .set('Authorization', bearer(org.apiToken))
     .send({ name: 'A', systemPrompt: 'p' });
-  const first = await openSse(`http://127.0.0.1:${port}/api/v1/agents/${agent.body.id}/execute`, {
+  const stream = await openSse(`${base}/api/v1/agents/${agent.body.id}/execute`, {
     method: 'POST',
     headers: { authorization: bearer(org.apiToken) },
     body: { message, stream: true },
   });
-  return { service, org, first };
+  return { dying, org, stream };
 }
 
 it('a worker killed mid-stream: a new worker finishes the reply with no duplicated or missing text', async () => {
@@ -200,22 +209,9 @@ it('a worker killed mid-reply in a chat: the chat stream carries every character
 
 it("a worker killed between a delta's insert and its head raise: the retry continues after the stored delta, no seam", async () => {
   // The earlier tests' workers are gone: the execution runs on the one with the crash point.
-  await earlierWorkDone();
-  workers.forEach((w) => w.crash());
-  await Promise.all(workers.map((w) => w.exited()));
   // The first worker kills itself once the reply's third event (the second delta, several chunks coalesced) is
   // inserted and before the stream's head is raised over it (lib/crashPoints.ts).
-  const first = await startWorker({ AAS_TEST_CRASH_POINT: 'stream-head:exec:3' });
-  const org = await buildOrg();
-  const agent = await stack.t.request
-    .post('/api/v1/agents')
-    .set('Authorization', bearer(org.apiToken))
-    .send({ name: 'A', systemPrompt: 'p' });
-  const stream = await openSse(`${stack.base}/api/v1/agents/${agent.body.id}/execute`, {
-    method: 'POST',
-    headers: { authorization: bearer(org.apiToken) },
-    body: { message: '[chunks:40][slow:10]', stream: true },
-  });
+  const { dying: first, stream } = await streamWithCrashPoint('worker', 'stream-head:exec:3', '[chunks:40][slow:10]');
   expect(await first.exited()).toMatchObject({ signal: 'SIGKILL' });
   expect(first.output()).toMatch(/crash point stream-head:exec:3 reached/);
   await stream.waitFor(1);
@@ -253,7 +249,11 @@ it("a worker killed between a delta's insert and its head raise: the retry conti
 it('a service process killed after its own client got a delta, before the head was raised: the client resumes elsewhere with no gap or repeat', async () => {
   // A service process (HTTP and worker in one, executions started eagerly in it): its client reads the stream from
   // the process's memory. It dies once event 3 is inserted, before raising the head over it (lib/crashPoints.ts).
-  const { service, org, first } = await streamOnCrashingService('stream-head:exec:3', '[chunks:40][slow:10]');
+  const {
+    dying: service,
+    org,
+    stream: first,
+  } = await streamWithCrashPoint('service', 'stream-head:exec:3', '[chunks:40][slow:10]');
   expect(await service.exited()).toMatchObject({ signal: 'SIGKILL' });
   await first.ended;
   const received = first.events.filter((e) => e.id);
@@ -288,7 +288,11 @@ it('a service process killed after its own client got a delta, before the head w
 it("a service process killed right after its reply took the eager start's record: another worker claims it in the database and runs it", async () => {
   // A service process starts the execution eagerly: the record is `running` from its creation and handed to the reply
   // in memory (commands/executionClaim.ts). The process dies once the reply took it, the only claim in its memory.
-  const { service, org, first } = await streamOnCrashingService('claim:eager', '[chunks:20][slow:10]');
+  const {
+    dying: service,
+    org,
+    stream: first,
+  } = await streamWithCrashPoint('service', 'claim:eager', '[chunks:20][slow:10]');
   expect(await service.exited()).toMatchObject({ signal: 'SIGKILL' });
   expect(service.output()).toMatch(/crash point claim:eager reached/);
   await first.ended;
@@ -321,23 +325,10 @@ it("a service process killed right after its reply took the eager start's record
 }, 150_000);
 
 it('a worker killed in the finish, after the outcome made the final events, the chat held: nothing lost or repeated', async () => {
-  await earlierWorkDone();
-  workers.forEach((w) => w.crash());
-  await Promise.all(workers.map((w) => w.exited()));
   // The reply (`[whole]`: it arrives in one piece) is held back and handed to the finish, whose outcome write makes
   // it and the final events part of the stream (made from the record: commands/executionFinal.ts); the worker dies
   // right after it, before the chat is freed (lib/crashPoints.ts).
-  const first = await startWorker({ AAS_TEST_CRASH_POINT: 'finish:final-events' });
-  const org = await buildOrg();
-  const agent = await stack.t.request
-    .post('/api/v1/agents')
-    .set('Authorization', bearer(org.apiToken))
-    .send({ name: 'A', systemPrompt: 'p' });
-  const stream = await openSse(`${stack.base}/api/v1/agents/${agent.body.id}/execute`, {
-    method: 'POST',
-    headers: { authorization: bearer(org.apiToken) },
-    body: { message: '[chunks:20][whole] hi', stream: true },
-  });
+  const { dying: first, stream } = await streamWithCrashPoint('worker', 'finish:final-events', '[chunks:20][whole] hi');
   expect(await first.exited()).toMatchObject({ signal: 'SIGKILL' });
   expect(first.output()).toMatch(/crash point finish:final-events reached/);
   await stream.waitFor(1);
