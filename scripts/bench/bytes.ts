@@ -25,6 +25,7 @@ import { connectMongo, disconnectMongo } from '../../lib/mongo';
 import { ApiClient } from './client';
 import { executeJson, throughput } from './scenarios';
 import { BENCH_DB, startStack, type Stack } from './stack';
+import { runBench } from './run';
 
 const say = (line: string): void => void process.stderr.write(`[bytes] ${line}\n`);
 const TOTAL = Number(process.env.BYTES_TOTAL ?? 500);
@@ -301,10 +302,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    say(err instanceof Error ? (err.stack ?? err.message) : String(err));
-    process.exit(1);
-  }
-);
+runBench(main, say);

@@ -13,6 +13,7 @@ import { bootstrapOrganization } from '../../commands/bootstrap';
 import { connectMongo, disconnectMongo } from '../../lib/mongo';
 import { projectRoot } from '../servers/paths';
 import { BENCH_DB, cpuSecondsByProcess, startStack } from './stack';
+import { runBench } from './run';
 
 const say = (line: string): void => void process.stderr.write(`[create] ${line}\n`);
 const ROUNDS = Number(process.env.CREATE_ROUNDS ?? 3);
@@ -96,10 +97,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    say(err instanceof Error ? (err.stack ?? err.message) : String(err));
-    process.exit(1);
-  }
-);
+runBench(main, say);

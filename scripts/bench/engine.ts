@@ -16,6 +16,7 @@ import { loadToolConfig } from '../../lib/config';
 import { freePort, provisionServers } from '../servers';
 import * as activities from './engine/activities';
 import { percentile } from './stats';
+import { runBench } from './run';
 
 const say = (line: string): void => void process.stderr.write(`[engine] ${line}\n`);
 const SECONDS = Number(process.env.ENGINE_SECONDS ?? 10);
@@ -85,10 +86,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  }
-);
+runBench(main, say);

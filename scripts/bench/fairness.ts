@@ -19,6 +19,7 @@ import { connectMongo, disconnectMongo } from '../../lib/mongo';
 import { ApiClient } from './client';
 import { BENCH_DB, startStack } from './stack';
 import { fmtMs, percentile } from './stats';
+import { runBench } from './run';
 
 const say = (line: string): void => void process.stderr.write(`[fairness] ${line}\n`);
 const A_TOTAL = Number(process.env.FAIR_A_TOTAL ?? 200);
@@ -188,10 +189,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    say(err instanceof Error ? (err.stack ?? err.message) : String(err));
-    process.exit(1);
-  }
-);
+runBench(main, say);

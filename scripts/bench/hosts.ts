@@ -16,6 +16,7 @@ import { bedUnavailable, createBed } from '../lib/multiHost';
 import { ApiClient } from './client';
 import { executeJson, inLanes } from './scenarios';
 import { fmtMs, percentile } from './stats';
+import { runBench } from './run';
 
 const say = (line: string): void => void process.stderr.write(`[hosts] ${line}\n`);
 const TOTAL = Number(process.env.HOSTS_TOTAL ?? 200);
@@ -125,10 +126,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    say(err instanceof Error ? (err.stack ?? err.message) : String(err));
-    process.exit(1);
-  }
-);
+runBench(main, say);

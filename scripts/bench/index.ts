@@ -22,6 +22,7 @@ import { scalePhase } from './scale';
 import { cancellation, executeJson, platformTtfd, providerTtfd, throughput } from './scenarios';
 import { memoryOf } from '../lib/proc';
 import { BENCH_DB, startStack, type Stack } from './stack';
+import { runBench } from './run';
 
 /** Limit for everything after provisioning (a first run may build the server binaries, which is not counted). */
 const RUN_LIMIT_MS = 420_000;
@@ -179,11 +180,4 @@ async function main(): Promise<number> {
   }
 }
 
-// Exit explicitly: a request abandoned by a failure may still hold a socket or a timer.
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    say(String(err));
-    process.exit(1);
-  }
-);
+runBench(main, say);

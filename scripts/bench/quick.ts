@@ -20,6 +20,7 @@ import { ApiClient } from './client';
 import { createAgentOnce, executeJson, inLanes, throughput } from './scenarios';
 import { BENCH_DB, cpuSecondsByProcess, startStack } from './stack';
 import { fmtMs, percentile } from './stats';
+import { runBench } from './run';
 
 const say = (line: string): void => void process.stderr.write(`[quick] ${line}\n`);
 const TOTAL = Number(process.env.QUICK_TOTAL ?? 300);
@@ -82,10 +83,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    say(err instanceof Error ? (err.stack ?? err.message) : String(err));
-    process.exit(1);
-  }
-);
+runBench(main, say);

@@ -18,6 +18,7 @@ import { connectMongo, disconnectMongo } from '../../lib/mongo';
 import { ApiClient } from './client';
 import { BENCH_DB, startStack } from './stack';
 import { fmtMs, percentile } from './stats';
+import { runBench } from './run';
 
 const say = (line: string): void => void process.stderr.write(`[trace] ${line}\n`);
 const RUNS_C1 = Number(process.env.TRACE_RUNS_C1 ?? 20);
@@ -206,10 +207,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    say(err instanceof Error ? (err.stack ?? err.message) : String(err));
-    process.exit(1);
-  }
-);
+runBench(main, say);

@@ -22,6 +22,7 @@ import { WebhookDelivery } from '../../models';
 import { startWebhookReceiver } from '../fakes/webhookReceiver';
 import { projectRoot } from '../servers/paths';
 import { BENCH_DB, cpuSecondsByProcess, startStack, type Stack } from './stack';
+import { runBench } from './run';
 
 const EVENTS = Number(process.env.WEBHOOK_BENCH_EVENTS ?? 1000);
 /** Events being recorded at once (each: an outbox write, the event insert, the workflow start). */
@@ -198,10 +199,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    say(`failed: ${(err as Error).stack ?? String(err)}`);
-    process.exit(1);
-  }
-);
+runBench(main, say);
