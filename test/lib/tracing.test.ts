@@ -32,7 +32,9 @@ it('one trace from POST …/execute to the model call, with gen_ai attributes', 
   const as = v1As(stack.t, org.apiToken);
   const agent = await as.post('/agents', { name: 'Traced', systemPrompt: 'x' });
   exporter.reset();
-  const res = await as.post(`/agents/${agent.body.id}/execute`, { message: 'trace me' });
+  // A reply that streams for a while (five chunks 80 ms apart), so that its deltas are written as it streams: a
+  // reply that ends at once is held back whole and written by the finish alone (commands/executionFinal.ts).
+  const res = await as.post(`/agents/${agent.body.id}/execute`, { message: '[chunks:5][slow:80] trace me' });
   expect(res.status).toBe(200);
 
   const spans = await until(
