@@ -8,14 +8,7 @@
  * Decoding passes a payload that is not sealed through unchanged: histories written before the codec existed (and
  * by a process without ENCRYPTION_KEY in development) still replay.
  */
-import {
-  createCipheriv,
-  createDecipheriv,
-  createHash,
-  createSecretKey,
-  hkdfSync,
-  type KeyObject,
-} from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createSecretKey, hkdfSync, type KeyObject } from 'node:crypto';
 import { type DataConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { ClientOptions } from '@temporalio/client';

@@ -25,7 +25,9 @@ it('bounds the young generation of a node started with them, on this Node', () =
     }
     console.log(JSON.stringify({ newSpaceMiB: max / 1048576, limitMiB: v8.getHeapStatistics().heap_size_limit / 1048576 }));`;
   const run = (args: string[]): { newSpaceMiB: number; limitMiB: number } =>
-    JSON.parse(execFileSync(process.execPath, [...args, '-e', program], { env: { PATH: process.env.PATH } }).toString());
+    JSON.parse(
+      execFileSync(process.execPath, [...args, '-e', program], { env: { PATH: process.env.PATH } }).toString()
+    );
   const bounded = run(serviceNodeArgs({}));
   // Two semi-spaces of at most 16 MiB.
   expect(bounded.newSpaceMiB).toBeLessThanOrEqual(32);
