@@ -7,12 +7,10 @@ import type { ToolOutcome } from '../commands/agentFileTools';
 import type { McpToolRef } from '../commands/agentMcpTools';
 import type { LoggedEvent } from '../commands/eventLog';
 import type { ModelContentBlock, ModelMessage } from '../lib/providers';
-import { isTextDelta, toolEventKind } from '../commands/executionSteps';
+import { isTextDelta, textDeltaEvent, toolEventKind } from '../commands/executionSteps';
 
-/** The v1 `message` event carrying a text delta (SPEC "Agent execution stream"). */
-export function textDeltaEvent(text: string): Omit<LoggedEvent, 'seq'> {
-  return { event: 'message', data: { messageType: 'stream_event', delta: { type: 'text_delta', text } } };
-}
+/** The v1 `message` event carrying a text delta: commands/executionSteps.ts, beside its test. */
+export { textDeltaEvent };
 
 /** @returns the text delivered so far in an execution's stream. */
 export function deliveredText(events: LoggedEvent[]): string {

@@ -10,7 +10,7 @@ import { finalEvents } from '../commands/executionFinal';
 import { isExecutionStream } from '../commands/streamHeads';
 import type { LoggedEvent } from '../commands/eventLog';
 import type { ExecutionDoc } from '../models';
-import { FAILURES, type FailureCode } from '../workflows/failures';
+import type { FailureCode } from '../workflows/failures';
 import { isFinishEvent, textDeltaEvent } from './executionEvents';
 
 /** What the finish adds to the stream. */
@@ -69,35 +69,15 @@ export function planFinalEvents(f: {
       ...finalEvents({ _id: exec._id, sessionId: exec.sessionId, status: input.status, usage, error, ...mark }, text)
     );
     seq = final.at(-1)!.seq + 1;
-  } else if (input.status === 'completed') {
-    if (known && input.held) final.push({ seq: seq++, ...textDeltaEvent(input.held) });
-    if (!has((e) => e.event === 'message' && (e.data as { messageType?: string }).messageType === 'assistant')) {
-      final.push({
-        seq: seq++,
-        event: 'message',
-        data: { messageType: 'assistant', content: [{ type: 'text', text }] },
-      });
-    }
-    if (!has((e) => e.event === 'result' || e.event === 'error')) {
-      final.push({
-        seq: seq++,
-        event: 'result',
-        data: {
-          sessionId: exec.sessionId,
-          usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
-        },
-      });
-    }
-  } else if (!has((e) => e.event === 'result' || e.event === 'error')) {
-    final.push({
-      seq: seq++,
-      event: 'error',
-      data: {
-        message: input.status === 'cancelled' ? 'Execution cancelled' : (input.error ?? FAILURES.internal.message),
-        // A run a spent budget stopped says so (docs/spend.md).
-        ...(input.errorCode === FAILURES.budgetReached.code ? { reason: FAILURES.budgetReached.code } : {}),
-      },
-    });
+  } else {
+    // Stored, as before: the held end, then each final event (`finalEvents`' shape) an earlier attempt did not write.
+    if (input.status === 'completed' && known && input.held) final.push({ seq: seq++, ...textDeltaEvent(input.held) });
+    const written = (e: LoggedEvent): boolean =>
+      e.event === 'message'
+        ? has((w) => w.event === 'message' && isFinishEvent(w))
+        : has((w) => w.event !== 'message' && isFinishEvent(w));
+    const source = { _id: exec._id, sessionId: exec.sessionId, status: input.status, usage, error, finalFrom: 0 };
+    for (const e of finalEvents(source, text)) if (!written(e)) final.push({ ...e, seq: seq++ });
   }
   return { final, stored, ...(mark ? { mark } : {}), next: seq };
 }

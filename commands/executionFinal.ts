@@ -14,6 +14,7 @@
 import { findByIdDirect } from '../lib/driverOps';
 import { FAILURES } from '../workflows/failures';
 import { Execution, type LoggedEvent } from '../models';
+import { textDeltaEvent } from './executionSteps';
 
 /** What a head read of an execution stream projects to know its final events (besides `sessionId`: META_PROJECTION). */
 export const FINAL_PROJECTION = { finalFrom: 1, heldFrom: 1, status: 1, usage: 1, error: 1 } as const;
@@ -45,12 +46,6 @@ export interface RecordedFinal {
   events(from: number, to: number): Promise<LoggedEvent[]>;
 }
 
-/** The v1 text delta event (activities/executionEvents.ts `textDeltaEvent`, here below the activities). */
-const textDelta = (text: string): Omit<LoggedEvent, 'seq'> => ({
-  event: 'message',
-  data: { messageType: 'stream_event', delta: { type: 'text_delta', text } },
-});
-
 /**
  * The final events of a finished execution, as every client gets them.
  * @param exec the record's fields (`finalFrom` set, status terminal).
@@ -62,7 +57,7 @@ export function finalEvents(exec: FinalSource & { finalFrom: number }, text?: st
   const out: LoggedEvent[] = [];
   if (exec.status === 'completed') {
     if (exec.heldFrom !== undefined) {
-      if (text !== undefined) out.push({ seq, ...textDelta(text.slice(exec.heldFrom)) });
+      if (text !== undefined) out.push({ seq, ...textDeltaEvent(text.slice(exec.heldFrom)) });
       seq++;
     }
     if (text !== undefined)

@@ -5,7 +5,7 @@
  * (activities/executionEvents.ts `replayToolRounds`): their tools are not called again and their model turns are not
  * billed again [docs/decisions.md "Fork and rerun"].
  */
-import type { LoggedEvent } from './eventLog';
+import type { LoggedEvent } from '../models';
 
 /**
  * @returns `tool_use`, `tool_result` or null: the kind of a tool event, in today's form (a `message` event) or
@@ -14,6 +14,11 @@ import type { LoggedEvent } from './eventLog';
 export function toolEventKind(e: Pick<LoggedEvent, 'event' | 'data'>): 'tool_use' | 'tool_result' | null {
   const kind = e.event === 'message' ? (e.data as { messageType?: string }).messageType : e.event;
   return kind === 'tool_use' || kind === 'tool_result' ? kind : null;
+}
+
+/** The v1 `message` event carrying a text delta (SPEC "Agent execution stream"). */
+export function textDeltaEvent(text: string): Omit<LoggedEvent, 'seq'> {
+  return { event: 'message', data: { messageType: 'stream_event', delta: { type: 'text_delta', text } } };
 }
 
 /** @returns whether the event is a text delta of the reply. */
