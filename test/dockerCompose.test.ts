@@ -471,8 +471,10 @@ describe('Dockerfile', () => {
     expect(runtime.body).toMatch(/^USER node$/m);
   });
 
-  it('targets Node 24 LTS like .nvmrc; engines names what is tested (24 in CI and the image, 20.19+ still accepted)', () => {
-    expect(read('.nvmrc').trim()).toBe('24');
+  it('targets Node 24 LTS, the version .nvmrc pins; engines names what is tested (24 in CI and the image, 20.19+ still accepted)', () => {
+    // .nvmrc is the one place of the pinned version (scripts/pinned-node.sh, scripts/lib/pinnedNode.ts).
+    expect(read('.nvmrc').trim()).toMatch(/^24\.\d+\.\d+$/);
+    expect(dockerfile).toContain(`ARG NODE_IMAGE=node:${read('.nvmrc').trim()}-bookworm-slim`);
     const engines = (JSON.parse(read('package.json')) as { engines: { node: string } }).engines.node;
     expect(engines).toBe('^20.19.0 || ^24.0.0');
   });
