@@ -3,7 +3,7 @@
  * name (MongoDB on 127.0.0.1:27017, FerretDB over an embedded PostgreSQL on a free port, and the Temporal dev server
  * on 127.0.0.1:7233 with its Web UI on :8233, data in .data/; DEV_*_PORT change the ports), then the service process
  * (HTTP and workflows, worker/service.ts) and WORKER_PROCESSES worker-only processes (pretty logs), run as JavaScript
- * transpiled into dist/ at start (scripts/lib/devBuild.ts), all under the supervisor (scripts/lib/supervisor.ts: a
+ * transpiled into dist/ at start (scripts/lib/devBuild.ts) on the image's Node (scripts/lib/pinnedNode.ts), all under the supervisor (scripts/lib/supervisor.ts: a
  * part that dies is restarted with backoff on the same port and data), prints the addresses and the admin command,
  * and stops everything on Ctrl-C.
  * The servers' addresses are written to .data/servers.json for the admin CLI.
@@ -18,6 +18,7 @@ import { bundleWorkflowsTo } from './lib/workflowBundle';
 import { buildConsole } from './lib/consoleBuild';
 import { transpileForDev } from './lib/devBuild';
 import { serviceNodeArgs } from './lib/serviceHeap';
+import { serviceNode } from './lib/pinnedNode';
 import { spawnUnit, supervise, workerNames, type Started } from './lib/supervisor';
 
 const say = (line: string): void => void process.stderr.write(`[dev] ${line}\n`);
@@ -61,6 +62,9 @@ async function main(): Promise<void> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
 
+  // The service processes run on the pinned Node (the image's; scripts/lib/pinnedNode.ts), found or installed while
+  // the servers are provisioned.
+  const node = serviceNode({ say });
   let servers: ServerUnits;
   try {
     servers = await serverUnits({
@@ -105,9 +109,11 @@ async function main(): Promise<void> {
   } catch (err) {
     say(`the console did not build (the API still starts; / says so): ${err instanceof Error ? err.message : err}`);
   }
+  const { path: nodePath, version: nodeVersion } = await node;
+  say(`service processes on Node ${nodeVersion} (${nodePath})`);
   const service = (entry: string): (() => Promise<Started>) =>
     spawnUnit({
-      command: process.execPath,
+      command: nodePath,
       args: [...serviceNodeArgs(env), path.join(built.outDir, entry)],
       env,
       graceMs: 10_000,

@@ -2,11 +2,12 @@
  * `npm start` (production): runs the compiled service process (HTTP and workflows, worker/service.ts) and
  * WORKER_PROCESSES worker-only processes (`npm run build` first) against the configured servers (MONGODB_URI and
  * TEMPORAL_ADDRESS must be set), under the supervisor (a process that dies is restarted with backoff). Needs only the
- * production dependencies. `npm run service` / `npm run worker` / `npm run api` (HTTP only) run one each.
+ * production dependencies. The processes run on the image's Node (scripts/lib/pinnedNode.ts). `npm run service` / `npm run worker` / `npm run api` (HTTP only) run one each.
  */
 import path from 'node:path';
 import { childEnv, loadConfigOrExit } from '../lib/config';
 import { healthFiles } from './lib/healthFiles';
+import { serviceNode } from './lib/pinnedNode';
 import { serviceNodeArgs } from './lib/serviceHeap';
 import { spawnUnit, supervise } from './lib/supervisor';
 import { bundleWorkflowsTo } from './lib/workflowBundle';
@@ -26,9 +27,12 @@ async function main(): Promise<void> {
   const workflowBundle = config.workflowBundlePath ?? (await bundleWorkflowsTo(bundle));
   // Each process its own health file (scripts/lib/healthFiles.ts), when there is one.
   const files = healthFiles(config.workerHealthFile ?? '', config.workerProcesses);
+  // The image's Node (scripts/lib/pinnedNode.ts): in the image, its own; from a checkout, the pinned one.
+  const node = await serviceNode({ say });
+  say(`service processes on Node ${node.version} (${node.path})`);
   const service = (entry: string, healthFile: string): ReturnType<typeof spawnUnit> =>
     spawnUnit({
-      command: process.execPath,
+      command: node.path,
       args: [...serviceNodeArgs(), path.join(dist, entry)],
       env: childEnv({
         WORKFLOW_BUNDLE: workflowBundle,

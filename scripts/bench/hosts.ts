@@ -13,6 +13,7 @@ import { bootstrapOrganization } from '../../commands/bootstrap';
 import { connectMongo, disconnectMongo } from '../../lib/mongo';
 import { startFakeAnthropic } from '../fakes/anthropic';
 import { bedUnavailable, createBed } from '../lib/multiHost';
+import { serviceNode } from '../lib/pinnedNode';
 import { ApiClient } from './client';
 import { executeJson, inLanes } from './scenarios';
 import { fmtMs, percentile } from './stats';
@@ -24,9 +25,16 @@ const CONCURRENCY = Number(process.env.HOSTS_CONCURRENCY ?? 20);
 const MESSAGE = '[chunks:200] hi';
 const ROOT = path.resolve(__dirname, '..', '..');
 
-/** Starts a TypeScript entrypoint on a host; resolves once its output matches. */
-function startOn(prefix: string[], script: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp) {
-  const child = spawn(prefix[0], [...prefix.slice(1), process.execPath, '--import', 'tsx', script, ...args], {
+/** Starts a TypeScript entrypoint on a host with `node`; resolves once its output matches. */
+function startOn(
+  prefix: string[],
+  node: string,
+  script: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  ready: RegExp
+) {
+  const child = spawn(prefix[0], [...prefix.slice(1), node, '--import', 'tsx', script, ...args], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -62,6 +70,7 @@ async function main(): Promise<void> {
   try {
     const servers = startOn(
       bed.prefix('servers'),
+      process.execPath,
       'scripts/lib/bedServers.ts',
       [dataDir, bed.hosts.servers.address],
       process.env,
@@ -87,8 +96,11 @@ async function main(): Promise<void> {
       WORKSPACES_DIR: path.join(dataDir, host, 'workspaces'),
       MEDIA_DIR: path.join(dataDir, host, 'media'),
     });
+    // The service processes on the image's Node, as `npm run dev` runs them (scripts/lib/pinnedNode.ts).
+    const node = await serviceNode({ say });
+    say(`service processes on Node ${node.version} (${node.path})`);
     const apis = ['api-1', 'api-2'].map((host) =>
-      startOn(bed.prefix(host), 'worker/service.ts', [], env(host), /worker started/)
+      startOn(bed.prefix(host), node.path, 'worker/service.ts', [], env(host), /worker started/)
     );
     children.push(...apis.map((a) => a.child));
     await Promise.all(apis.map((a) => a.done));

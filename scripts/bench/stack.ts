@@ -1,7 +1,8 @@
 /**
  * The system under test, all on 127.0.0.1: MongoDB and a headless Temporal dev server on free ports with their
  * data in a fresh temporary directory (the same provisioning code as `npm run dev` and the tests), the fake
- * Anthropic API, and the api and the worker as child processes started the way `npm run dev` starts them.
+ * Anthropic API, and the api and the worker as child processes started the way `npm run dev` starts them (on the
+ * image's Node, scripts/lib/pinnedNode.ts).
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -11,6 +12,7 @@ import path from 'node:path';
 import { childEnv, loadToolConfig } from '../../lib/config';
 import { bundleWorkflowsTo } from '../lib/workflowBundle';
 import { serviceNodeArgs } from '../lib/serviceHeap';
+import { serviceNode } from '../lib/pinnedNode';
 import { transpileForDev } from '../lib/devBuild';
 import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic';
 import { freePort, provisionServers, type Provisioned } from '../servers';
@@ -66,7 +68,8 @@ export interface Stack {
 function serviceUnit(
   name: 'api' | 'worker',
   script: string,
-  env: NodeJS.ProcessEnv
+  env: NodeJS.ProcessEnv,
+  node: string
 ): { unit: Unit; svc: ServiceProcess } {
   const lines: string[] = [];
   let warnings = 0;
@@ -84,7 +87,7 @@ function serviceUnit(
     }
   };
   const spawnIt = spawnUnit({
-    command: process.execPath,
+    command: node,
     // BENCH_CPU_PROF=<dir>: V8 CPU profiles of the api and the worker, written there when they stop.
     // The sources transpiled into dist/ as `npm run dev` runs them (scripts/lib/devBuild.ts); BENCH_TSX=1: through
     // tsx instead (what `npm run dev` ran before).
@@ -212,10 +215,13 @@ export async function startStack(say: (line: string) => void, extraEnv: Record<s
       VALIDATE_RESPONSES: 'false',
       ...extraEnv,
     });
-    const worker = serviceUnit('worker', 'worker/index.ts', env);
+    // The image's Node, as `npm run dev` runs them (scripts/lib/pinnedNode.ts).
+    const node = await serviceNode({ say });
+    say(`service processes on Node ${node.version} (${node.path})`);
+    const worker = serviceUnit('worker', 'worker/index.ts', env, node.path);
     // The api unit is a service process (HTTP and a worker: executions start eagerly in it), as `npm run dev` runs
     // it; the worker unit is a worker-only process beside it (WORKER_PROCESSES=1).
-    const api = serviceUnit('api', 'worker/service.ts', env);
+    const api = serviceUnit('api', 'worker/service.ts', env, node.path);
     services.push(worker.svc, api.svc);
     let crash: (err: Error) => void = () => undefined;
     const crashed = new Promise<never>((_, reject) => (crash = reject));

@@ -1,12 +1,13 @@
 /**
- * The service's own processes, started as an operator would: `npm run dev` end to end, and graceful shutdown of
- * the api and the worker.
+ * The service's own processes, started as an operator would: `npm run dev` end to end (its service process on the
+ * image's Node), and graceful shutdown of the api and the worker.
  */
 import { mkdtempSync, rmSync, existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../scripts/servers/launch';
+import { chooseNode, pinnedNodeVersion } from '../../scripts/lib/pinnedNode';
 import { childTestEnv } from '../helpers/env';
 import { useTestDatabase } from '../helpers/mongo';
 import { runScript, spawnScript } from '../helpers/processes';
@@ -90,6 +91,16 @@ describe('npm run dev', () => {
       expect(dev.output()).toContain('npm run --silent admin -- bootstrap');
       const ready = await get(`http://127.0.0.1:${port}/readyz`);
       expect(ready.status).toBe(200);
+      // The service process runs on the image's Node (scripts/lib/pinnedNode.ts): this node when it is that major,
+      // else the pinned version, installed into the cache; the launcher says which.
+      const pinned = pinnedNodeVersion()!;
+      const node =
+        'use' in chooseNode({ version: process.version, execPath: process.execPath }, pinned)
+          ? process.version
+          : `v${pinned}`;
+      expect(node.split('.')[0]).toBe(`v${pinned.split('.')[0]}`);
+      expect(JSON.parse((await get(`http://127.0.0.1:${port}/api/version`)).body).node).toBe(node);
+      expect(dev.output()).toContain(`[dev] service processes on Node ${node} (`);
       expect((await get(`http://127.0.0.1:${ui}/`)).status).toBe(200);
 
       const servers = JSON.parse(readFileSync(path.join(dataDir, 'servers.json'), 'utf8'));
