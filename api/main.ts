@@ -98,7 +98,7 @@ export async function main(stop: StopSignals, options: ApiOptions = {}): Promise
   });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  logger.info({ url: `http://${config.host}:${port}` }, 'api listening');
+  logger.info({ url: `http://${config.host}:${port}`, node: process.version }, 'api listening');
 
   // The process's worker, once Temporal answers; until then executions start for any worker (no eager start).
   let worker: ApiWorker | undefined;

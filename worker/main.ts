@@ -59,7 +59,7 @@ export async function main(stop: StopSignals): Promise<void> {
     logger.fatal('MONGODB_URI and TEMPORAL_ADDRESS must be set (npm run dev sets them for you)');
     process.exit(1);
   }
-  logger.info({ taskQueue: config.temporalTaskQueue }, 'worker starting');
+  logger.info({ taskQueue: config.temporalTaskQueue, node: process.version }, 'worker starting');
   let worker: Worker | undefined;
   stop.onStop((signal) => {
     logger.info({ signal }, 'worker shutting down');
