@@ -97,14 +97,14 @@ export interface ServiceNodeOptions {
 }
 
 /**
- * @returns the node binary to run the service processes with, and its version when it is the pinned one installed.
+ * @returns the node binary to run the service processes with, and its version.
  * Never fails: when the pinned Node cannot be installed it says why in one line and returns the running node.
  */
 export async function serviceNode(options: ServiceNodeOptions): Promise<{ path: string; version: string }> {
   const running = options.running ?? { version: process.version, execPath: process.execPath };
-  const root = options.root ?? projectRoot();
   let pinned: string | undefined;
   try {
+    const root = options.root ?? projectRoot();
     pinned = pinnedNodeVersion(root);
     const choice = chooseNode(running, pinned);
     if ('use' in choice) return { path: choice.use, version: running.version };
