@@ -4,6 +4,7 @@
  * activities/executionRun.ts). All are idempotent under Temporal's at-least-once
  * execution: status moves are conditional, events have deterministic seqs, messages deterministic ids.
  */
+import type { Client } from '@temporalio/client';
 import type { EventDeps } from '../commands/serviceEvents';
 import type { Config } from '../lib/config';
 import type { Logger } from '../lib/logger';
@@ -17,6 +18,12 @@ import { createRunExecution } from './executionRun';
 export interface ExecutionActivityDeps extends EventDeps {
   logger: Logger;
   config: Readonly<Config>;
+  /**
+   * The service process's client on its worker's connection, through which its api starts executions eagerly
+   * (worker/create.ts `runInProcessWorker`): their replies begin at the start (activities/executionRun.ts). Absent in
+   * a worker-only process.
+   */
+  eagerClient?: Client;
 }
 
 /**
@@ -41,7 +48,7 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
   return {
     generateReply,
     finishExecution,
-    runExecution: createRunExecution(generateReply, finishExecution, log),
+    runExecution: createRunExecution(generateReply, finishExecution, log, deps.eagerClient),
     ...createConcurrencyActivities(log),
   };
 }
