@@ -51,7 +51,7 @@ import {
 } from './executionEvents';
 import type { HandedOver } from './executionFinish';
 import { replySpend } from './executionSpend';
-import { ExecutionTools, type ToolRun } from './executionTools';
+import { ExecutionTools, type ReplyContext, type ToolRun } from './executionTools';
 import { attemptKey, trackUsage, type AttemptUsage } from './executionUsage';
 import {
   Chat,
@@ -209,7 +209,7 @@ export function createGenerateReply(
    *   nothing of this attempt lands after the finish.
    */
   async function reply(
-    ctx: Context,
+    ctx: ReplyContext,
     executionId: string,
     direct: AbortSignal,
     limits: ReplyLimits | undefined,
@@ -465,8 +465,11 @@ export function createGenerateReply(
    * Streams the model reply into the event log. After a worker died mid-stream, the retry continues the reply
    * after the text already delivered (prefill), so clients never see text twice.
    */
-  return async function generateReply(executionId: string, limits?: ReplyLimits): Promise<ReplyOutcome> {
-    const ctx = Context.current();
+  return async function generateReply(
+    executionId: string,
+    limits?: ReplyLimits,
+    ctx: ReplyContext = Context.current()
+  ): Promise<ReplyOutcome> {
     // A local activity (shape 3) is aborted directly by the cancel endpoint (lib/runningCalls.ts), registered
     // before the execution is read: a cancel that comes earlier is seen in the record.
     const direct = new AbortController();

@@ -18,9 +18,17 @@ import type { AgentDoc, ExecutionDoc, SkillDoc } from '../models';
 import { toolResultEvent, type ToolCall } from './executionEvents';
 
 /** What running a round of calls needs from the reply that runs it. */
+/**
+ * What a reply uses of its activity's context: the activity's own (`Context.current()`), or the one of a reply begun
+ * before its local activity by this process's eager start (activities/executionRun.ts), whose attempt is the first.
+ */
+export type ReplyContext = Pick<Context, 'heartbeat' | 'cancellationSignal' | 'cancellationDetails' | 'client'> & {
+  info: Pick<Context['info'], 'attempt' | 'isLocal'>;
+};
+
 export interface ToolRun {
   /** The activity's context (its client starts sub-agents). */
-  ctx: Context;
+  ctx: ReplyContext;
   executionId: string;
   /** Aborted when the reply stops (cancel, idle timeout, deadline). */
   signal: AbortSignal;

@@ -1,8 +1,10 @@
 /**
- * Activities of the agentExecution workflow: generateReply (the model loop, activities/executionReply.ts) and
- * finishExecution (the outcome, activities/executionFinish.ts). All are idempotent under Temporal's at-least-once
+ * Activities of the agentExecution workflow: generateReply (the model loop, activities/executionReply.ts),
+ * finishExecution (the outcome, activities/executionFinish.ts) and runExecution (both in one local activity, shape 4:
+ * activities/executionRun.ts). All are idempotent under Temporal's at-least-once
  * execution: status moves are conditional, events have deterministic seqs, messages deterministic ids.
  */
+import type { Client } from '@temporalio/client';
 import type { EventDeps } from '../commands/serviceEvents';
 import type { Config } from '../lib/config';
 import type { Logger } from '../lib/logger';
@@ -11,10 +13,17 @@ import { Execution } from '../models';
 import { createConcurrencyActivities } from './executionConcurrency';
 import { createFinishExecution, HandedOver } from './executionFinish';
 import { createGenerateReply } from './executionReply';
+import { createRunExecution } from './executionRun';
 
 export interface ExecutionActivityDeps extends EventDeps {
   logger: Logger;
   config: Readonly<Config>;
+  /**
+   * The service process's client on its worker's connection, through which its api starts executions eagerly
+   * (worker/create.ts `runInProcessWorker`): their replies begin at the start (activities/executionRun.ts). Absent in
+   * a worker-only process.
+   */
+  eagerClient?: Client;
 }
 
 /**
@@ -34,9 +43,12 @@ export function createExecutionActivities(deps: ExecutionActivityDeps) {
     (err) => log.warn({ err }, 'cannot confirm a cancel request')
   );
 
+  const generateReply = createGenerateReply(deps, log, handedOver);
+  const finishExecution = createFinishExecution(deps, log, handedOver);
   return {
-    generateReply: createGenerateReply(deps, log, handedOver),
-    finishExecution: createFinishExecution(deps, log, handedOver),
+    generateReply,
+    finishExecution,
+    runExecution: createRunExecution(generateReply, finishExecution, log, deps.eagerClient),
     ...createConcurrencyActivities(log),
   };
 }

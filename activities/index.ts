@@ -2,6 +2,7 @@
  * createActivities(deps): every activity of the service, grouped one file per concern, over injected dependencies
  * (STYLE "activities are factories over dependencies").
  */
+import type { Client } from '@temporalio/client';
 import type { EventDeps } from '../commands/serviceEvents';
 import type { Config } from '../lib/config';
 import { configureRetention } from '../lib/expiry';
@@ -16,6 +17,8 @@ import { createRepoActivities } from './repos';
 export interface ActivityDeps extends EventDeps {
   logger: Logger;
   config: Readonly<Config>;
+  /** The service process's eager-start client (activities/executions.ts `ExecutionActivityDeps`). */
+  eagerClient?: Client;
 }
 
 /**

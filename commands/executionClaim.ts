@@ -128,3 +128,34 @@ export async function claimExecution(executionId: string, attempt: number, now =
   }
   return { exec: await findByIdDirect<ExecutionDoc>(Execution, executionId), claimed: false, fresh: false };
 }
+
+/** Begins the reply of an execution handed over by an eager start, before its workflow task schedules it. */
+export type EarlyStart = (executionId: string, limits: { deadlineAt: number; deadlineSeconds: number }) => void;
+
+let earlyStart: EarlyStart | undefined;
+
+/**
+ * Registers how this process begins a handed-over execution's reply at once (activities/executionRun.ts: the
+ * worker's activities; the last registered in a process that creates several, as tests do).
+ * @param start the beginning.
+ */
+export function onEagerStart(start: EarlyStart): void {
+  earlyStart = start;
+}
+
+/**
+ * An execution this process started eagerly begins its reply now, not when its workflow task has scheduled the local
+ * activity (issue 37, time to first token: that takes several turns of the event loop through the SDK); the
+ * activity, when it runs here, takes the reply over (activities/executionRun.ts). Without a registered worker,
+ * nothing happens and the activity runs the reply.
+ * @param executionId the execution, handed over ({@link handOver}) and started eagerly.
+ * @param startedAt when its start was sent (its deadline counts from then, as the workflow's from its start).
+ * @param deadlineSeconds its deadline.
+ */
+export function beginEarly(executionId: string, startedAt: number, deadlineSeconds: number): void {
+  // Only while the record is still here to take: the early reply takes it at once (synchronously, in its claim), so
+  // the activity, if it came first and took it, is never doubled by an early reply claiming in the database.
+  const entry = handedOver.get(executionId);
+  if (!earlyStart || !entry || entry.expiresAt <= Date.now()) return;
+  earlyStart(executionId, { deadlineAt: startedAt + deadlineSeconds * 1000, deadlineSeconds });
+}

@@ -23,7 +23,7 @@ import type { AgentExecutionWorkflow } from '../workflows/definitions';
 import { executionStartOptions, workPriority } from '../workflows/executionStart';
 import { findVisibleAgent } from './agents';
 import { releaseTurn, resolveConversation, takeTurn, type ConversationSession } from './conversations';
-import { dropHandOver, eagerClaimFields, handOver } from './executionClaim';
+import { beginEarly, dropHandOver, eagerClaimFields, handOver } from './executionClaim';
 import { defaultSpaceId } from './defaultSpace';
 import { appendEvents, insertEvents, type LoggedEvent } from './eventLog';
 import { META_ON_RECORD } from './executionMeta';
@@ -393,12 +393,17 @@ async function startAdmitted(
       // start is abandoned in time to mark the execution failed before the request's deadline, and a start that
       // lands later finds it failed (start_failed) and ends at once, so a request answered 503 never runs.
       const bound = callTimeLeft(deps.config.dependencyTimeoutMs, START_FAILURE_RESERVE_MS);
+      const startedAt = Date.now();
       const handle = await withDeadline(
         eager ? eager.withDeadline(Date.now() + bound, start) : start(),
         bound,
         'Temporal (start of the execution)'
       );
-      if (handle.eagerlyStarted) executionsStartedEagerly.inc();
+      if (handle.eagerlyStarted) {
+        executionsStartedEagerly.inc();
+        // Its reply begins now, in this process (activities/executionRun.ts): its local activity takes it over.
+        if (claim.eagerClaim) beginEarly(executionId, startedAt, deps.config.executionDeadlineSeconds);
+      }
       // Not eager after all (refused: no free slot, the server's limits): its first attempt may run in any process,
       // and claims it in the database.
       else if (claim.eagerClaim) dropHandOver(executionId);

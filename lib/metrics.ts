@@ -38,6 +38,12 @@ export const repliesAbortedDirectly = new client.Counter({
   help: 'Replies stopped by the cancel endpoint directly (in this process, or over the wake-up channel), before Temporal told them',
   registers: [registry],
 });
+/** Replies begun by their eager start before their local activity (activities/executionRun.ts). */
+export const repliesBegunEarly = new client.Counter({
+  name: 'aas_replies_begun_early_total',
+  help: 'Replies of executions started eagerly that began at the start, before their workflow task scheduled them',
+  registers: [registry],
+});
 export const executionsStartedEagerly = new client.Counter({
   name: 'aas_executions_started_eagerly_total',
   help: 'Agent executions whose first workflow task came back in the start call (eager start: it runs in this process)',

@@ -111,3 +111,13 @@ export async function outsideRequestDeadline<T>(work: () => Promise<T>): Promise
     clock?.resume();
   }
 }
+
+/**
+ * Starts work that outlives the request (the reply of an execution begun by its start: activities/executionRun.ts):
+ * the request's deadline does not reach it, as it would not reach the worker's activity it stands for.
+ * @param work the work (started now, synchronously).
+ * @returns what it returns.
+ */
+export function detachedFromRequestDeadline<T>(work: () => T): T {
+  return clocks.exit(work);
+}

@@ -33,7 +33,7 @@ export interface WorkerDeps {
 export async function createWorker(
   deps: WorkerDeps,
   connection: NativeConnection,
-  options: { code?: string; shutdownGraceTime?: Duration } = {}
+  options: { code?: string; shutdownGraceTime?: Duration; eagerClient?: Client } = {}
 ): Promise<Worker> {
   const { config, logger } = deps;
   const dispatchEvent =
@@ -56,7 +56,7 @@ export async function createWorker(
           ? { codePath: config.workflowBundlePath }
           : undefined
     ),
-    activities: createActivities({ logger, config, dispatchEvent }),
+    activities: createActivities({ logger, config, dispatchEvent, eagerClient: options.eagerClient }),
     maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
     shutdownGraceTime: options.shutdownGraceTime ?? '8 seconds',
   });
@@ -88,18 +88,19 @@ export async function runInProcessWorker(
   options: { code?: string; shutdownGraceTime?: Duration } = {}
 ): Promise<InProcessWorker> {
   const connection = await NativeConnection.connect(temporalConnectionOptions(deps.config));
-  let worker: Worker;
-  try {
-    worker = await createWorker(deps, connection, options);
-  } catch (err) {
-    await connection.close();
-    throw err;
-  }
   const client = new Client({
     connection,
     namespace: deps.config.temporalNamespace,
     ...temporalExtensions(deps.config).client,
   });
+  let worker: Worker;
+  try {
+    // The executions this client starts eagerly begin their replies at once (activities/executionRun.ts).
+    worker = await createWorker(deps, connection, { ...options, eagerClient: client });
+  } catch (err) {
+    await connection.close();
+    throw err;
+  }
   const running = worker.run();
   let stopped: Promise<void> | undefined;
   return {

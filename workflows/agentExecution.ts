@@ -5,7 +5,12 @@
  * dies, continuing the reply where it stopped) → finish (completed | failed | cancelled: final events, chat message,
  * usage, session released). Finishing always runs, even after cancellation.
  *
- * Shape 3 (every start since it exists, docs/architecture.md §5, docs/decisions.md "Execution shape 3"): both steps are
+ * Shape 4 (every start since it exists, docs/decisions.md "Execution shape 4"): both steps in ONE local activity,
+ * runExecution (activities/executionRun.ts): the workflow is activated twice (start; the activity's result), the
+ * outcome is written as soon as the reply ends. A reply that fails, or a finish that fails after it, takes the paths of
+ * shape 3 below (the workflow's own finish).
+ *
+ * Shape 3 (docs/architecture.md §5, docs/decisions.md "Execution shape 3"): both steps are
  * local activities, so the whole execution is one workflow task of the process that started it (eager start). The
  * SDK heartbeats that task while the reply streams; the workflow task timeout (EXECUTION_TASK_TIMEOUT in workflows/ids.ts, set by
  * the starters) bounds how long a dead process goes unnoticed. A local activity sees Temporal's cancellation only
@@ -124,10 +129,10 @@ const REPLY_RETRY = {
 const LOCAL_REPLY_GRACE_SECONDS = 30;
 
 /**
- * The model call of shape 3, as a local activity (the model/tool loop of one reply, in the workflow task): it enforces
- * the deadline itself and is aborted directly on cancel; the engine's timeout is only a backstop.
+ * The model call of shapes 3 and 4, as a local activity (the model/tool loop of one reply, in the workflow task): it
+ * enforces the deadline itself and is aborted directly on cancel; the engine's timeout is only a backstop.
  * @param deadlineSeconds the execution's deadline.
- * @returns the activity.
+ * @returns the activities (shape 3: generateReply; shape 4: runExecution, the reply and its finish in one).
  */
 function localReply(deadlineSeconds: number) {
   return proxyLocalActivities<ExecutionActivities>({
@@ -135,7 +140,7 @@ function localReply(deadlineSeconds: number) {
     scheduleToCloseTimeout: `${deadlineSeconds + LOCAL_REPLY_GRACE_SECONDS} seconds`,
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: REPLY_RETRY,
-  }).generateReply;
+  });
 }
 
 /**
@@ -188,9 +193,11 @@ async function withDeadline<T>(
 export async function agentExecution(input: AgentExecutionInput): Promise<AgentExecutionOutcome> {
   const { executionId } = input;
   const deadlineSeconds = input.deadlineSeconds ?? DEFAULT_DEADLINE_SECONDS;
-  const local = input.shape === EXECUTION_SHAPE;
+  // Shape 4 (EXECUTION_SHAPE): the reply and its finish in one local activity; shape 3: two local activities.
+  const whole = input.shape === EXECUTION_SHAPE;
+  const local = whole || input.shape === 3;
   const finishExecution = local || input.shape === 2 ? finishLocal : finishAsRecorded;
-  const settle = (reply: Promise<Awaited<ReturnType<ExecutionActivities['generateReply']>>>) =>
+  const settle = <T>(reply: Promise<T>) =>
     reply.then(
       (value) => ({ value, timedOut: false as const }),
       (error: unknown) => ({ error, timedOut: false })
@@ -208,28 +215,30 @@ export async function agentExecution(input: AgentExecutionInput): Promise<AgentE
   // its concurrency keys, so a retry after a crash keeps it). Histories recorded before the deadline existed replay
   // without its timer.
   const runFrom = input.concurrency ? Date.now() : workflowInfo().runStartTime.getTime();
-  const outcome = local
-    ? await settle(
-        localReply(deadlineSeconds)(executionId, {
-          deadlineAt: runFrom + deadlineSeconds * 1000,
-          deadlineSeconds,
-        })
-      )
-    : input.shape === 2 || patched('execution-deadline')
-      ? await withDeadline(deadlineSeconds, () => generateReply(executionId))
-      : await settle(generateReply(executionId));
+  const limits = { deadlineAt: runFrom + deadlineSeconds * 1000, deadlineSeconds };
+  const outcome = whole
+    ? await settle(localReply(deadlineSeconds).runExecution(executionId, limits))
+    : local
+      ? await settle(localReply(deadlineSeconds).generateReply(executionId, limits))
+      : input.shape === 2 || patched('execution-deadline')
+        ? await withDeadline(deadlineSeconds, () => generateReply(executionId))
+        : await settle(generateReply(executionId));
   if ('value' in outcome) {
+    // Shape 4: the activity finished it (else its finish failed, and the finish below records the reply it answered).
+    if ('finished' in outcome.value && outcome.value.finished)
+      return asRecorded(outcome.value.finished, { status: 'completed', text: outcome.value.text });
+    const reply = outcome.value as Awaited<ReturnType<ExecutionActivities['generateReply']>>;
     // lastSeq and attemptUsage are undefined in histories recorded before generateReply returned them: finish then
     // reads the stream, and the attempt had saved its counts itself.
     const recorded = await finishExecution({
       executionId,
       status: 'completed',
-      text: outcome.value.text,
-      lastSeq: outcome.value.lastSeq,
-      held: outcome.value.held,
-      attemptUsage: outcome.value.attemptUsage,
+      text: reply.text,
+      lastSeq: reply.lastSeq,
+      held: reply.held,
+      attemptUsage: reply.attemptUsage,
     });
-    return asRecorded(recorded, { status: 'completed', text: outcome.value.text });
+    return asRecorded(recorded, { status: 'completed', text: reply.text });
   }
   const err = outcome.error;
   if (outcome.timedOut) {

@@ -100,12 +100,13 @@ export interface AgentExecutionInput {
   /** Overall deadline of the reply in seconds (EXECUTION_DEADLINE_SECONDS when the api started it). */
   deadlineSeconds?: number;
   /**
-   * 3 (every start since it exists, {@link EXECUTION_SHAPE}): the model call a local activity with its own deadline,
+   * 4 (every start since it exists, {@link EXECUTION_SHAPE}): the model call and the finish in one local activity
+   * (runExecution), the model call with its own deadline. 3: the model call a local activity with its own deadline,
    * then the local finish. 2: the model call a regular activity under a deadline timer, then the local finish, with
    * no patch checks (each `patched()` call writes a marker and a search-attribute upsert into the history). Absent: a
    * history recorded before, replayed through its patches as recorded.
    */
-  shape?: 2 | 3;
+  shape?: 2 | 3 | 4;
   /**
    * It has concurrency keys to hold before its reply (docs/fairness.md "Concurrency keys"): the workflow claims them
    * (activity claimConcurrency), waiting for {@link concurrencyGrantedSignal} or re-checking every

@@ -7,10 +7,10 @@
  * The input shape every starter of an execution workflow passes (workflows/agentExecution.ts `shape`): here, with
  * the workflow ids, so that starters need not import workflow code.
  */
-export const EXECUTION_SHAPE = 3 as const;
+export const EXECUTION_SHAPE = 4 as const;
 
 /**
- * The workflow task timeout of an execution (shape 3 runs the whole reply in its first workflow task, heartbeated by
+ * The workflow task timeout of an execution (shapes 3 and 4 run the whole reply in its first workflow task, heartbeated by
  * the SDK at 80 % of it): a process that dies in the middle of a reply is noticed within this time, and another
  * worker continues the reply (docs/decisions.md "Execution shape 3").
  */

@@ -9,7 +9,8 @@
  * protobufjs writes it: enums and 64-bit numbers as strings, bytes in base64). An execution started with shape 2
  * (running at an upgrade) still runs to its end. fixtures/execution-history-shape3-completed.json: a completed
  * execution of shape 3 recorded by the code of b5c037d, whose finish's marker repeated the reply (the same JSON
- * form, its payloads opened, stored clear). The last test records a current-shape (3) execution live and replays it.
+ * form, its payloads opened, stored clear). The last test records a current-shape (4) execution live and replays it; the one before runs shapes 2 and 3 started
+ * as an older api did, and replays them.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -87,48 +88,60 @@ it("a completed execution of shape 3 whose finish's marker repeated the reply re
   await Worker.runReplayHistory(replaySource(stack.t.config), history);
 }, 60_000);
 
-it('an execution started with shape 2 before an upgrade runs to its end on the current code', async () => {
-  const org = await buildOrg();
-  const as = v1As(stack.t, org.apiToken);
-  const agent = await as.post('/agents', { name: 'Echo', systemPrompt: 'x' });
-  const res = await as.post(`/agents/${agent.body.id}/execute`, { message: '[chunks:2] hi' });
-  expect(res.status).toBe(200);
-  // A second turn of the same conversation, recorded as an older api did, then started with shape 2.
-  const first = (await Execution.findById(res.body.executionId).lean<ExecutionDoc>())!;
-  const id = newExecutionId();
-  await recordPendingExecution({
-    _id: id,
-    organizationId: first.organizationId,
-    agentId: first.agentId,
-    userId: first.userId,
-    chatId: first.chatId,
-    sessionId: first.sessionId,
-    spaceId: first.spaceId,
-    turn: first.turn + 1,
-    message: '[chunks:3] again',
-    provider: first.provider,
-    model: first.model,
-    modelNote: null,
-    parentExecutionId: null,
-    rootExecutionId: id,
-    taskId: null,
-    source: 'v1',
-    chatSeqBase: 0,
-  });
-  const handle = await stack.t.temporal.client.workflow.start('agentExecution', {
-    workflowId: executionWorkflowId(id),
-    taskQueue: stack.t.config.temporalTaskQueue,
-    args: [{ executionId: id, deadlineSeconds: 60, shape: 2 }],
-  });
-  expect(await handle.result()).toMatchObject({ status: 'completed' });
-  const types = eventTypes(await handle.fetchHistory());
-  // The old shape ran: the model call a regular activity under the deadline timer.
-  expect(types).toContain('EVENT_TYPE_ACTIVITY_TASK_COMPLETED');
-  expect(types).toContain('EVENT_TYPE_TIMER_STARTED');
-  expect(await Execution.findById(id).lean()).toMatchObject({ status: 'completed' });
-}, 60_000);
+it.each([2, 3] as const)(
+  'an execution started with shape %s before an upgrade runs to its end on the current code',
+  async (shape) => {
+    const org = await buildOrg();
+    const as = v1As(stack.t, org.apiToken);
+    const agent = await as.post('/agents', { name: 'Echo', systemPrompt: 'x' });
+    const res = await as.post(`/agents/${agent.body.id}/execute`, { message: '[chunks:2] hi' });
+    expect(res.status).toBe(200);
+    // A second turn of the same conversation, recorded as an older api did, then started with shape 2.
+    const first = (await Execution.findById(res.body.executionId).lean<ExecutionDoc>())!;
+    const id = newExecutionId();
+    await recordPendingExecution({
+      _id: id,
+      organizationId: first.organizationId,
+      agentId: first.agentId,
+      userId: first.userId,
+      chatId: first.chatId,
+      sessionId: first.sessionId,
+      spaceId: first.spaceId,
+      turn: first.turn + 1,
+      message: '[chunks:3] again',
+      provider: first.provider,
+      model: first.model,
+      modelNote: null,
+      parentExecutionId: null,
+      rootExecutionId: id,
+      taskId: null,
+      source: 'v1',
+      chatSeqBase: 0,
+    });
+    const handle = await stack.t.temporal.client.workflow.start('agentExecution', {
+      workflowId: executionWorkflowId(id),
+      taskQueue: stack.t.config.temporalTaskQueue,
+      args: [{ executionId: id, deadlineSeconds: 60, shape }],
+    });
+    expect(await handle.result()).toMatchObject({ status: 'completed' });
+    const history = await handle.fetchHistory();
+    const types = eventTypes(history);
+    if (shape === 2) {
+      // The old shape ran: the model call a regular activity under the deadline timer.
+      expect(types).toContain('EVENT_TYPE_ACTIVITY_TASK_COMPLETED');
+      expect(types).toContain('EVENT_TYPE_TIMER_STARTED');
+    } else {
+      // Shape 3: two local activities, the reply's and the finish's markers.
+      expect(types).not.toContain('EVENT_TYPE_ACTIVITY_TASK_SCHEDULED');
+      expect(types.filter((t) => t === 'EVENT_TYPE_MARKER_RECORDED')).toHaveLength(2);
+    }
+    expect(await Execution.findById(id).lean()).toMatchObject({ status: 'completed', result: 'tok1 tok2 tok3 ' });
+    await Worker.runReplayHistory(replaySource(stack.t.config), history);
+  },
+  60_000
+);
 
-it('a current execution (shape 3) is local activities only, with no patch markers, timers or search-attribute upserts, and replays', async () => {
+it('a current execution (shape 4) is one local activity, with no patch markers, timers or search-attribute upserts, and replays', async () => {
   const org = await buildOrg();
   const as = v1As(stack.t, org.apiToken);
   const agent = await as.post('/agents', { name: 'Echo', systemPrompt: 'x' });
@@ -142,14 +155,16 @@ it('a current execution (shape 3) is local activities only, with no patch marker
   expect(types).not.toContain('EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES');
   expect(types).not.toContain('EVENT_TYPE_ACTIVITY_TASK_SCHEDULED');
   expect(types).not.toContain('EVENT_TYPE_TIMER_STARTED');
-  // Two markers: the local reply and the local finish.
-  expect(types.filter((t) => t === 'EVENT_TYPE_MARKER_RECORDED')).toHaveLength(2);
-  // The finish's marker does not repeat the reply (the reply's marker holds it, and the workflow's result): its
-  // result is the status alone.
+  // One marker: the reply and its finish in one local activity (activities/executionRun.ts).
+  expect(types.filter((t) => t === 'EVENT_TYPE_MARKER_RECORDED')).toHaveLength(1);
+  // Its result is the finish's outcome (the status alone: the reply it recorded is the one given) and the reply once.
   const codec = temporalExtensions(stack.t.config).dataConverter.payloadCodecs![0];
-  const finishMarker = (history.events ?? []).filter((e) => e.markerRecordedEventAttributes)[1];
-  const [opened] = await codec.decode(finishMarker.markerRecordedEventAttributes!.details!.result!.payloads!);
-  expect(JSON.parse(Buffer.from(opened.data!).toString('utf8'))).toEqual({ status: 'completed' });
+  const marker = (history.events ?? []).find((e) => e.markerRecordedEventAttributes)!;
+  const [opened] = await codec.decode(marker.markerRecordedEventAttributes!.details!.result!.payloads!);
+  expect(JSON.parse(Buffer.from(opened.data!).toString('utf8'))).toEqual({
+    finished: { status: 'completed' },
+    text: 'tok1 tok2 tok3 tok4 tok5 ',
+  });
   expect(await handleResult(res.body.executionId)).toEqual({ status: 'completed', text: 'tok1 tok2 tok3 tok4 tok5 ' });
   await Worker.runReplayHistory(replaySource(stack.t.config), history);
 }, 60_000);

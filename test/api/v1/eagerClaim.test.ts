@@ -6,7 +6,21 @@
 import mongoose from 'mongoose';
 import { NativeConnection } from '@temporalio/worker';
 import { Client } from '@temporalio/client';
-import { claimExecution, dropHandOver, handOver, HAND_OVER_MS } from '../../../commands/executionClaim';
+import { ADOPT_WITHIN_MS } from '../../../activities/executionRun';
+import { deliveredText } from '../../../activities/executionEvents';
+import {
+  beginEarly,
+  claimExecution,
+  dropHandOver,
+  eagerClaimFields,
+  handOver,
+  HAND_OVER_MS,
+} from '../../../commands/executionClaim';
+import { readEvents, readWritten } from '../../../commands/eventLog';
+import { recordPendingExecution } from '../../../commands/executionStart';
+import { newExecutionId } from '../../../lib/ids';
+import { repliesBegunEarly } from '../../../lib/metrics';
+import { executionStartOptions } from '../../../workflows/executionStart';
 import { abortReply } from '../../../commands/executions';
 import { temporalExtensions } from '../../../lib/dataConverter';
 import { temporalConnectionOptions } from '../../../lib/temporal';
@@ -244,3 +258,71 @@ it('a start that fails: the record is taken back and marked start_failed, 503', 
   // Its workflow, if the start reached the engine after all, finds it failed: never claimed.
   expect(await claimExecution(failed!._id, 1)).toMatchObject({ claimed: false, exec: { status: 'failed' } });
 }, 60_000);
+
+describe('a reply begun at its eager start (activities/executionRun.ts)', () => {
+  const begun = async (): Promise<number> => (await repliesBegunEarly.get()).values[0]?.value ?? 0;
+
+  it('begins before its local activity, which takes it over: one reply, the record taken from memory', async () => {
+    const before = await begun();
+    const res = await as.post(`/agents/${agentId}/execute`, { message: '[chunks:4] early' });
+    expect(res.status).toBe(200);
+    expect(res.body.result).toBe('tok1 tok2 tok3 tok4 ');
+    expect(await begun()).toBe(before + 1);
+    const exec = (await Execution.findById(res.body.executionId).lean<ExecutionDoc>())!;
+    expect(exec).toMatchObject({ status: 'completed', result: 'tok1 tok2 tok3 tok4 ' });
+    expect(Object.keys(exec.usageByAttempt ?? {})).toHaveLength(1);
+  }, 60_000);
+
+  it('stops when no activity takes it over in time; the activity then continues what it wrote', async () => {
+    // A record handed over as an eager start does, whose workflow starts only after the early reply gave up.
+    const first = (await Execution.findOne({ agentId }).lean<ExecutionDoc>())!;
+    const id = newExecutionId();
+    const exec = await recordPendingExecution({
+      _id: id,
+      organizationId: first.organizationId,
+      agentId,
+      userId: first.userId,
+      chatId: first.chatId,
+      sessionId: first.sessionId,
+      spaceId: first.spaceId,
+      turn: 1,
+      message: '[chunks:40][slow:100] late',
+      provider: first.provider,
+      model: first.model,
+      modelNote: null,
+      parentExecutionId: null,
+      rootExecutionId: id,
+      taskId: null,
+      source: 'v1',
+      chatSeqBase: 0,
+      ...eagerClaimFields({ eager: true, concurrency: false, rerun: false }),
+    });
+    handOver(exec);
+    const before = await begun();
+    beginEarly(id, Date.now(), 60);
+    expect(await begun()).toBe(before + 1);
+    // Past the time to take it over, the early reply stopped midway (40 chunks at 100 ms each take 4 s).
+    await new Promise((r) => setTimeout(r, ADOPT_WITHIN_MS + 500));
+    const written = deliveredText(await readWritten(id));
+    expect(written.length).toBeGreaterThan(0);
+    expect(written.length).toBeLessThan('tok1 '.length * 40);
+    const handle = await stack.t.temporal.client.workflow.start('agentExecution', {
+      ...executionStartOptions({
+        executionId: id,
+        organizationId: first.organizationId,
+        agentId,
+        deadlineSeconds: 60,
+        memo: {},
+      }),
+      taskQueue: stack.t.config.temporalTaskQueue,
+    });
+    expect(await handle.result()).toMatchObject({ status: 'completed' });
+    const done = (await Execution.findById(id).lean<ExecutionDoc>())!;
+    const expected = Array.from({ length: 40 }, (_, i) => `tok${i + 1} `).join('');
+    // The whole reply once: what the early reply wrote, then the rest (the activity read it back and continued).
+    expect(done).toMatchObject({ status: 'completed', result: expected });
+    expect(deliveredText(await readEvents(id))).toBe(expected);
+    // Both runs' counts are kept (the provider billed both).
+    expect(Object.keys(done.usageByAttempt ?? {})).toHaveLength(2);
+  }, 60_000);
+});

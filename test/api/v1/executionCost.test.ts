@@ -97,13 +97,12 @@ it('a JSON execution in a new conversation: its database operations and history 
       'ledger_entries.insertOne',
     ].sort()
   );
-  // One workflow task holding the two local activities (shape 3): 7 events (shape 2: 14).
+  // One workflow task holding one local activity, the reply and its finish (shape 4): 6 events (shape 3: 7, shape 2: 14).
   expect(events).toEqual([
     'EVENT_TYPE_WORKFLOW_EXECUTION_STARTED',
     'EVENT_TYPE_WORKFLOW_TASK_SCHEDULED',
     'EVENT_TYPE_WORKFLOW_TASK_STARTED',
     'EVENT_TYPE_WORKFLOW_TASK_COMPLETED',
-    'EVENT_TYPE_MARKER_RECORDED',
     'EVENT_TYPE_MARKER_RECORDED',
     'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED',
   ]);
