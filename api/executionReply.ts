@@ -4,9 +4,8 @@
  * (docs/architecture.md §3: what both surfaces use sits in api/ itself).
  */
 import { metaEvent } from '../commands/executionMeta';
-import { awaitExecution } from '../commands/executions';
+import { awaitExecution, isExecutionTerminal } from '../commands/executions';
 import { ConflictError, ExecutionFailedError } from '../lib/errors';
-import type { LoggedEvent } from '../commands/eventLog';
 import type { ExecutionDoc } from '../models';
 import type { AppContext } from './context';
 import type { ExecutionRouteDeps } from './deps';
@@ -24,9 +23,6 @@ export function clientGone(ctx: AppContext): AbortSignal {
   });
   return gone.signal;
 }
-
-/** `result` and `error` end an execution stream. */
-export const isExecutionTerminal = (e: LoggedEvent): boolean => e.event === 'result' || e.event === 'error';
 
 /**
  * Answers an execution as JSON (after it finished) or as an event stream, as the client asked.
@@ -63,7 +59,12 @@ export async function replyToExecution(
     });
     return;
   }
-  const done = await awaitExecution(deps, exec._id);
+  const done = await awaitExecution(deps, exec, {
+    // Queued for a concurrency key: its slot comes back while it waits, as for a stream (above).
+    onEvent: (event) => {
+      if (event.event === 'queued') deps.admission?.releaseQueued(exec._id);
+    },
+  });
   ended();
   if (done.status === 'completed') {
     ctx.body = {

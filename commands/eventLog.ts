@@ -450,6 +450,8 @@ interface StreamSubscription {
   /** Highest seq delivered to every listener of the stream. */
   delivered: number;
   listeners: Set<Listener>;
+  /** Those of them that follow the stream live ({@link EventTailer.follows}). */
+  live: Set<Listener>;
 }
 
 /**
@@ -503,12 +505,15 @@ export class EventTailer {
    *   false when the caller wrote the stream's events so far itself, just now (a just-started execution's `meta`):
    *   anything appended since reaches the listener with the next append (handed over, or read after the gap it
    *   leaves, by id) or the fallback tick.
+   * @param live whether the listener follows the stream live (default: a client shown its text as it comes), which
+   *   a writer of this process asks ({@link followedHere}); false for one that waits for the end only (a JSON
+   *   execution's answer: commands/executions.ts `awaitExecution`).
    * @returns unsubscribe.
    */
-  subscribe(streamId: string, afterSeq: number, listener: Listener, readNow = true): () => void {
+  subscribe(streamId: string, afterSeq: number, listener: Listener, readNow = true, live = true): () => void {
     let sub = this.streams.get(streamId);
     if (!sub) {
-      sub = { delivered: afterSeq, listeners: new Set() };
+      sub = { delivered: afterSeq, listeners: new Set(), live: new Set() };
       this.streams.set(streamId, sub);
     }
     // A listener that is behind the stream's position gets its own catch-up guard through `last`.
@@ -520,6 +525,7 @@ export class EventTailer {
     };
     sub.delivered = Math.min(sub.delivered, afterSeq);
     sub.listeners.add(guarded);
+    if (live) sub.live.add(guarded);
     // Events written between the subscriber's replay and now were announced before it listened: read once now.
     if (readNow) this.wake([{ streamId }]);
     this.ensureTimer();
@@ -527,6 +533,7 @@ export class EventTailer {
       const current = this.streams.get(streamId);
       if (!current) return;
       current.listeners.delete(guarded);
+      current.live.delete(guarded);
       if (current.listeners.size === 0) this.streams.delete(streamId);
     };
   }
@@ -579,10 +586,10 @@ export class EventTailer {
 
   /**
    * @param streamId a stream.
-   * @returns whether a listener of this process follows it.
+   * @returns whether a listener of this process follows it live.
    */
   follows(streamId: string): boolean {
-    return this.streams.has(streamId);
+    return (this.streams.get(streamId)?.live.size ?? 0) > 0;
   }
 
   /** Number of streams being followed (for tests and metrics). */
@@ -686,6 +693,10 @@ export class EventTailer {
  * @param onEvent called once per event, in order (the terminal one included).
  * @param isTerminal whether an event ends the stream.
  * @param signal aborts the wait (the promise then rejects with the signal's reason).
+ * @param how `replay`: read the events after `afterSeq` first (default); false when the caller wrote the stream's
+ *   events up to `afterSeq` itself, just now (a just-started execution's `meta`): nothing is read, the tailer delivers
+ *   what follows ({@link EventTailer.subscribe} with `readNow` false). `live`: {@link EventTailer.subscribe}'s (default
+ *   true).
  * @returns the terminal event.
  */
 export function followEvents(
@@ -694,8 +705,10 @@ export function followEvents(
   afterSeq: number,
   onEvent: Listener,
   isTerminal: (event: LoggedEvent) => boolean,
-  signal?: AbortSignal
+  signal?: AbortSignal,
+  how: { replay?: boolean; live?: boolean } = {}
 ): Promise<LoggedEvent> {
+  const { replay = true, live = true } = how;
   return new Promise((resolve, reject) => {
     let last = afterSeq;
     let done = false;
@@ -720,10 +733,14 @@ export function followEvents(
     };
     if (signal?.aborted) return abort();
     signal?.addEventListener('abort', abort);
+    if (!replay) {
+      unsubscribe = tailer.subscribe(streamId, afterSeq, deliver, false, live);
+      return;
+    }
     readEvents(streamId, afterSeq).then(
       (events) => {
         events.forEach(deliver);
-        if (!done) unsubscribe = tailer.subscribe(streamId, last, deliver);
+        if (!done) unsubscribe = tailer.subscribe(streamId, last, deliver, true, live);
       },
       (err: unknown) => {
         stop();

@@ -3,14 +3,15 @@
  * Starting one: commands/executionStart.ts.
  */
 import type { Client } from '@temporalio/client';
-import { NotFoundError, ValidationError } from '../lib/errors';
+import { NotFoundError, ServiceUnavailableError, ValidationError } from '../lib/errors';
 import { abortRunningCall, broadcastAbort } from '../lib/runningCalls';
 import { paginate } from '../lib/pagination';
 import { whileTemporalAnswers } from '../lib/temporal';
 import { Execution, TERMINAL_EXECUTION_STATUSES, type ExecutionDoc, type ExecutionStatus } from '../models';
-import type { AgentExecutionOutcome, AgentExecutionWorkflow } from '../workflows/definitions';
+import { FAILURES } from '../workflows/failures';
 import { executionWorkflowId } from '../workflows/ids';
 import { dropHandOver } from './executionClaim';
+import { followEvents, type EventTailer, type LoggedEvent } from './eventLog';
 import type { ExecutionDeps } from './executionStart';
 import type { AuthContext } from './tokens';
 
@@ -27,24 +28,80 @@ export async function findExecution(auth: AuthContext, id: string): Promise<Exec
   return exec;
 }
 
+/** `result` and `error` end an execution stream. */
+export const isExecutionTerminal = (e: LoggedEvent): boolean => e.event === 'result' || e.event === 'error';
+
 /**
- * Waits until the execution's workflow has finished.
- * @param deps Temporal.
- * @param id execution id.
+ * The message of a cancelled execution's `error` event (the record's `error.message`: activities/executionFinish.ts;
+ * the event carries no code of its own, commands/executionFinal.ts). No failure's message is this one
+ * (workflows/failures.ts).
+ */
+const CANCELLED_MESSAGE = 'Execution cancelled';
+
+/** What a JSON client is answered with: the outcome, as the execution's stream ends. */
+export interface ExecutionAnswer {
+  status: 'completed' | 'failed' | 'cancelled';
+  /** The reply ('' unless completed). */
+  result: string;
+  /** The `error` event's message (failed and cancelled). */
+  error?: string;
+}
+
+/**
+ * Waits until the execution has finished, following its stream through this process's tailer to its terminal event
+ * (issue 37: no long poll of Temporal for the workflow's result). The outcome comes from memory when the finish runs
+ * in this process (commands/eventLog.ts `announceAppended`), or with the wake-up and head read of the tailer when it
+ * runs in another: a completed execution's reply is its assistant `message` (the event before `result`: both are made
+ * from the record, commands/executionFinal.ts), a failed or cancelled one's is told by its `error` event. The wait
+ * stays under the watch of lib/temporal.ts (`whileTemporalAnswers`, the database watched too): Temporal or the
+ * database silent for DEPENDENCY_TIMEOUT_MS ends it with 503 (the execution itself goes on: GET /executions/{id}
+ * reads it), as does the process's shutdown.
+ * @param deps Temporal, the tailer, the shutdown signal and the configuration.
+ * @param exec the just-started execution: its api wrote its `meta` (seq 1) itself, so nothing is read before its
+ *   next events arrive (a rerun's stream starts with copied steps: read from the start).
+ * @param opts `onEvent`: called with each event after `meta`, in order (the terminal one included); `signal`: ends
+ *   the wait (it then rejects with the signal's reason); `live`: the caller shows the reply's text as it comes (an MCP
+ *   tool's progress), so its writer streams it (commands/eventLog.ts `followedHere`); by default the wait is for the
+ *   outcome alone, and a reply that arrives whole is written once, with the finish.
  * @returns its final status and reply.
  */
-export async function awaitExecution(deps: ExecutionDeps, id: string): Promise<{ status: string; result: string }> {
-  const handle = deps.temporal.client.workflow.getHandle<AgentExecutionWorkflow>(executionWorkflowId(id));
-  // While Temporal is away the wait ends with 503 (the execution itself goes on: GET /executions/{id} reads it).
-  const outcome = (await whileTemporalAnswers(deps.temporal, deps.config.dependencyTimeoutMs, () =>
-    handle.result()
-  )) as AgentExecutionOutcome | undefined;
-  // The workflow returns its reply; workflows started before it did are read back from the record.
-  if (outcome?.status && (outcome.status !== 'completed' || outcome.text !== undefined))
-    return { status: outcome.status, result: outcome.text ?? '' };
-  const exec = await Execution.findById(id).lean<ExecutionDoc>();
-  if (!exec) throw new NotFoundError(NOT_FOUND);
-  return { status: exec.status, result: exec.result ?? '' };
+export async function awaitExecution(
+  deps: Pick<ExecutionDeps, 'config' | 'temporal'> & { events: EventTailer; shutdown?: AbortSignal },
+  exec: Pick<ExecutionDoc, '_id' | 'rerunOf'>,
+  opts: { onEvent?: (e: LoggedEvent) => void; signal?: AbortSignal; live?: boolean } = {}
+): Promise<ExecutionAnswer> {
+  let reply = '';
+  const onEvent = (e: LoggedEvent): void => {
+    const data = e.data as { messageType?: string; content?: Array<{ type?: string; text?: string }> };
+    if (e.event === 'message' && data.messageType === 'assistant')
+      reply = (data.content ?? []).map((c) => (c.type === 'text' ? (c.text ?? '') : '')).join('');
+    opts.onEvent?.(e);
+  };
+  const replay = exec.rerunOf != null;
+  const end = await whileTemporalAnswers(
+    deps.temporal,
+    deps.config.dependencyTimeoutMs,
+    (watch) => {
+      const signals = [watch, ...(opts.signal ? [opts.signal] : []), ...(deps.shutdown ? [deps.shutdown] : [])];
+      return followEvents(
+        deps.events,
+        exec._id,
+        replay ? 0 : 1,
+        onEvent,
+        isExecutionTerminal,
+        AbortSignal.any(signals),
+        { replay, live: opts.live ?? false }
+      ).catch((err: unknown) => {
+        // At shutdown the wait ends as an outage does (the request is answered 503).
+        if (deps.shutdown?.aborted && !watch.aborted && !opts.signal?.aborted) throw new ServiceUnavailableError();
+        throw err;
+      });
+    },
+    { database: true }
+  );
+  if (end.event === 'result') return { status: 'completed', result: reply };
+  const message = String((end.data as { message?: unknown }).message ?? FAILURES.internal.message);
+  return { status: message === CANCELLED_MESSAGE ? 'cancelled' : 'failed', result: '', error: message };
 }
 
 /**

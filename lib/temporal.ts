@@ -17,6 +17,7 @@ import {
 import type { Config } from './config';
 import { temporalExtensions, type TemporalExtensionsConfig } from './dataConverter';
 import { ServiceUnavailableError } from './errors';
+import { pingMongo } from './mongo';
 import { outsideRequestDeadline } from './requestDeadline';
 
 export interface TemporalDeps {
@@ -179,41 +180,67 @@ export async function pingTemporal(
 const WATCH_INTERVAL_MS = 500;
 
 interface Watch {
-  waiters: Set<AbortController>;
+  /** Each wait's abort, and whether it needs the database too. */
+  waiters: Map<AbortController, { database: boolean }>;
   timer?: NodeJS.Timeout;
   lastOk: number;
   checking: boolean;
+  /** The last time the database answered a check (reset when the first wait that needs it joins). */
+  databaseOk: number;
+  checkingDatabase: boolean;
 }
 /** One watch per connection, shared by every wait of the process: one check per interval, not one per request. */
 const watches = new WeakMap<Connection, Watch>();
 
 /**
- * Runs a long poll (a workflow's result) while the server is watched: when it has not answered a check for
- * `outageMs` (it is down, or hung with its connections open), the wait is aborted and rejects with
- * ServiceUnavailableError (503). A client waiting for a JSON reply is never left hanging on a server that is gone.
+ * Runs a wait (a workflow's result, or an execution's stream followed to its end: commands/executions.ts
+ * `awaitExecution`) while the server is watched: when it has not answered a check for `outageMs` (it is down, or hung
+ * with its connections open), the wait is aborted and rejects with ServiceUnavailableError (503). A client waiting for
+ * a JSON reply is never left hanging on a server that is gone. A wait that needs the database as well (its outcome
+ * comes through the database: a stream's events) has it watched by the same checks (a point read, lib/mongo.ts
+ * `pingMongo`, made only while such a wait is on), and is aborted the same way when it stays silent.
  * @param deps the connection.
  * @param outageMs how long the server may stay silent (DEPENDENCY_TIMEOUT_MS).
- * @param wait the long poll.
+ * @param wait the wait, given the watch's signal (aborted on an outage) for a wait that is not a Temporal call.
+ * @param needs `database`: the database is watched too.
  * @returns its result.
  */
 export async function whileTemporalAnswers<T>(
   deps: Pick<TemporalDeps, 'connection' | 'namespace'>,
   outageMs: number,
-  wait: () => Promise<T>
+  wait: (signal: AbortSignal) => Promise<T>,
+  needs: { database?: boolean } = {}
 ): Promise<T> {
   let watch = watches.get(deps.connection);
   if (!watch) {
-    watch = { waiters: new Set(), lastOk: Date.now(), checking: false };
+    watch = { waiters: new Map(), lastOk: Date.now(), checking: false, databaseOk: 0, checkingDatabase: false };
     watches.set(deps.connection, watch);
   }
   const w = watch;
   const abort = new AbortController();
+  const database = needs.database === true;
   if (w.waiters.size === 0) {
     w.lastOk = Date.now();
     w.timer = setInterval(() => {
-      if (Date.now() - w.lastOk >= outageMs) {
-        for (const waiter of w.waiters) waiter.abort();
+      const now = Date.now();
+      if (now - w.lastOk >= outageMs) {
+        for (const waiter of w.waiters.keys()) waiter.abort();
         return;
+      }
+      let databaseWaits = false;
+      for (const [waiter, of] of w.waiters) {
+        if (!of.database) continue;
+        if (now - w.databaseOk >= outageMs) waiter.abort();
+        else databaseWaits = true;
+      }
+      if (databaseWaits && !w.checkingDatabase) {
+        w.checkingDatabase = true;
+        pingMongo(outageMs)
+          .then(
+            () => (w.databaseOk = Date.now()),
+            () => undefined
+          )
+          .finally(() => (w.checkingDatabase = false));
       }
       if (w.checking) return;
       w.checking = true;
@@ -226,10 +253,11 @@ export async function whileTemporalAnswers<T>(
     }, WATCH_INTERVAL_MS);
     w.timer.unref();
   }
-  w.waiters.add(abort);
+  if (database && ![...w.waiters.values()].some((of) => of.database)) w.databaseOk = Date.now();
+  w.waiters.set(abort, { database });
   try {
     // The watch bounds this wait (a reply may take minutes): the request's deadline does not measure it.
-    return await outsideRequestDeadline(() => deps.connection.withAbortSignal(abort.signal, wait));
+    return await outsideRequestDeadline(() => deps.connection.withAbortSignal(abort.signal, () => wait(abort.signal)));
   } catch (err) {
     if (abort.signal.aborted) throw new ServiceUnavailableError();
     throw err;

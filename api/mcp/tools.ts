@@ -15,7 +15,6 @@ import { listTasks } from '../../commands/tasks';
 import { hasScope } from '../../commands/tokens';
 import { check } from '../../lib/ajv';
 import { ForbiddenError, StateConflictError, type AppError } from '../../lib/errors';
-import { followEvents } from '../../commands/eventLog';
 import { pageQueryProperties } from '../../lib/pagination';
 import { CHAT_STATUSES, TASK_PRIORITIES, TASK_STATUSES, type ExecutionDoc } from '../../models';
 import { presentCurrentAgent } from '../../presenters/agent';
@@ -24,7 +23,6 @@ import { presentTask } from '../../presenters/task';
 import { translateError } from '../middlewares/errors';
 import { requiredStr } from '../schemas';
 import { MAX_MESSAGE_CHARS } from '../v1/executions.schema';
-import { isExecutionTerminal } from '../executionReply';
 import { jobTools } from './jobTools';
 import { missionTools } from './missionTools';
 import { tool, toolInput, type McpTool, type ToolContext } from './tool';
@@ -46,20 +44,17 @@ async function runToCompletion(
   exec: ExecutionDoc
 ): Promise<{ status: string; result: string; error: string | null }> {
   let step = 0;
-  const end = await followEvents(
-    ctx.deps.events,
-    exec._id,
-    0,
-    (e) => {
+  const done = await awaitExecution(ctx.deps, exec, {
+    onEvent: (e) => {
       const delta = (e.data as { delta?: { text?: unknown } }).delta?.text;
       if (e.event === 'message' && typeof delta === 'string' && delta !== '') void ctx.progress(++step, delta);
     },
-    isExecutionTerminal,
-    ctx.signal
-  );
-  if (end.event === 'error')
-    return { status: 'failed', result: '', error: String((end.data as { message?: unknown }).message ?? 'failed') };
-  const done = await awaitExecution(ctx.deps, exec._id);
+    signal: ctx.signal,
+    // Its text goes out as progress notifications while it comes.
+    live: true,
+  });
+  // A failed or cancelled execution is told as failed, with its `error` event's message.
+  if (done.status !== 'completed') return { status: 'failed', result: '', error: done.error ?? 'failed' };
   return { status: done.status, result: done.result, error: null };
 }
 

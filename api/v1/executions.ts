@@ -4,11 +4,17 @@
  */
 import { executionSteps, rerunExecution } from '../../commands/chatForks';
 import { startExecution } from '../../commands/executionStart';
-import { cancelExecution, executionTree, findExecution, listExecutions } from '../../commands/executions';
+import {
+  cancelExecution,
+  executionTree,
+  findExecution,
+  isExecutionTerminal,
+  listExecutions,
+} from '../../commands/executions';
 import { TERMINAL_EXECUTION_STATUSES, type ExecutionDoc, type ExecutionStatus } from '../../models';
 import { presentExecution } from '../../presenters/execution';
 import type { ExecutionRouteDeps } from '../deps';
-import { clientGone, isExecutionTerminal, replyToExecution } from '../executionReply';
+import { clientGone, replyToExecution } from '../executionReply';
 import { route, type RouteSpec } from '../route';
 import { idParams } from '../schemas';
 import { lastEventId, streamEvents, streamFullyRead, streamQuery, wantsEventStream } from '../sse';

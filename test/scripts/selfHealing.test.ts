@@ -330,6 +330,32 @@ it('Temporal hung (SIGSTOP): a JSON execute already waiting for its reply answer
   expect(again.status).toBe(200);
 });
 
+it('database hung (SIGSTOP): a JSON execute already waiting for its reply answers 503 in seconds', async () => {
+  // The reply's outcome comes through the database (the execution's stream: commands/executions.ts awaitExecution):
+  // the watch of the wait checks the database too, and ends it when it stays silent (lib/temporal.ts).
+  const ferret = await findProcess(dev.child.pid!, PARTS.ferretdb);
+  const waiting = call('POST', `/api/v1/agents/${agentId}/execute`, {
+    token: apiToken,
+    body: { message: `[chunks:40][slow:100] ${Math.random()}` },
+  });
+  await new Promise((r) => setTimeout(r, 500)); // it is waiting on the execution's stream
+  process.kill(ferret.pid, 'SIGSTOP');
+  const stoppedAt = Date.now();
+  try {
+    const answered = await waiting;
+    expect({ status: answered.status, body: answered.body }).toEqual({
+      status: 503,
+      body: { error: true, statusCode: 503, statusMessage: 'Service Unavailable', message: MESSAGE },
+    });
+    expect(Date.now() - stoppedAt).toBeLessThan(OUTAGE_ANSWER_MS);
+  } finally {
+    process.kill(ferret.pid, 'SIGCONT');
+  }
+  await waitReady();
+  const again = await call('POST', `/api/v1/agents/${agentId}/execute`, { token: apiToken, body: { message: 'hi' } });
+  expect(again.status).toBe(200);
+});
+
 it('database killed (FerretDB, then PostgreSQL): requests answer 503 in seconds; then work resumes', async () => {
   for (const part of [PARTS.ferretdb, PARTS.postgres]) {
     const victim = await findProcess(dev.child.pid!, part);

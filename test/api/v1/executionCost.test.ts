@@ -36,15 +36,22 @@ it('a JSON execution in a new conversation: its database operations and history 
   mongoose.set('debug', (collection: string, method: string, ...args: unknown[]) => {
     if (!ofFold(collection, method, args)) ops.push(`${collection}.${method}`);
   });
+  // The answer comes from the execution's stream (commands/executions.ts `awaitExecution`): no long poll of Temporal for
+  // the workflow's result (`GetWorkflowExecutionHistory`) on the api's connection.
+  const resultPoll = jest.spyOn(stack.t.temporal.connection.workflowService, 'getWorkflowExecutionHistory');
   let res;
+  let resultPolls = -1;
   try {
     res = await as.post(`/agents/${agent.body.id}/execute`, { message: '[chunks:20][whole] hi' });
     // The last writes of the finish (the webhook outbox, the chat) may land just after the answer.
     await new Promise((r) => setTimeout(r, 500));
   } finally {
     mongoose.set('debug', false);
+    resultPolls = resultPoll.mock.calls.length;
+    resultPoll.mockRestore();
   }
   expect(res.status).toBe(200);
+  expect(resultPolls).toBe(0);
   // Reads of records kept in the processes' caches (token, membership, agent, skills) are left out: a cold cache adds them.
   const cached = /^(api_tokens|memberships|agents|skills|spaces)\./;
   const counted = ops.filter((o) => !o.startsWith('event_wakeup_targets.') && !cached.test(o));
