@@ -57,9 +57,26 @@ export async function createWorker(
           : undefined
     ),
     activities: createActivities({ logger, config, dispatchEvent, eagerClient: options.eagerClient }),
+    maxConcurrentWorkflowTaskExecutions: workflowTaskSlots(config),
     maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
     shutdownGraceTime: options.shutdownGraceTime ?? '8 seconds',
   });
+}
+
+/**
+ * Workflow task slots of a worker. An execution holds one for its whole reply (shape 4: its reply and finish are a
+ * local activity of its first workflow task), and an eager start needs a free one, else it is refused and the
+ * execution runs in any process (the worker-only one, whose api then reads its stream from the database). The slot
+ * outlives the execution's admission slot (lib/executionAdmission.ts: freed when its outcome is seen) by the rest of
+ * the finish and the task's completion, while the client that got its answer already sends the next; under load those
+ * tails queue. Measured with `npm run bench:quick` (c20, EXECUTION_CONCURRENCY=20, 341 executions): the SDK's default
+ * 40 slots started 301 eagerly, 60 started 329, 220 all 341 (docs/benchmarks.md). A slot is a permit, not memory:
+ * the workflow cache (maxCachedWorkflows, ~500 at the service's 1 GiB heap) bounds what it holds.
+ * @param config the admission's concurrency.
+ * @returns the slots: ten times the admitted executions, plus the SDK's pollers' (never below the SDK's default).
+ */
+export function workflowTaskSlots(config: Readonly<Config>): number {
+  return Math.max(40, 10 * config.executionAdmission.concurrency + 20);
 }
 
 /** A worker running in a process that also starts executions (docs/architecture.md §1). */

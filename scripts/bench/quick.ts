@@ -18,7 +18,7 @@ import { connectMongo, disconnectMongo } from '../../lib/mongo';
 import { memoryOf } from '../lib/proc';
 import { ApiClient } from './client';
 import { createAgentOnce, executeJson, inLanes, throughput } from './scenarios';
-import { BENCH_DB, cpuSecondsByProcess, startStack } from './stack';
+import { BENCH_DB, cpuSecondsByProcess, startStack, type Stack } from './stack';
 import { fmtMs, percentile } from './stats';
 import { runBench } from './run';
 
@@ -76,11 +76,27 @@ async function main(): Promise<void> {
       return `${((rssKib ?? 0) / 1024).toFixed(0)} MiB (peak ${((peakKib ?? 0) / 1024).toFixed(0)})`;
     };
     say(`resident: api ${mib(stack.api.child.pid)}, worker ${mib(stack.worker.child.pid)}`);
+    if (!CREATE) say(`eager starts (whole run, warm-up included): ${await eagerStarts(stack)}`);
     say(`load average ${load}`);
     await disconnectMongo();
   } finally {
     await stack.stop();
   }
+}
+
+/**
+ * @param stack the run's stack.
+ * @returns how many of the service process's executions started eagerly (the rest ran in any process).
+ */
+async function eagerStarts(stack: Stack): Promise<string> {
+  const res = await fetch(`${stack.apiUrl}/metrics`, { headers: { authorization: `Bearer ${stack.metricsToken}` } });
+  const text = await res.text();
+  const sum = (name: string): number =>
+    text
+      .split('\n')
+      .filter((l) => l.startsWith(name))
+      .reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
+  return `${sum('aas_executions_started_eagerly_total')} of ${sum('aas_executions_started_total')}`;
 }
 
 runBench(main, say);

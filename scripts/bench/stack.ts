@@ -42,6 +42,8 @@ export interface ServiceProcess {
 /** The running system. */
 export interface Stack {
   apiUrl: string;
+  /** The api's METRICS_TOKEN (`GET /metrics`). */
+  metricsToken: string;
   mongoUri: string;
   /** Which MongoDB server runs: `ferretdb` or `mongod`. */
   mongoKind: string;
@@ -194,8 +196,10 @@ export async function startStack(say: (line: string) => void, extraEnv: Record<s
     const port = await freePort();
     const mongoUri = servers.mongo!.address;
     const bundle = await bundleWorkflowsTo(path.join(dataDir, 'workflow-bundle.js'));
+    const metricsToken = randomBytes(16).toString('hex');
     const env = childEnv({
       WORKFLOW_BUNDLE: bundle,
+      METRICS_TOKEN: metricsToken,
       MONGODB_URI: `${mongoUri}/${BENCH_DB}`,
       TEMPORAL_ADDRESS: servers.temporal!.address,
       TEMPORAL_NAMESPACE: NAMESPACE,
@@ -247,6 +251,7 @@ export async function startStack(say: (line: string) => void, extraEnv: Record<s
     say(`api ready at ${apiUrl} (worker pid ${worker.svc.child.pid}, api pid ${api.svc.child.pid})`);
     return {
       apiUrl,
+      metricsToken,
       mongoUri,
       mongoKind: servers.mongo!.name,
       postgresUrl: servers.postgres?.address,
