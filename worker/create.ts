@@ -70,7 +70,7 @@ export async function createWorker(
  * outlives the execution's admission slot (lib/executionAdmission.ts: freed when its outcome is seen) by the rest of
  * the finish and the task's completion, while the client that got its answer already sends the next; under load those
  * tails queue. Measured with `npm run bench:quick` (c20, EXECUTION_CONCURRENCY=20, 341 executions): the SDK's default
- * 40 slots started 301 eagerly, 60 started 329, 220 all 341 (docs/benchmarks.md). A slot is a permit, not memory:
+ * 40 slots started 301 eagerly (p37-json alone), 60 started 329, 220 all 341 (docs/decisions.md). A slot is a permit, not memory:
  * the workflow cache (maxCachedWorkflows, ~500 at the service's 1 GiB heap) bounds what it holds.
  * @param config the admission's concurrency.
  * @returns the slots: ten times the admitted executions, plus the SDK's pollers' (never below the SDK's default).
