@@ -71,7 +71,9 @@ it('a finish that fails inside runExecution is done by the workflow, with the re
     expect(deliveredText(events)).toBe('tok1 tok2 tok3 ');
     expect(events.filter((e) => e.event === 'result')).toHaveLength(1);
     // Two markers: runExecution (the reply, no finish) and the workflow's own finish.
-    const history = await stack.t.temporal.client.workflow.getHandle(executionWorkflowId(exec._id)).fetchHistory();
+    const handle = stack.t.temporal.client.workflow.getHandle(executionWorkflowId(exec._id));
+    await handle.result();
+    const history = await handle.fetchHistory();
     const markers = (history.events ?? []).filter(
       (e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_MARKER_RECORDED
     );

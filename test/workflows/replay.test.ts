@@ -147,6 +147,8 @@ it('a current execution (shape 4) is one local activity, with no patch markers, 
   const agent = await as.post('/agents', { name: 'Echo', systemPrompt: 'x' });
   const res = await as.post(`/agents/${agent.body.id}/execute`, { message: '[chunks:5] hi' });
   expect(res.status).toBe(200);
+  // The answer comes with the outcome, before the workflow task completes: its history is read once it has.
+  expect(await handleResult(res.body.executionId)).toEqual({ status: 'completed', text: 'tok1 tok2 tok3 tok4 tok5 ' });
   const history = await stack.t.temporal.client.workflow
     .getHandle(executionWorkflowId(res.body.executionId))
     .fetchHistory();
@@ -165,6 +167,5 @@ it('a current execution (shape 4) is one local activity, with no patch markers, 
     finished: { status: 'completed' },
     text: 'tok1 tok2 tok3 tok4 tok5 ',
   });
-  expect(await handleResult(res.body.executionId)).toEqual({ status: 'completed', text: 'tok1 tok2 tok3 tok4 tok5 ' });
   await Worker.runReplayHistory(replaySource(stack.t.config), history);
 }, 60_000);

@@ -43,11 +43,12 @@ it('a JSON execution in a new conversation: its database operations and history 
   let resultPolls = -1;
   try {
     res = await as.post(`/agents/${agent.body.id}/execute`, { message: '[chunks:20][whole] hi' });
-    // The last writes of the finish (the webhook outbox, the chat) may land just after the answer.
-    await new Promise((r) => setTimeout(r, 500));
+    resultPolls = resultPoll.mock.calls.length;
+    // The last writes of the finish (the webhook outbox, the chat) may land just after the answer: counted until the
+    // workflow has completed (this wait's own long poll is not the api's).
+    await stack.t.temporal.client.workflow.getHandle(executionWorkflowId(res.body.executionId)).result();
   } finally {
     mongoose.set('debug', false);
-    resultPolls = resultPoll.mock.calls.length;
     resultPoll.mockRestore();
   }
   expect(res.status).toBe(200);
