@@ -31,6 +31,8 @@ async function executeWithMarker(): Promise<{ marker: string; executionId: strin
   const res = await as.post(`/agents/${agent.body.id}/execute`, { message: `tell me about ${marker}` });
   expect(res.status).toBe(200);
   expect(res.body.result).toContain(marker); // the fake model echoes it: it is in the reply too
+  // The answer comes with the outcome, before the workflow task completes: the history is whole once it has.
+  await stack.t.temporal.client.workflow.getHandle(executionWorkflowId(res.body.executionId)).result();
   return { marker, executionId: res.body.executionId };
 }
 
