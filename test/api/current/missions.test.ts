@@ -15,7 +15,9 @@ import { until } from '../../helpers/until';
 import { useExecutionStack } from '../../helpers/worker';
 
 useTestDatabase();
-const stack = useExecutionStack('missions', { DEFAULT_MODEL: 'claude-test' });
+// The app's Temporal calls (a mission's Schedule: create, describe, update) get a loaded CI machine's time: at the
+// default 3 s a busy run answered 503 here (the outage answer is tested in test/scripts/selfHealing.test.ts).
+const stack = useExecutionStack('missions', { DEFAULT_MODEL: 'claude-test', DEPENDENCY_TIMEOUT_MS: '10000' });
 /**
  * The test's own Temporal client, for its direct reads and triggers of Schedules: they wait as long as a loaded
  * server needs (the app's calls stop at DEPENDENCY_TIMEOUT_MS, which a busy CI machine once exceeded here).
