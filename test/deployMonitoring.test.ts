@@ -12,6 +12,7 @@ import { childTestEnv } from './helpers/env';
 import { bearer, buildOrg } from './helpers/factories';
 import { useTestDatabase } from './helpers/mongo';
 import { ROOT, spawnScript, type Spawned } from './helpers/processes';
+import { until } from './helpers/until';
 
 const db = useTestDatabase();
 
@@ -127,9 +128,20 @@ describe('a running service with Temporal SDK metrics on', () => {
     expect((await post(`/api/v1/agents/${agent.id}/execute`, { message: 'hello' })).status).toBe(200);
     expect((await fetch(`${base}/api/v1/nothing-here`)).status).toBe(404);
 
-    const res = await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${token}` } });
-    expect(res.status).toBe(200);
-    const text = await res.text();
+    // The answer comes with the execution's outcome, just before its workflow task completes: the SDK's workflow task
+    // metrics follow a moment later.
+    const scrape = async (): Promise<{ status: number; text: string }> => {
+      const res = await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+      return { status: res.status, text: await res.text() };
+    };
+    const { status, text } = await until(
+      scrape,
+      (r) => r.status !== 200 || r.text.includes('temporal_workflow_task_execution_latency_bucket'),
+      30_000,
+      100,
+      "the SDK's workflow task metrics"
+    );
+    expect(status).toBe(200);
     const exported = new Set(
       text
         .split('\n')

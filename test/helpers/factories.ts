@@ -5,8 +5,10 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { bootstrapOrganization, type BootstrapResult } from '../../commands/bootstrap';
+import { recordPendingExecution, type PendingExecution } from '../../commands/executionStart';
 import { createToken } from '../../commands/tokens';
-import { Membership, User } from '../../models';
+import { newExecutionId } from '../../lib/ids';
+import { Membership, User, type ExecutionDoc } from '../../models';
 import type { TestApp } from './app';
 
 const rand = (): string => randomBytes(4).toString('hex');
@@ -89,4 +91,36 @@ export async function buildWorkspace(
     .send({ name: options.name ?? 'Workspace' });
   const id = res.body.workspace.id as string;
   return { org, id, dir: path.join(t.config.workspacesDir, org.organizationId, id) };
+}
+
+/**
+ * Records another execution like `like` (its organization, agent, user, chat, session and model), as the api's start
+ * does (commands/executionStart.ts `recordPendingExecution`), for a test that then starts its workflow itself.
+ * @param like an execution of the test's.
+ * @param fields its turn and message, and any field to add (e.g. an eager start's claim).
+ * @returns the record.
+ */
+export async function recordExecutionLike(
+  like: ExecutionDoc,
+  fields: { turn: number; message: string } & Partial<PendingExecution>
+): Promise<ExecutionDoc> {
+  const id = fields._id ?? newExecutionId();
+  return recordPendingExecution({
+    _id: id,
+    organizationId: like.organizationId,
+    agentId: like.agentId,
+    userId: like.userId,
+    chatId: like.chatId,
+    sessionId: like.sessionId,
+    spaceId: like.spaceId,
+    provider: like.provider,
+    model: like.model,
+    modelNote: null,
+    parentExecutionId: null,
+    rootExecutionId: id,
+    taskId: null,
+    source: 'v1',
+    chatSeqBase: 0,
+    ...fields,
+  });
 }

@@ -304,57 +304,38 @@ it('Temporal killed: execute, cancel and readyz answer 503 in seconds; then the 
   }
 });
 
-it('Temporal hung (SIGSTOP): a JSON execute already waiting for its reply answers 503 in seconds', async () => {
-  // A hung server keeps its connections open: only the api's own check of the server ends the wait
-  // (lib/temporal.ts whileTemporalAnswers). A killed server breaks the connection, which ends it by itself.
-  const temporal = await findProcess(dev.child.pid!, PARTS.temporal);
-  const waiting = call('POST', `/api/v1/agents/${agentId}/execute`, {
-    token: apiToken,
-    body: { message: `[chunks:40][slow:100] ${Math.random()}` },
-  });
-  await new Promise((r) => setTimeout(r, 500)); // it is waiting on the workflow's result
-  process.kill(temporal.pid, 'SIGSTOP');
-  const stoppedAt = Date.now();
-  try {
-    const answered = await waiting;
-    expect({ status: answered.status, body: answered.body }).toEqual({
-      status: 503,
-      body: { error: true, statusCode: 503, statusMessage: 'Service Unavailable', message: MESSAGE },
+// A hung server keeps its connections open: only the api's own check ends the wait (lib/temporal.ts
+// whileTemporalAnswers). Temporal: the wait needs its workflow to go on. The database: the reply's outcome comes
+// through it (the execution's stream: commands/executions.ts awaitExecution), and the same watch checks it.
+it.each([
+  ['Temporal', PARTS.temporal],
+  ['the database', PARTS.ferretdb],
+] as const)(
+  '%s hung (SIGSTOP): a JSON execute already waiting for its reply answers 503 in seconds',
+  async (_, part) => {
+    const hung = await findProcess(dev.child.pid!, part);
+    const waiting = call('POST', `/api/v1/agents/${agentId}/execute`, {
+      token: apiToken,
+      body: { message: `[chunks:40][slow:100] ${Math.random()}` },
     });
-    expect(Date.now() - stoppedAt).toBeLessThan(OUTAGE_ANSWER_MS);
-  } finally {
-    process.kill(temporal.pid, 'SIGCONT');
+    await new Promise((r) => setTimeout(r, 500)); // it is waiting for the execution's outcome
+    process.kill(hung.pid, 'SIGSTOP');
+    const stoppedAt = Date.now();
+    try {
+      const answered = await waiting;
+      expect({ status: answered.status, body: answered.body }).toEqual({
+        status: 503,
+        body: { error: true, statusCode: 503, statusMessage: 'Service Unavailable', message: MESSAGE },
+      });
+      expect(Date.now() - stoppedAt).toBeLessThan(OUTAGE_ANSWER_MS);
+    } finally {
+      process.kill(hung.pid, 'SIGCONT');
+    }
+    await waitReady();
+    const again = await call('POST', `/api/v1/agents/${agentId}/execute`, { token: apiToken, body: { message: 'hi' } });
+    expect(again.status).toBe(200);
   }
-  await waitReady();
-  const again = await call('POST', `/api/v1/agents/${agentId}/execute`, { token: apiToken, body: { message: 'hi' } });
-  expect(again.status).toBe(200);
-});
-
-it('database hung (SIGSTOP): a JSON execute already waiting for its reply answers 503 in seconds', async () => {
-  // The reply's outcome comes through the database (the execution's stream: commands/executions.ts awaitExecution):
-  // the watch of the wait checks the database too, and ends it when it stays silent (lib/temporal.ts).
-  const ferret = await findProcess(dev.child.pid!, PARTS.ferretdb);
-  const waiting = call('POST', `/api/v1/agents/${agentId}/execute`, {
-    token: apiToken,
-    body: { message: `[chunks:40][slow:100] ${Math.random()}` },
-  });
-  await new Promise((r) => setTimeout(r, 500)); // it is waiting on the execution's stream
-  process.kill(ferret.pid, 'SIGSTOP');
-  const stoppedAt = Date.now();
-  try {
-    const answered = await waiting;
-    expect({ status: answered.status, body: answered.body }).toEqual({
-      status: 503,
-      body: { error: true, statusCode: 503, statusMessage: 'Service Unavailable', message: MESSAGE },
-    });
-    expect(Date.now() - stoppedAt).toBeLessThan(OUTAGE_ANSWER_MS);
-  } finally {
-    process.kill(ferret.pid, 'SIGCONT');
-  }
-  await waitReady();
-  const again = await call('POST', `/api/v1/agents/${agentId}/execute`, { token: apiToken, body: { message: 'hi' } });
-  expect(again.status).toBe(200);
-});
+);
 
 it('database killed (FerretDB, then PostgreSQL): requests answer 503 in seconds; then work resumes', async () => {
   for (const part of [PARTS.ferretdb, PARTS.postgres]) {

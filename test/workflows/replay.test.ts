@@ -16,13 +16,11 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
-import { buildOrg } from '../helpers/factories';
+import { buildOrg, recordExecutionLike } from '../helpers/factories';
 import { useTestDatabase } from '../helpers/mongo';
 import { v1As } from '../helpers/v1';
 import { replaySource, useExecutionStack } from '../helpers/worker';
 import { executionWorkflowId } from '../../workflows/ids';
-import { recordPendingExecution } from '../../commands/executionStart';
-import { newExecutionId } from '../../lib/ids';
 import { Execution, type ExecutionDoc } from '../../models';
 import { temporalExtensions } from '../../lib/dataConverter';
 
@@ -98,26 +96,7 @@ it.each([2, 3] as const)(
     expect(res.status).toBe(200);
     // A second turn of the same conversation, recorded as an older api did, then started with shape 2.
     const first = (await Execution.findById(res.body.executionId).lean<ExecutionDoc>())!;
-    const id = newExecutionId();
-    await recordPendingExecution({
-      _id: id,
-      organizationId: first.organizationId,
-      agentId: first.agentId,
-      userId: first.userId,
-      chatId: first.chatId,
-      sessionId: first.sessionId,
-      spaceId: first.spaceId,
-      turn: first.turn + 1,
-      message: '[chunks:3] again',
-      provider: first.provider,
-      model: first.model,
-      modelNote: null,
-      parentExecutionId: null,
-      rootExecutionId: id,
-      taskId: null,
-      source: 'v1',
-      chatSeqBase: 0,
-    });
+    const { _id: id } = await recordExecutionLike(first, { turn: first.turn + 1, message: '[chunks:3] again' });
     const handle = await stack.t.temporal.client.workflow.start('agentExecution', {
       workflowId: executionWorkflowId(id),
       taskQueue: stack.t.config.temporalTaskQueue,

@@ -17,15 +17,13 @@ import {
   HAND_OVER_MS,
 } from '../../../commands/executionClaim';
 import { readEvents, readWritten } from '../../../commands/eventLog';
-import { recordPendingExecution } from '../../../commands/executionStart';
-import { newExecutionId } from '../../../lib/ids';
 import { repliesBegunEarly } from '../../../lib/metrics';
 import { executionStartOptions } from '../../../workflows/executionStart';
 import { abortReply } from '../../../commands/executions';
 import { temporalExtensions } from '../../../lib/dataConverter';
 import { temporalConnectionOptions } from '../../../lib/temporal';
 import { Execution, type ExecutionDoc } from '../../../models';
-import { buildOrg } from '../../helpers/factories';
+import { buildOrg, recordExecutionLike } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
 import { v1As } from '../../helpers/v1';
 import { useExecutionStack } from '../../helpers/worker';
@@ -276,27 +274,12 @@ describe('a reply begun at its eager start (activities/executionRun.ts)', () => 
   it('stops when no activity takes it over in time; the activity then continues what it wrote', async () => {
     // A record handed over as an eager start does, whose workflow starts only after the early reply gave up.
     const first = (await Execution.findOne({ agentId }).lean<ExecutionDoc>())!;
-    const id = newExecutionId();
-    const exec = await recordPendingExecution({
-      _id: id,
-      organizationId: first.organizationId,
-      agentId,
-      userId: first.userId,
-      chatId: first.chatId,
-      sessionId: first.sessionId,
-      spaceId: first.spaceId,
+    const exec = await recordExecutionLike(first, {
       turn: 1,
       message: '[chunks:40][slow:100] late',
-      provider: first.provider,
-      model: first.model,
-      modelNote: null,
-      parentExecutionId: null,
-      rootExecutionId: id,
-      taskId: null,
-      source: 'v1',
-      chatSeqBase: 0,
       ...eagerClaimFields({ eager: true, concurrency: false, rerun: false }),
     });
+    const id = exec._id;
     handOver(exec);
     const before = await begun();
     beginEarly(id, Date.now(), 60);
