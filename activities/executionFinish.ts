@@ -20,7 +20,7 @@ import { findByIdDirect, updateOneDirect } from '../lib/driverOps';
 import { releaseConcurrency } from './executionConcurrency';
 import type { Logger } from '../lib/logger';
 import { executionDuration, executionsFinished } from '../lib/metrics';
-import { FAILURES, type FailureCode } from '../workflows/failures';
+import { CANCELLED_MESSAGE, FAILURES, type FailureCode } from '../workflows/failures';
 import { chatRangeEnd, chatStatusAfter, mirrorsToChat, mirrorToChat } from './chatStream';
 import { deliveredText } from './executionEvents';
 import { planFinalEvents } from './executionFinalEvents';
@@ -165,7 +165,7 @@ export function createFinishExecution(deps: EventDeps, log: Logger, handedOver: 
       input.status === 'completed'
         ? undefined
         : input.status === 'cancelled'
-          ? { message: 'Execution cancelled', code: 'cancelled' }
+          ? { message: CANCELLED_MESSAGE, code: 'cancelled' }
           : { message: input.error ?? FAILURES.internal.message, code: input.errorCode ?? FAILURES.internal.code };
 
     // Final events, each written once (activities/executionFinalEvents.ts): made from the record the outcome marks

@@ -8,7 +8,7 @@ import { abortRunningCall, broadcastAbort } from '../lib/runningCalls';
 import { paginate } from '../lib/pagination';
 import { whileTemporalAnswers } from '../lib/temporal';
 import { Execution, TERMINAL_EXECUTION_STATUSES, type ExecutionDoc, type ExecutionStatus } from '../models';
-import { FAILURES } from '../workflows/failures';
+import { CANCELLED_MESSAGE, FAILURES } from '../workflows/failures';
 import { executionWorkflowId } from '../workflows/ids';
 import { dropHandOver } from './executionClaim';
 import { followEvents, type EventTailer, type LoggedEvent } from './eventLog';
@@ -30,13 +30,6 @@ export async function findExecution(auth: AuthContext, id: string): Promise<Exec
 
 /** `result` and `error` end an execution stream. */
 export const isExecutionTerminal = (e: LoggedEvent): boolean => e.event === 'result' || e.event === 'error';
-
-/**
- * The message of a cancelled execution's `error` event (the record's `error.message`: activities/executionFinish.ts;
- * the event carries no code of its own, commands/executionFinal.ts). No failure's message is this one
- * (workflows/failures.ts).
- */
-const CANCELLED_MESSAGE = 'Execution cancelled';
 
 /** What a JSON client is answered with: the outcome, as the execution's stream ends. */
 export interface ExecutionAnswer {
@@ -170,7 +163,7 @@ export async function cancelSubAgents(
           {
             $set: {
               status: 'cancelled',
-              error: { message: 'Execution cancelled', code: 'cancelled' },
+              error: { message: CANCELLED_MESSAGE, code: 'cancelled' },
               completedAt: new Date(),
             },
           }

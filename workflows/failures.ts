@@ -6,6 +6,9 @@
  * Pure and deterministic: imported by the workflow and by the activities.
  */
 
+/** The message a cancelled execution records and ends its stream with (its `error` event carries no code). */
+export const CANCELLED_MESSAGE = 'Execution cancelled';
+
 export const FAILURES = {
   /** No event from the model within the idle timeout (before or during the reply). */
   providerTimeout: { code: 'provider_timeout', message: 'The model provider did not respond' },
