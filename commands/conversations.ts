@@ -10,7 +10,7 @@
 import mongoose from 'mongoose';
 import { ConflictError, NotFoundError, ValidationError } from '../lib/errors';
 import { newId } from '../lib/ids';
-import { insertDocument, isDuplicateKey } from '../lib/mongo';
+import { isDuplicateKey, preparedInsert } from '../lib/mongo';
 import {
   Chat,
   chatStatusOf,
@@ -119,7 +119,8 @@ async function findSession(
 
 /**
  * Finds the conversation an execution continues, or opens a new one. A new one is a chat created already held by
- * the execution (`activeExecutionId`, turn 1), so a new conversation is one insert and needs no lock round trip.
+ * the execution (`activeExecutionId`, turn 1), so a new conversation is one insert and needs no lock round trip. That
+ * insert is not sent here: it is returned (`insertChat`) for the caller to send beside the execution's record.
  * @param defaultSpace the default space id when the caller already looked it up (a new conversation names none).
  * @returns the chat and its session, whether the session still has to be locked ({@link takeTurn}), and whether the
  *   chat was created here (then already showing its execution's status: `working`).
@@ -131,7 +132,13 @@ export async function resolveConversation(
   executionId: string,
   input: ConversationRef,
   defaultSpace?: string
-): Promise<{ chat: ChatDoc; session: ConversationSession; needsLock: boolean; createdChat?: boolean }> {
+): Promise<{
+  chat: ChatDoc;
+  session: ConversationSession;
+  needsLock: boolean;
+  createdChat?: boolean;
+  insertChat?: () => Promise<void>;
+}> {
   const org = auth.organizationId;
   if (input.chatId !== undefined) {
     const chat = await Chat.findOne({ _id: input.chatId, organizationId: org }).lean<ChatDoc>();
@@ -170,9 +177,9 @@ export async function resolveConversation(
     spaceId = defaultSpace ?? (await defaultSpaceId(auth));
   }
   // One insert: the chat, holding its session already taken by the execution, and showing the execution's status
-  // (pending: `working`), so the reply does not write it again when it starts.
+  // (pending: `working`), so the reply does not write it again when it starts. Sent by the caller.
   const chatId = newId('chat');
-  const chat = (await insertDocument(Chat, {
+  const prepared = await preparedInsert(Chat, {
     _id: chatId,
     organizationId: org,
     spaceId,
@@ -181,8 +188,9 @@ export async function resolveConversation(
     title: agentName,
     status: chatStatusOf('pending'),
     ...sessionFields(chatId, { activeExecutionId: executionId, turns: 1 }),
-  })) as ChatDoc;
-  return { chat, session: onChat(chat), needsLock: false, createdChat: true };
+  });
+  const chat = prepared.doc as ChatDoc;
+  return { chat, session: onChat(chat), needsLock: false, createdChat: true, insertChat: prepared.insert };
 }
 
 /** A turn claim older than this whose session never became busy belongs to a request that died in between. */

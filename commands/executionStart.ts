@@ -165,6 +165,31 @@ export async function recordPendingExecution(p: PendingExecution): Promise<Execu
 }
 
 /**
+ * Records a pending execution ({@link recordPendingExecution}) and, in a new conversation, its chat beside it: two
+ * inserts side by side, one round trip of latency before the start instead of two (time to first token). A chat that
+ * could not be inserted takes the record back (as if neither was written: before, the record was not written when the
+ * chat failed); a record that could not be, the caller's release answers for the chat.
+ * @param insertChat the new conversation's chat insert (commands/conversations.ts `resolveConversation`), if any.
+ * @param p the execution's fields.
+ * @returns the execution as stored.
+ */
+export async function recordBesideChat(
+  insertChat: (() => Promise<void>) | undefined,
+  p: PendingExecution
+): Promise<ExecutionDoc> {
+  if (!insertChat) return recordPendingExecution(p);
+  const [chatWrite, recordWrite] = await Promise.allSettled([insertChat(), recordPendingExecution(p)]);
+  if (chatWrite.status === 'rejected') {
+    // Best effort: a record left by a failed take-back is one no workflow runs, as after a crash before the start.
+    if (recordWrite.status === 'fulfilled')
+      await Execution.deleteOne({ _id: p._id, organizationId: p.organizationId }).catch(() => undefined);
+    throw chatWrite.reason;
+  }
+  if (recordWrite.status === 'rejected') throw recordWrite.reason;
+  return recordWrite.value;
+}
+
+/**
  * Starts workflow `execution-<id>` of a pending execution started by something else than the api's execute: a
  * sub-agent's, by its parent's tool call (commands/subAgents.ts). The same workflow options as startExecution's.
  * @param client a Temporal client (the api's, or the worker's own in an activity).
@@ -294,7 +319,7 @@ async function startAdmitted(
   ]);
   const executionId = input.executionId ?? newExecutionId();
   named(executionId);
-  const { chat, session, needsLock, createdChat } = await resolveConversation(
+  const { chat, session, needsLock, createdChat, insertChat } = await resolveConversation(
     auth,
     agent._id,
     agent.name,
@@ -331,7 +356,7 @@ async function startAdmitted(
       concurrency: concurrency.length > 0,
       rerun: input.rerun !== undefined,
     });
-    const execution = await recordPendingExecution({
+    const execution = await recordBesideChat(insertChat, {
       _id: executionId,
       organizationId: auth.organizationId,
       agentId: agent._id,

@@ -106,9 +106,24 @@ export async function insertDocument(
   model: mongoose.Model<any>, // eslint-disable-line @typescript-eslint/no-explicit-any
   fields: Record<string, unknown>
 ): Promise<Record<string, unknown>> {
+  const prepared = await preparedInsert(model, fields);
+  await prepared.insert();
+  return prepared.doc;
+}
+
+/**
+ * {@link insertDocument} in two steps, for a caller that sends the insert beside other writes: the document as it will
+ * be stored (cast, defaults, timestamps, validated: no round trip), then its insert (grouped as insertDocument's).
+ * @param model the model.
+ * @param fields the document's fields.
+ * @returns the document, and its insert.
+ */
+export async function preparedInsert(
+  model: mongoose.Model<any>, // eslint-disable-line @typescript-eslint/no-explicit-any
+  fields: Record<string, unknown>
+): Promise<{ doc: Record<string, unknown>; insert: () => Promise<void> }> {
   const doc = await documentFor(model, fields);
-  await insertGrouped(model.collection, doc);
-  return doc;
+  return { doc, insert: () => insertGrouped(model.collection, doc) };
 }
 
 /**

@@ -1,14 +1,16 @@
 /**
  * The stream's `meta` event on the execution record (commands/executionMeta.ts, issue 37 lever 3): recording an
  * execution writes its record alone, a rerun's its copied steps and then its record (2 writes), and the stream reads
- * `meta` first either way; an execution recorded before, with its `meta` stored, reads as it did. Database operations
- * are counted with mongoose's debug hook.
+ * `meta` first either way; an execution recorded before, with its `meta` stored, reads as it did. A new conversation's
+ * chat is inserted beside the record (`recordBesideChat`), and a chat that fails takes the record back. Database
+ * operations are counted with mongoose's debug hook.
  */
 import mongoose from 'mongoose';
 import { lastSeq, readEvents, type LoggedEvent } from '../../commands/eventLog';
 import { metaEvent } from '../../commands/executionMeta';
-import { recordPendingExecution, type PendingExecution } from '../../commands/executionStart';
-import { Execution, StreamEvent } from '../../models';
+import { recordBesideChat, recordPendingExecution, type PendingExecution } from '../../commands/executionStart';
+import { preparedInsert } from '../../lib/mongo';
+import { Chat, Execution, StreamEvent } from '../../models';
 import { useTestDatabase } from '../helpers/mongo';
 
 useTestDatabase();
@@ -92,4 +94,31 @@ it('an execution recorded before, its `meta` stored, reads as it did', async () 
   await StreamEvent.collection.insertOne({ _id: 'exec-m3:1', streamId: 'exec-m3', ...stored } as never);
   expect(await lastSeq('exec-m3')).toBe(1);
   expect(await readEvents('exec-m3')).toEqual([stored]);
+});
+
+describe('a new conversation’s chat beside the record', () => {
+  const chatOf = (id: string) =>
+    preparedInsert(Chat, {
+      _id: `cht_${id}`,
+      organizationId: 'org_m',
+      spaceId: 'spc_m',
+      agentId: 'agt_m',
+      ownerId: 'usr_m',
+    });
+
+  it('both are written, side by side', async () => {
+    const chat = await chatOf('exec-m4');
+    const ops = await opsOf(() => recordBesideChat(chat.insert, pending('exec-m4')));
+    expect([...ops].sort()).toEqual(['chats.insertOne', 'executions.insertOne']);
+    expect(await Chat.findById('cht_exec-m4').lean()).toMatchObject({ agentId: 'agt_m' });
+    expect(await Execution.findById('exec-m4').lean()).toMatchObject({ chatId: 'cht_exec-m4' });
+  });
+
+  it('a chat that cannot be inserted takes the record back, and its error is the answer', async () => {
+    const chat = await chatOf('exec-m5');
+    // Already stored: the chat's insert is refused by the server (duplicate key).
+    await Chat.collection.insertOne({ ...chat.doc } as never);
+    await expect(recordBesideChat(chat.insert, pending('exec-m5'))).rejects.toMatchObject({ code: 11000 });
+    expect(await Execution.findById('exec-m5').lean()).toBeNull();
+  });
 });

@@ -63,7 +63,7 @@ it('a JSON execution in a new conversation: its database operations and history 
   // 7 operations (docs/benchmarks.md, "Cost of one execution: 20 to 17", then "the cost ledger: 17 to 19", then "19 to
   // 17", then the cuts of 2026-12-02/03: the spend rollup folded off the path -1, the reply's end written with the
   // finish -2, the session on the chat -2, the reply on the execution record -1, the input tokens with the head raise
-  // -1, the meta event on the record -1, no claim on an eager start -1, the final events on the record -1): api 2 (chat, created showing `working` and
+  // -1, the meta event on the record -1, no claim on an eager start -1, the final events on the record -1): api 2, side by side (chat, created showing `working` and
   // holding its session, taken by the execution: no session document, commands/conversations.ts; execution, holding
   // the user message: no chat message of its own, commands/chatMessageReads.ts, and its stream's `meta` event: none
   // stored, commands/executionMeta.ts; recorded `running`: the eager start claims it), reply 1 (no claim: the api
