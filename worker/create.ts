@@ -2,7 +2,7 @@
  * createWorker: the one place a Temporal Worker is built (docs/architecture.md §3), for the worker-only process
  * (worker/main.ts) and for the service process (worker/service.ts: HTTP and workflows on one NativeConnection).
  */
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { NativeConnection, type Worker } from '@temporalio/worker';
 import { Client } from '@temporalio/client';
 import type { Duration } from '@temporalio/common';
 import { createActivities } from '../activities';
@@ -13,6 +13,7 @@ import type { Config } from '../lib/config';
 import { temporalExtensions } from '../lib/dataConverter';
 import type { Logger } from '../lib/logger';
 import { temporalConnectionOptions } from '../lib/temporal';
+import { ServiceWorker } from './workflowThreads';
 
 export interface WorkerDeps {
   config: Readonly<Config>;
@@ -45,7 +46,7 @@ export async function createWorker(
       },
       logger
     );
-  return Worker.create({
+  return ServiceWorker.create({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.temporalTaskQueue,

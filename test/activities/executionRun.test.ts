@@ -5,12 +5,13 @@
  * runs the real workflows and activities; only the first finish inside runExecution is made to fail.
  */
 import { readFileSync } from 'node:fs';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { createActivities } from '../../activities';
 import { HEARTBEAT_THROTTLE } from '../../activities/executionReply';
 import { createRunExecution } from '../../activities/executionRun';
 import { temporalExtensions } from '../../lib/dataConverter';
+import { ServiceWorker } from '../../worker/workflowThreads';
 import { temporalConnectionOptions } from '../../lib/temporal';
 import { deliveredText } from '../../activities/executionEvents';
 import { readEvents } from '../../commands/eventLog';
@@ -44,7 +45,7 @@ it('a finish that fails inside runExecution is done by the workflow, with the re
   );
   const connection = await NativeConnection.connect(temporalConnectionOptions(stack.t.config));
   const bundlePath = process.env.AAS_WORKFLOW_BUNDLE;
-  const worker = await Worker.create({
+  const worker = await ServiceWorker.create({
     connection,
     namespace: stack.t.config.temporalNamespace,
     taskQueue: stack.t.config.temporalTaskQueue,

@@ -4,7 +4,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import type { Worker } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { HEARTBEAT_THROTTLE } from '../../activities/executionReply';
 import type { Config } from '../../lib/config';
@@ -17,6 +18,7 @@ import { childTestEnv, TEST_ENCRYPTION_KEY, testLogger } from './env';
 import { spawnWorker, type Spawned } from './processes';
 import { closeAfterAll } from './teardown';
 import { runInProcessWorker } from '../../worker/create';
+import { ServiceWorker } from '../../worker/workflowThreads';
 
 /**
  * The workflow code the workers run (the global setup's bundle, else bundled from source) with the workers' data
@@ -46,7 +48,7 @@ export interface TestWorker {
 export async function startTestWorker(config: Readonly<Config>, logger: Logger = testLogger()): Promise<TestWorker> {
   const connection = await NativeConnection.connect(temporalConnectionOptions(config));
   const bundlePath = process.env.AAS_WORKFLOW_BUNDLE;
-  const worker = await Worker.create({
+  const worker = await ServiceWorker.create({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.temporalTaskQueue,
