@@ -91,20 +91,11 @@ export class ServiceWorker extends Worker {
   ): Promise<WorkflowCreator> {
     // The debug mode runs workflows on the calling thread (a debugger's): the SDK's own way.
     if (compiledOptions.debugMode) return super.createWorkflowCreator(workflowBundle, compiledOptions, logger);
-    const clients = Array.from({ length: compiledOptions.workflowThreadPoolSize }, () => {
+    const threads = Array.from({ length: compiledOptions.workflowThreadPoolSize }, () => {
       const thread = new NodeWorker(THREAD_CODE, { eval: true });
-      const client = new WorkerThreadClient(thread, logger, compiledOptions.patchActivationCallback);
-      watchProgress(
-        client,
-        thread,
-        (idleMs) =>
-          logger.error('A workflow thread answered nothing while it had work: terminating it (the worker shuts down)', {
-            idleMs,
-          }),
-        this.stuckAfterMs
-      );
-      return client;
+      return { thread, client: new WorkerThreadClient(thread, logger, compiledOptions.patchActivationCallback) };
     });
+    const clients = threads.map(({ client }) => client);
     // As the SDK's ThreadedVMWorkflowCreator.create initialises its threads.
     await Promise.all(
       clients.map((client) =>
@@ -118,6 +109,17 @@ export class ServiceWorker extends Worker {
         })
       )
     );
+    // Watched once initialised: loading the workflow bundle is not a workflow's work.
+    for (const { thread, client } of threads)
+      watchProgress(
+        client,
+        thread,
+        (idleMs) =>
+          logger.error('A workflow thread answered nothing while it had work: terminating it (the worker shuts down)', {
+            idleMs,
+          }),
+        this.stuckAfterMs
+      );
     return new ThreadedVMWorkflowCreator(clients);
   }
 }
