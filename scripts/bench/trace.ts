@@ -7,6 +7,9 @@
  * command, the workflow start and run, the activities, the model call and its first delta), as medians over the
  * runs: its start and end, in ms after the request arrived, and how many executions had it. Tracing costs time
  * itself (a span per command, their export): the steps' order and shares are the point, not the absolute figures.
+ * TRACE_PACED_RATE=<n>: a third phase, TRACE_RUNS_C10 executions started n a second whatever the earlier ones are doing
+ * (an open loop, as a service sees traffic, where the concurrency-10 phase is a closed loop whose rate is the
+ * service's own); TRACE_SPANS=0: no tracing (the client's figures alone, without tracing's cost).
  */
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
@@ -24,6 +27,8 @@ const say = (line: string): void => void process.stderr.write(`[trace] ${line}\n
 const RUNS_C1 = Number(process.env.TRACE_RUNS_C1 ?? 20);
 const RUNS_C10 = Number(process.env.TRACE_RUNS_C10 ?? 100);
 const MESSAGE = '[chunks:200] hi';
+const PACED_RATE = Number(process.env.TRACE_PACED_RATE ?? 0);
+const SPANS = process.env.TRACE_SPANS !== '0';
 
 /** One span as the receiver keeps it: epoch milliseconds. */
 interface Span {
@@ -105,18 +110,39 @@ async function runStreams(client: ApiClient, agentId: string, total: number, lan
     Array.from({ length: lanes }, async () => {
       while (next < total) {
         next++;
-        const traceId = randomBytes(16).toString('hex');
-        const traceparent = `00-${traceId}-${randomBytes(8).toString('hex')}-01`;
-        const stream = client.streamExecution(agentId, MESSAGE, 60_000, { traceparent });
-        const meta = await stream.meta;
-        const first = await stream.firstDelta;
-        const end = await stream.ended;
-        if (end.lastEvent !== 'result') throw new Error(`a streamed execution ended with ${end.lastEvent ?? 'none'}`);
-        runs.push({ traceId, sent: epoch(stream.sentAt), meta: epoch(meta.at), firstDelta: epoch(first) });
+        runs.push(await runOne(client, agentId));
       }
     })
   );
   return runs;
+}
+
+/** One streamed execution with a trace id of its own, to its end. */
+async function runOne(client: ApiClient, agentId: string): Promise<Run> {
+  const traceId = randomBytes(16).toString('hex');
+  const traceparent = `00-${traceId}-${randomBytes(8).toString('hex')}-01`;
+  const stream = client.streamExecution(agentId, MESSAGE, 60_000, { traceparent });
+  const meta = await stream.meta;
+  const first = await stream.firstDelta;
+  const end = await stream.ended;
+  if (end.lastEvent !== 'result') throw new Error(`a streamed execution ended with ${end.lastEvent ?? 'none'}`);
+  return { traceId, sent: epoch(stream.sentAt), meta: epoch(meta.at), firstDelta: epoch(first) };
+}
+
+/**
+ * Starts streamed executions at a fixed rate (an open loop), each run to its end.
+ * @returns what the client saw of each.
+ */
+async function runPaced(client: ApiClient, agentId: string, total: number, perSecond: number): Promise<Run[]> {
+  const started: Promise<Run>[] = [];
+  const t0 = performance.now();
+  for (let i = 0; i < total; i++) {
+    const due = t0 + (i * 1000) / perSecond;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    started.push(runOne(client, agentId));
+  }
+  return Promise.all(started);
 }
 
 /**
@@ -167,13 +193,18 @@ function stepTable(runs: Run[], traces: Map<string, Span[]>): string[] {
 async function main(): Promise<void> {
   const receiver = await startReceiver();
   // Every span kept (a big queue) and sent often (the default waits 5 s between exports).
-  const stack = await startStack(say, {
-    OTEL_TRACES_EXPORTER: 'otlp',
-    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.url,
-    OTEL_BSP_MAX_QUEUE_SIZE: '200000',
-    OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '5000',
-    OTEL_BSP_SCHEDULE_DELAY: '500',
-  });
+  const stack = await startStack(
+    say,
+    SPANS
+      ? {
+          OTEL_TRACES_EXPORTER: 'otlp',
+          OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.url,
+          OTEL_BSP_MAX_QUEUE_SIZE: '200000',
+          OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '5000',
+          OTEL_BSP_SCHEDULE_DELAY: '500',
+        }
+      : {}
+  );
   for (const signal of ['SIGINT', 'SIGTERM'] as const)
     process.once(signal, () => void stack.stop().finally(() => process.exit(130)));
   try {
@@ -183,17 +214,25 @@ async function main(): Promise<void> {
     const agent = await client.json<{ id: string }>('POST', '/api/v1/agents', { name: 'T', systemPrompt: 'x' });
     await runStreams(client, agent.body.id, 20, 5); // warm-up
     const c1 = await runStreams(client, agent.body.id, RUNS_C1, 1);
+    const c10At = performance.now();
     const c10 = await runStreams(client, agent.body.id, RUNS_C10, 10);
+    say(`concurrency 10: ${((RUNS_C10 * 1000) / (performance.now() - c10At)).toFixed(1)} streams a second`);
+    const paced = PACED_RATE > 0 ? await runPaced(client, agent.body.id, RUNS_C10, PACED_RATE) : [];
     await disconnectMongo();
     // The processes' last exports: they flush at shutdown.
     await stack.stop();
     for (const [label, runs] of [
       ['concurrency 1', c1],
       ['concurrency 10', c10],
+      ...(PACED_RATE > 0 ? [[`${PACED_RATE} a second (open loop)`, paced] as const] : []),
     ] as const) {
       const first = runs.map((r) => r.firstDelta - r.sent);
-      say(`${label}: first delta p50 ${fmtMs(percentile(first, 50))}, p99 ${fmtMs(percentile(first, 99))}`);
-      for (const line of stepTable(runs, receiver.traces)) say(line);
+      const meta = runs.map((r) => r.meta - r.sent);
+      say(
+        `${label}: first delta p50 ${fmtMs(percentile(first, 50))}, p99 ${fmtMs(percentile(first, 99))}; ` +
+          `meta p50 ${fmtMs(percentile(meta, 50))}`
+      );
+      if (SPANS) for (const line of stepTable(runs, receiver.traces)) say(line);
     }
     say(
       `load average ${os
