@@ -65,16 +65,20 @@ export function watchProgress(
       lastProgress = Date.now();
     }
   };
-  const timer = setInterval(
-    () => {
-      const idle = Date.now() - lastProgress;
-      if (inFlight === 0 || idle < stuckAfterMs) return;
-      clearInterval(timer);
-      onStuck(idle);
-      void thread.terminate();
-    },
-    Math.min(CHECK_EVERY_MS, stuckAfterMs)
-  );
+  const every = Math.min(CHECK_EVERY_MS, stuckAfterMs);
+  let lastCheck = Date.now();
+  const timer = setInterval(() => {
+    const now = Date.now();
+    // A check that runs late finds this thread's own event loop was blocked: the answers of that time are still
+    // queued behind this timer (timers run before messages are read), so the count starts again.
+    if (now - lastCheck > 2 * every) lastProgress = now;
+    lastCheck = now;
+    const idle = now - lastProgress;
+    if (inFlight === 0 || idle < stuckAfterMs) return;
+    clearInterval(timer);
+    onStuck(idle);
+    void thread.terminate();
+  }, every);
   timer.unref();
   thread.once('exit', () => clearInterval(timer));
 }
