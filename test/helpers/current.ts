@@ -5,6 +5,17 @@ import type { TestApp } from './app';
 import { bearer } from './factories';
 import { openSse, type LiveStream, type SseEvent } from './sse';
 
+/**
+ * Waits for a new rate-limit window when the current one ends within `marginMs`, so a test's requests share one
+ * window (commands/rateLimits.ts: fixed windows on the epoch).
+ * @param windowSeconds the window's length (RATE_LIMIT_WINDOW_SECONDS).
+ * @param marginMs the time the test's requests need.
+ */
+export async function awayFromWindowEnd(windowSeconds: number, marginMs: number): Promise<void> {
+  const left = windowSeconds * 1000 - (Date.now() % (windowSeconds * 1000));
+  if (left < marginMs) await new Promise((r) => setTimeout(r, left + 50));
+}
+
 /** The current surface's error envelope. */
 export const currentError = (code: string, message: string): object => ({ error: { code, message } });
 

@@ -23,9 +23,11 @@ import { useExecutionStack } from '../../helpers/worker';
 jest.setTimeout(150_000);
 
 const db = useTestDatabase();
+// Schedule calls on a machine loaded by other test files can pass the default 3 s dependency deadline (as in
+// test/api/v1/missions.test.ts).
 const stack = useExecutionStack(
   'mission-policies',
-  { DEFAULT_MODEL: 'claude-test', WEBHOOK_ALLOW_PRIVATE: 'true' },
+  { DEFAULT_MODEL: 'claude-test', WEBHOOK_ALLOW_PRIVATE: 'true', DEPENDENCY_TIMEOUT_MS: '15000' },
   { worker: false }
 );
 let receiver: WebhookReceiver;

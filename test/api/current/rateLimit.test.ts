@@ -4,7 +4,7 @@
  */
 import { RateWindow } from '../../../models';
 import { createTestApp, useTestApp, type TestApp } from '../../helpers/app';
-import { currentError } from '../../helpers/current';
+import { awayFromWindowEnd, currentError } from '../../helpers/current';
 import { bearer, buildOrg, buildServiceToken } from '../../helpers/factories';
 import { useTestDatabase } from '../../helpers/mongo';
 
@@ -14,12 +14,6 @@ const small = useTestApp({ RATE_LIMIT_REQUESTS: '5', RATE_LIMIT_WINDOW_SECONDS: 
 const standard = useTestApp();
 
 const get = (t: TestApp, token: string) => t.request.get('/api/agents').set('Authorization', bearer(token));
-
-/** Waits for a new window when the current one ends within `marginMs`, so a test's requests share one window. */
-async function awayFromWindowEnd(windowSeconds: number, marginMs: number): Promise<void> {
-  const left = windowSeconds * 1000 - (Date.now() % (windowSeconds * 1000));
-  if (left < marginMs) await new Promise((r) => setTimeout(r, left + 50));
-}
 
 describe('rate limit on the current surface', () => {
   it('every authenticated response carries the headers; the request over the budget is 429 with Retry-After', async () => {
