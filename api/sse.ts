@@ -24,6 +24,7 @@ import {
   lastSeq,
   readEvents,
   readHead,
+  storedEventAt,
   type EventTailer,
   type Head,
   type LoggedEvent,
@@ -240,6 +241,12 @@ function isTerminalAt(opts: SseOptions, e: LoggedEvent, head: number): boolean {
  */
 async function fullyRead(opts: SseOptions, read: Head): Promise<boolean> {
   const head = read.seq;
+  // A position past the head: the client may hold the terminal event already, handed to it from memory after its
+  // insert and before its head was raised (commands/eventLog.ts). Then it has read the whole stream.
+  if (opts.afterSeq > head) {
+    const past = await storedEventAt(opts.streamId, opts.afterSeq);
+    if (past && isTerminalAt(opts, past, head)) return true;
+  }
   if (head === 0 || opts.afterSeq < head) return false;
   const [last] = await readEvents(opts.streamId, head - 1, 1, read);
   return last !== undefined && last.seq === head && isTerminalAt(opts, last, head);

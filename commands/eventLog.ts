@@ -199,6 +199,16 @@ export function followedHere(streamId: string): boolean {
 const localTailers = new Set<EventTailer>();
 
 /**
+ * @param streamId the stream.
+ * @param seq a position.
+ * @returns the event stored at it, past the head too (an event is inserted before its head is raised, and this
+ *   process's readers may have it in between: {@link EventTailer}), or undefined.
+ */
+export async function storedEventAt(streamId: string, seq: number): Promise<LoggedEvent | undefined> {
+  return (await fetchRange(streamId, seq, seq))[0];
+}
+
+/**
  * Fetches events `from..to` (inclusive) by id, READ_BATCH to a query, stopping at the first one missing; the events
  * the head read brought from the execution's record (its `meta`, its final events) are yielded at their seqs.
  * @param head the stream's head as read, when it holds events that are not stored ({@link Head} `first`, `final`).

@@ -155,12 +155,19 @@ describe('event log', () => {
   });
 
   it('a writer whose write failed writes nothing more (a retry may already be writing the stream)', async () => {
+    // The mirror fails once the test lets it: never before the second delta is buffered, however loaded the machine.
+    let fail!: () => void;
+    const failNow = new Promise<void>((resolve) => (fail = resolve));
     const failing = new CoalescingWriter('s-failed', 1, delta, 10, 4096, async (e) => {
-      if (e.seq === 1) throw new Error('mirror failed');
+      if (e.seq === 1) {
+        await failNow;
+        throw new Error('mirror failed');
+      }
     });
     failing.text('first '); // written at once, then its mirror fails
     await new Promise((r) => setTimeout(r, 1)); // its write has started
     failing.text('second '); // buffered before the failure is known, flushed after it
+    fail();
     await new Promise((r) => setTimeout(r, 50));
     await expect(failing.flush()).rejects.toThrow('mirror failed');
     expect(() => failing.text('third ')).toThrow('mirror failed');

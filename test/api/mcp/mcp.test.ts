@@ -8,6 +8,8 @@
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { appendEvents, insertEvents } from '../../../commands/eventLog';
+import { mcpStreamId } from '../../../models';
 import { useServedTestApp } from '../../helpers/app';
 import { currentAs } from '../../helpers/current';
 import { bearer, buildOrg, buildServiceToken } from '../../helpers/factories';
@@ -381,6 +383,30 @@ describe('scopes, organizations and sessions', () => {
     // The session's open stream, on the other instance, ends at its next heartbeat.
     await standalone.ended;
     expect((await post(stack.base, list, headers)).status).toBe(404);
+  });
+
+  it('a client holding the response past the head (handed over before the head raise) resumes to 204, not a repeat', async () => {
+    const org = await setupOrg();
+    const auth = { authorization: bearer(org.mcpToken) };
+    const opened = await post(stack.base, initialize, auth);
+    const session = opened.headers.get('mcp-session-id')!;
+    await opened.body?.cancel();
+    const headers = { ...auth, 'mcp-session-id': session, accept: 'text/event-stream' };
+    // A POST's stream whose response is inserted and its head not raised yet: the moment a reader in the writing
+    // process already has the response (commands/eventLog.ts).
+    const stream = mcpStreamId(session, 'past');
+    const response = { seq: 2, event: 'message', data: { jsonrpc: '2.0', id: 9, result: {} } };
+    await appendEvents(stream, [
+      { seq: 1, event: 'message', data: { jsonrpc: '2.0', method: 'notifications/progress' } },
+    ]);
+    await insertEvents(stream, [response]);
+    const again = await fetch(`${other.base}/mcp`, { headers: { ...headers, 'last-event-id': 'past.2' } });
+    expect([again.status, await again.text()]).toEqual([204, '']);
+    // A client that has only the notification gets the response once, when its writer raises the head.
+    const resumed = await openSse(`${other.base}/mcp`, { headers: { ...headers, 'last-event-id': 'past.1' } });
+    await appendEvents(stream, [response]);
+    await resumed.ended;
+    expect(resumed.events.map((e) => e.id)).toEqual(['past.2']);
   });
 
   it('a session opened on one api instance goes on on another; a broken stream resumes there with Last-Event-ID', async () => {
