@@ -4,8 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { Worker } from '@temporalio/worker';
-import { NativeConnection } from '@temporalio/worker';
+import { NativeConnection, type Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { HEARTBEAT_THROTTLE } from '../../activities/executionReply';
 import type { Config } from '../../lib/config';

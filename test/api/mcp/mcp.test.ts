@@ -83,6 +83,17 @@ function post(on: string, body: unknown, headers: Record<string, string> = {}): 
   });
 }
 
+/**
+ * Opens a raw session (an initialize request, its answer's body dropped).
+ * @param auth the Authorization header.
+ * @returns the session's id.
+ */
+async function openSession(auth: Record<string, string>): Promise<string> {
+  const opened = await post(stack.base, initialize, auth);
+  await opened.body?.cancel();
+  return opened.headers.get('mcp-session-id')!;
+}
+
 // Tool results and metadata are compared by value: their shapes are the routes' schemas, checked elsewhere.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
@@ -345,9 +356,7 @@ describe('scopes, organizations and sessions', () => {
     const listed = ok(await clientB.callTool({ name: 'list_agents', arguments: {} }));
     expect(listed.agents.map((x: { id: string }) => x.id)).not.toContain(a.agentId);
     // A's session with B's token: unknown.
-    const opened = await post(stack.base, initialize, { authorization: bearer(a.mcpToken) });
-    const sessionA = opened.headers.get('mcp-session-id')!;
-    await opened.body?.cancel();
+    const sessionA = await openSession({ authorization: bearer(a.mcpToken) });
     const res = await post(
       stack.base,
       { jsonrpc: '2.0', id: 2, method: 'tools/list' },
@@ -388,9 +397,7 @@ describe('scopes, organizations and sessions', () => {
   it('a client holding the response past the head (handed over before the head raise) resumes to 204, not a repeat', async () => {
     const org = await setupOrg();
     const auth = { authorization: bearer(org.mcpToken) };
-    const opened = await post(stack.base, initialize, auth);
-    const session = opened.headers.get('mcp-session-id')!;
-    await opened.body?.cancel();
+    const session = await openSession(auth);
     const headers = { ...auth, 'mcp-session-id': session, accept: 'text/event-stream' };
     // A POST's stream whose response is inserted and its head not raised yet: the moment a reader in the writing
     // process already has the response (commands/eventLog.ts).
@@ -412,9 +419,7 @@ describe('scopes, organizations and sessions', () => {
   it('a session opened on one api instance goes on on another; a broken stream resumes there with Last-Event-ID', async () => {
     const org = await setupOrg();
     const auth = { authorization: bearer(org.mcpToken) };
-    const opened = await post(stack.base, initialize, auth);
-    const session = opened.headers.get('mcp-session-id')!;
-    await opened.body?.cancel();
+    const session = await openSession(auth);
     const headers = { ...auth, 'mcp-session-id': session, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION };
 
     // A slow reply on instance A; the client reads the first progress notifications, then its connection breaks.
